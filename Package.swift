@@ -1,0 +1,115 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// One set of settings for every target: Swift 6 language mode (the tools-version default),
+/// complete concurrency checking, and the upcoming features the codebase is written for.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "FlowKit",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "FlowKit", targets: ["FlowKit"]),
+        .library(name: "FlowKitTesting", targets: ["FlowKitTesting"]),
+        .library(name: "FlowKitExamples", targets: ["FlowKitExamples"]),
+        .library(name: "FlowKitCommands", targets: ["FlowKitCommands"]),
+        .executable(name: "flowkit", targets: ["flowkit"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.0.0"),
+        .package(url: "https://github.com/pointfreeco/swift-concurrency-extras", from: "1.4.0"),
+        .package(url: "https://github.com/pointfreeco/swift-custom-dump", from: "1.3.0"),
+        .package(url: "https://github.com/pointfreeco/swift-dependencies", from: "1.4.0"),
+        .package(url: "https://github.com/pointfreeco/xctest-dynamic-overlay", from: "1.4.0"),
+    ],
+    targets: [
+        // MARK: The flow library
+
+        .target(
+            name: "FlowKit",
+            dependencies: [
+                .product(name: "Clocks", package: "swift-clocks"),
+                .product(name: "Dependencies", package: "swift-dependencies"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "FlowKitExamples",
+            dependencies: [
+                "FlowKit",
+                .product(name: "Clocks", package: "swift-clocks"),
+                .product(name: "Dependencies", package: "swift-dependencies"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "FlowKitTesting",
+            dependencies: [
+                "FlowKit",
+                .product(name: "ConcurrencyExtras", package: "swift-concurrency-extras"),
+                .product(name: "CustomDump", package: "swift-custom-dump"),
+                .product(name: "Dependencies", package: "swift-dependencies"),
+                .product(name: "IssueReporting", package: "xctest-dynamic-overlay"),
+                // Routes the test store's failures to Swift Testing and XCTest, so users of
+                // FlowKitTesting need not add it themselves.
+                .product(name: "IssueReportingTestSupport", package: "xctest-dynamic-overlay"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: The command-line front end
+
+        .target(
+            name: "FlowKitCommands",
+            dependencies: [
+                "FlowKit",
+                "FlowKitExamples",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Clocks", package: "swift-clocks"),
+                .product(name: "Dependencies", package: "swift-dependencies"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "flowkit",
+            dependencies: [
+                "FlowKitCommands",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Tests
+
+        .testTarget(
+            name: "FlowKitTests",
+            dependencies: [
+                "FlowKit",
+                "FlowKitExamples",
+                "FlowKitTesting",
+                .product(name: "Clocks", package: "swift-clocks"),
+                .product(name: "Dependencies", package: "swift-dependencies"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FlowKitTestingTests",
+            dependencies: [
+                "FlowKit",
+                "FlowKitTesting",
+                .product(name: "Clocks", package: "swift-clocks"),
+                .product(name: "Dependencies", package: "swift-dependencies"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,25 @@
+/// A type-erased, sendable cancellation identifier.
+///
+/// Any `Hashable & Sendable` value can name an effect: an enum case, a string, a UUID. Values of
+/// different types never collide, because `AnyHashable` compares types as well as values.
+public struct CancelID: Hashable, Sendable, CustomStringConvertible {
+    // `AnyHashable` is not `Sendable`; every initialiser takes a `Sendable` value, so sharing is safe.
+    private nonisolated(unsafe) let base: AnyHashable
+
+    /// Wraps a user's identifier.
+    public init(_ id: some Hashable & Sendable) {
+        if let already = id as? CancelID {
+            self = already
+        } else {
+            self.base = AnyHashable(id)
+        }
+    }
+
+    /// The wrapped identifier.
+    public var value: any Hashable & Sendable {
+        // Only `Sendable` values are stored; the cast restores that knowledge.
+        base.base as! any Hashable & Sendable
+    }
+
+    public var description: String { "\(base.base)" }
+}

@@ -1,0 +1,367 @@
+import Synchronization
+
+/// Interprets the effects of one flow instance: starts their tasks, tracks them by cancel id and by
+/// emitted event, and cancels them.
+///
+/// The owner (a ``FlowStore``, the test store, a cluster node) calls ``start(_:in:)`` from its own
+/// serial context, right after the reducer returned. Everything synchronous in the effect happens
+/// before `start` returns, in tree order: cancels take effect, `cancelInFlight` cancels the old
+/// effect, and sent events are collected for the owner to process next. Async work starts as tasks
+/// that are registered *before* `start` returns, so a cancel processed afterwards always finds them,
+/// even if their body has not begun to run.
+///
+/// In ``Mode/replica`` the runtime evaluates only the deterministic, synchronous part of an effect,
+/// which every replica of a flow instance must see: `cancel(id:)`, `cancelInFlight` and `.send`. It
+/// starts no work; that belongs to the node where the event originated.
+package final class EffectRuntime<Event: Sendable>: Sendable {
+    /// How much of an effect to carry out.
+    package enum Mode: Sendable {
+        /// Run everything: this process originated the event.
+        case origin
+        /// Evaluate cancellations and synchronous sends only: another process runs the work.
+        case replica
+    }
+
+    /// Where a running effect's events go, and which group the effects they cause belong to.
+    package typealias Deliver = @Sendable (_ event: Event, _ group: EffectGroup) async -> Void
+
+    /// What one call of ``start(_:in:)`` produced.
+    package struct Scope {
+        package var mode: Mode
+        /// The group new tasks join; created on the first task when `nil`.
+        package var group: EffectGroup?
+        /// Events sent synchronously (`.send`), in order, for the owner to process next.
+        package var followUps: [Event] = []
+
+        package init(mode: Mode = .origin, group: EffectGroup? = nil) {
+            self.mode = mode
+            self.group = group
+        }
+    }
+
+    private struct Entry {
+        var task: Task<Void, Never>?
+        var cancelIDs: [CancelID]
+        var group: EffectGroup
+        var isCancelled = false
+        var hasStarted = false
+    }
+
+    private struct Registry {
+        var nextTaskID: UInt64 = 0
+        var entries: [UInt64: Entry] = [:]
+        var byCancelID: [CancelID: Set<UInt64>] = [:]
+        var isShutDown = false
+        /// Tasks registered whose body has not begun to run, and who waits for them to begin.
+        var unstartedCount = 0
+        var startWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let registry = Mutex(Registry())
+    private let deliver: Deliver
+    private let reportFailure: @Sendable (EffectFailure) -> Void
+    private let cancelFromTask: (@Sendable ([CancelID]) async -> Void)?
+    package let context = EffectContext()
+
+    /// - Parameters:
+    ///   - deliver: Carries an event sent by a running effect back to the owner.
+    ///   - reportFailure: Called for an error an effect threw without a `catch:` handler.
+    ///   - cancelFromTask: Carries out a `.cancel(id:)` reached inside running work (after an async
+    ///     step of a concatenation). `nil` cancels locally; a cluster node routes it through the
+    ///     order instead, so that every replica sees it.
+    package init(
+        deliver: @escaping Deliver,
+        reportFailure: @escaping @Sendable (EffectFailure) -> Void,
+        cancelFromTask: (@Sendable ([CancelID]) async -> Void)? = nil
+    ) {
+        self.deliver = deliver
+        self.reportFailure = reportFailure
+        self.cancelFromTask = cancelFromTask
+    }
+
+    // MARK: Starting effects
+
+    /// Starts `effect`; see the type's documentation for what happens synchronously.
+    package func start(_ effect: Effect<Event>, in scope: inout Scope) {
+        walk(effect, cancelIDs: [], scope: &scope)
+    }
+
+    private func walk(_ effect: Effect<Event>, cancelIDs: [CancelID], scope: inout Scope) {
+        switch effect.operation {
+        case .none:
+            return
+        case .send(let event):
+            scope.followUps.append(event)
+        case .cancel(let ids):
+            cancel(ids: ids)
+        case .cancellable(let inner, let id, let cancelInFlight):
+            if cancelInFlight { cancel(ids: [id]) }
+            walk(inner, cancelIDs: cancelIDs + [id], scope: &scope)
+        case .merge(let effects):
+            for effect in effects { walk(effect, cancelIDs: cancelIDs, scope: &scope) }
+        case .concatenate(let effects):
+            walkSequence(effects[...], cancelIDs: cancelIDs, scope: &scope)
+        case .run, .deferred:
+            // A deferred effect consults runtime-held state (a throttle window, the clock) that
+            // differs between processes, so it is treated like async work: the origin runs it.
+            guard scope.mode == .origin else { return }
+            spawn(effect, cancelIDs: cancelIDs, scope: &scope)
+        }
+    }
+
+    /// Carries out the synchronous prefix of a concatenation now; the rest runs in one task that
+    /// starts each effect when the one before it has finished.
+    private func walkSequence(_ effects: ArraySlice<Effect<Event>>, cancelIDs: [CancelID], scope: inout Scope) {
+        var remaining = effects
+        while let first = remaining.first {
+            guard first.isSynchronous else {
+                // What follows an async effect is the origin's business, when it gets there.
+                guard scope.mode == .origin else { return }
+                spawn(Effect(operation: .concatenate(Array(remaining))), cancelIDs: cancelIDs, scope: &scope)
+                return
+            }
+            walk(first, cancelIDs: cancelIDs, scope: &scope)
+            remaining = remaining.dropFirst()
+        }
+    }
+
+    // MARK: Tasks
+
+    private func spawn(_ effect: Effect<Event>, cancelIDs: [CancelID], scope: inout Scope) {
+        let group: EffectGroup
+        if let existing = scope.group {
+            group = existing
+        } else {
+            group = makeGroup()
+            scope.group = group
+        }
+        spawn(effect, cancelIDs: cancelIDs, group: group)
+    }
+
+    package func makeGroup() -> EffectGroup {
+        EffectGroup { [weak self] members in self?.cancel(taskIDs: members) }
+    }
+
+    /// Registers a task for `effect` under `cancelIDs` and `group`, then starts it.
+    @discardableResult
+    private func spawn(_ effect: Effect<Event>, cancelIDs: [CancelID], group: EffectGroup) -> Task<Void, Never>? {
+        guard let taskID = register(cancelIDs: cancelIDs, group: group) else { return nil }
+        let priority: TaskPriority? = if case .run(let run) = effect.operation { run.priority } else { nil }
+        let task = Task(priority: priority) {
+            self.markStarted(taskID)
+            await self.execute(effect, cancelIDs: cancelIDs, group: group)
+            self.unregister(taskID)
+        }
+        attach(task, to: taskID)
+        return task
+    }
+
+    private func register(cancelIDs: [CancelID], group: EffectGroup) -> UInt64? {
+        let taskID: UInt64? = registry.withLock { registry in
+            guard !registry.isShutDown else { return nil }
+            let taskID = registry.nextTaskID
+            registry.nextTaskID += 1
+            registry.entries[taskID] = Entry(cancelIDs: cancelIDs, group: group)
+            registry.unstartedCount += 1
+            for id in cancelIDs { registry.byCancelID[id, default: []].insert(taskID) }
+            return taskID
+        }
+        guard let taskID else { return nil }
+        if !group.join(taskID) { cancel(taskIDs: [taskID]) }
+        return taskID
+    }
+
+    private func attach(_ task: Task<Void, Never>, to taskID: UInt64) {
+        let cancelNow = registry.withLock { registry -> Bool in
+            guard registry.entries[taskID] != nil else { return false }  // already over
+            registry.entries[taskID]!.task = task
+            return registry.entries[taskID]!.isCancelled
+        }
+        if cancelNow { task.cancel() }
+    }
+
+    private func markStarted(_ taskID: UInt64) {
+        let waiters = registry.withLock { registry -> [CheckedContinuation<Void, Never>] in
+            guard registry.entries[taskID]?.hasStarted == false else { return [] }
+            registry.entries[taskID]!.hasStarted = true
+            registry.unstartedCount -= 1
+            guard registry.unstartedCount == 0 else { return [] }
+            defer { registry.startWaiters = [] }
+            return registry.startWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func unregister(_ taskID: UInt64) {
+        let entry = registry.withLock { registry -> Entry? in
+            guard let entry = registry.entries.removeValue(forKey: taskID) else { return nil }
+            for id in entry.cancelIDs {
+                registry.byCancelID[id]?.remove(taskID)
+                if registry.byCancelID[id]?.isEmpty == true { registry.byCancelID[id] = nil }
+            }
+            return entry
+        }
+        entry?.group.leave(taskID)
+    }
+
+    // MARK: Running effects inside a task
+
+    /// Runs `effect` to completion in the current task.
+    private func execute(_ effect: Effect<Event>, cancelIDs: [CancelID], group: EffectGroup) async {
+        switch effect.operation {
+        case .none:
+            return
+        case .send(let event):
+            await makeSend(group: group)(event)
+        case .cancel(let ids):
+            if let cancelFromTask {
+                await cancelFromTask(ids)
+            } else {
+                cancel(ids: ids)
+            }
+        case .run(let run):
+            let send = makeSend(group: group)
+            do {
+                try await run.body(send)
+            } catch is CancellationError {
+                return
+            } catch {
+                if let handler = run.handler {
+                    await handler(error, send)
+                } else {
+                    reportFailure(EffectFailure(error: error, origin: run.origin))
+                }
+            }
+        case .cancellable(let inner, let id, let cancelInFlight):
+            if cancelInFlight { cancel(ids: [id]) }
+            // A child task, so that cancelling `id` stops this part without stopping the rest.
+            guard let child = spawn(inner, cancelIDs: cancelIDs + [id], group: group) else { return }
+            await withTaskCancellationHandler {
+                await child.value
+            } onCancel: {
+                child.cancel()
+            }
+        case .merge(let effects):
+            await withDiscardingTaskGroup { tasks in
+                for effect in effects {
+                    tasks.addTask { await self.execute(effect, cancelIDs: cancelIDs, group: group) }
+                }
+            }
+        case .concatenate(let effects):
+            for effect in effects {
+                guard !Task.isCancelled else { return }
+                await execute(effect, cancelIDs: cancelIDs, group: group)
+            }
+        case .deferred(let build):
+            await execute(build(context), cancelIDs: cancelIDs, group: group)
+        }
+    }
+
+    private func makeSend(group: EffectGroup) -> Send<Event> {
+        let deliver = self.deliver
+        return Send { event in await deliver(event, group) }
+    }
+
+    // MARK: Cancelling
+
+    /// Cancels every in-flight effect marked with one of `ids`.
+    package func cancel(ids: [CancelID]) {
+        let tasks = registry.withLock { registry -> [Task<Void, Never>] in
+            var tasks: [Task<Void, Never>] = []
+            for id in ids {
+                guard let members = registry.byCancelID[id] else { continue }
+                for taskID in members {
+                    registry.entries[taskID]?.isCancelled = true
+                    if let task = registry.entries[taskID]?.task { tasks.append(task) }
+                }
+            }
+            return tasks
+        }
+        // Outside the lock: cancellation handlers run synchronously and may call back in.
+        for task in tasks { task.cancel() }
+    }
+
+    /// Cancels every in-flight effect whose cancel id satisfies `predicate`; an operator's cancel by
+    /// name uses this.
+    package func cancel(where predicate: (CancelID) -> Bool) {
+        let ids = registry.withLock { registry in registry.byCancelID.keys.filter(predicate) }
+        cancel(ids: ids)
+    }
+
+    private func cancel(taskIDs: Set<UInt64>) {
+        let tasks = registry.withLock { registry -> [Task<Void, Never>] in
+            taskIDs.compactMap { taskID in
+                registry.entries[taskID]?.isCancelled = true
+                return registry.entries[taskID]?.task
+            }
+        }
+        for task in tasks { task.cancel() }
+    }
+
+    /// Cancels every in-flight effect.
+    package func cancelAll() {
+        let tasks = registry.withLock { registry -> [Task<Void, Never>] in
+            for taskID in registry.entries.keys { registry.entries[taskID]!.isCancelled = true }
+            return registry.entries.values.compactMap(\.task)
+        }
+        for task in tasks { task.cancel() }
+    }
+
+    /// Cancels every in-flight effect and refuses to start new ones.
+    package func shutDown() {
+        registry.withLock { $0.isShutDown = true }
+        cancelAll()
+    }
+
+    // MARK: Inspection
+
+    /// The number of effect tasks still running.
+    package var runningCount: Int {
+        registry.withLock { $0.entries.count }
+    }
+
+    /// The cancel ids that have at least one running effect.
+    package var activeCancelIDs: Set<CancelID> {
+        registry.withLock { Set($0.byCancelID.keys) }
+    }
+
+    /// Suspends until the body of every registered effect task has begun to run.
+    ///
+    /// The test store uses it so that a test clock advanced next finds the effects' sleeps: an effect
+    /// that has begun runs straight into its first suspension.
+    package func waitUntilStarted() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let started = registry.withLock { registry in
+                guard registry.unstartedCount > 0 else { return true }
+                registry.startWaiters.append(continuation)
+                return false
+            }
+            if started { continuation.resume() }
+        }
+    }
+
+    /// Suspends until no effect task is running.
+    package func waitUntilIdle() async {
+        while true {
+            let groups = registry.withLock { registry in registry.entries.values.map(\.group) }
+            guard let group = groups.first else { return }
+            await group.waitUntilFinished()
+        }
+    }
+}
+
+extension Effect {
+    /// Whether the runtime can carry out the whole effect without starting a task.
+    var isSynchronous: Bool {
+        switch operation {
+        case .none, .send, .cancel:
+            return true
+        case .run, .deferred:
+            return false
+        case .cancellable(let inner, _, _):
+            return inner.isSynchronous
+        case .merge(let effects), .concatenate(let effects):
+            return effects.allSatisfy(\.isSynchronous)
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import Dependencies
+
+/// The serial heart of one flow instance: its state, its reducer and its effects.
+///
+/// A `FlowInstance` is not thread-safe and not `Sendable`: it belongs to one serial owner (a
+/// ``FlowStore`` actor, the test store, a cluster node's apply loop), which calls ``apply(_:mode:group:didReduce:)``
+/// for one event at a time. Because the reducer is synchronous and `apply` never suspends, two
+/// reducers can never interleave and events are never reordered, whatever the owner's callers do.
+package final class FlowInstance<F: Flow> {
+    package let flow: F
+    package private(set) var state: F.State
+    package let runtime: EffectRuntime<F.Event>
+    /// The dependencies reducers and effects see, captured when the owner was created.
+    package let dependencies: DependencyValues
+
+    package init(flow: F, state: F.State, dependencies: DependencyValues, runtime: EffectRuntime<F.Event>) {
+        self.flow = flow
+        self.state = state
+        self.dependencies = dependencies
+        self.runtime = runtime
+    }
+
+    /// Applies `event`, then every event its effect sends synchronously (`.send`), first in first out,
+    /// before returning.
+    ///
+    /// - Parameters:
+    ///   - event: The event to reduce.
+    ///   - mode: Whether to run the effects' work (``EffectRuntime/Mode/origin``) or only evaluate
+    ///     what every replica must (``EffectRuntime/Mode/replica``).
+    ///   - group: The group new effect tasks join; `nil` creates one on the first task.
+    ///   - didReduce: Called after each reduced event with that event and the state it produced.
+    /// - Returns: The group the effects joined, or `nil` when no effect task was started.
+    @discardableResult
+    package func apply(
+        _ event: F.Event,
+        mode: EffectRuntime<F.Event>.Mode = .origin,
+        group: EffectGroup? = nil,
+        didReduce: (F.Event, F.State) -> Void = { _, _ in }
+    ) -> EffectGroup? {
+        var scope = EffectRuntime<F.Event>.Scope(mode: mode, group: group)
+        DependencyValues.$_current.withValue(dependencies) {
+            reduceAndStart(event, scope: &scope, didReduce: didReduce)
+            // Follow-ups are rare; only then does the loop allocate.
+            var cursor = 0
+            while cursor < scope.followUps.count {
+                let next = scope.followUps[cursor]
+                cursor += 1
+                reduceAndStart(next, scope: &scope, didReduce: didReduce)
+            }
+        }
+        return scope.group
+    }
+
+    private func reduceAndStart(
+        _ event: F.Event,
+        scope: inout EffectRuntime<F.Event>.Scope,
+        didReduce: (F.Event, F.State) -> Void
+    ) {
+        let effect = flow.reduce(into: &state, event: event)
+        didReduce(event, state)
+        if !effect.isNone { runtime.start(effect, in: &scope) }
+    }
+
+    /// Replaces the state wholesale: a cluster node restoring a snapshot. Not for flows' own use.
+    package func restore(_ state: F.State) {
+        self.state = state
+    }
+}

@@ -1,0 +1,13 @@
+import ArgumentParser
+
+/// The `flowkit` command: the root of every subcommand.
+public struct FlowKitCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "flowkit",
+        abstract: "Run FlowKit flows locally and across processes.",
+        subcommands: [DemoCommand.self],
+        defaultSubcommand: DemoCommand.self
+    )
+
+    public init() {}
+}

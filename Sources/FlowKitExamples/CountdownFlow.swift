@@ -1,0 +1,60 @@
+import Clocks
+import Dependencies
+import FlowKit
+
+/// The seed's countdown: a timer with a duration that cancels itself and reports completion.
+public struct CountdownFlow: Flow {
+    public struct State: Codable, Equatable, Sendable {
+        public var timeRemaining: Int
+        public var isCompleted: Bool
+
+        public init(timeRemaining: Int = 0, isCompleted: Bool = false) {
+            self.timeRemaining = timeRemaining
+            self.isCompleted = isCompleted
+        }
+    }
+
+    public enum Event: Codable, Equatable, Sendable {
+        case startCountdown
+        case timerTick
+        case timerCompleted
+    }
+
+    enum CancelID { case timer }
+
+    /// The countdown's length, in seconds; the seed uses 60.
+    public var duration: Int
+    @Dependency(\.continuousClock) var clock
+
+    public init(duration: Int = 60) {
+        self.duration = duration
+    }
+
+    public func reduce(into state: inout State, event: Event) -> Effect<Event> {
+        switch event {
+        case .startCountdown:
+            state.timeRemaining = duration
+            state.isCompleted = false
+            return .run { send in
+                for await _ in self.clock.timer(interval: .seconds(1)) {
+                    await send(.timerTick)
+                }
+            }
+            .cancellable(id: CancelID.timer)
+
+        case .timerTick:
+            state.timeRemaining -= 1
+            if state.timeRemaining <= 0 {
+                return .concatenate(
+                    .cancel(id: CancelID.timer),
+                    .send(.timerCompleted)
+                )
+            }
+            return .none
+
+        case .timerCompleted:
+            state.isCompleted = true
+            return .none
+        }
+    }
+}

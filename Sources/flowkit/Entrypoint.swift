@@ -1,0 +1,9 @@
+import ArgumentParser
+import FlowKitCommands
+
+@main
+enum Entrypoint {
+    static func main() async {
+        await FlowKitCommand.main()
+    }
+}

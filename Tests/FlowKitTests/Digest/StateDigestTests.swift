@@ -1,0 +1,95 @@
+import FlowKit
+import Foundation
+import Testing
+
+@Suite struct StateDigestTests {
+    struct Sample: Codable, Equatable {
+        var name: String
+        var tags: Set<String>
+        var scores: [Int: Double]
+        var nested: [String: [Int]]
+        var optional: Int?
+    }
+
+    private func sample(order: [Int]) -> Sample {
+        var sample = Sample(name: "room-42", tags: [], scores: [:], nested: [:], optional: nil)
+        for index in order {
+            sample.tags.insert("tag\(index)")
+            sample.scores[index] = Double(index) / 3
+            sample.nested["k\(index)"] = [index, index * 2]
+        }
+        return sample
+    }
+
+    @Test func equalValuesBuiltInDifferentOrdersHaveEqualDigests() throws {
+        let forward = sample(order: Array(0..<200))
+        let backward = sample(order: (0..<200).reversed())
+        #expect(forward == backward)
+        #expect(try StateDigest(of: forward) == StateDigest(of: backward))
+    }
+
+    @Test func anyDifferenceChangesTheDigest() throws {
+        let base = sample(order: Array(0..<10))
+        var changed = base
+        changed.scores[3] = 99
+        var renamed = base
+        renamed.name = "room-43"
+        var optional = base
+        optional.optional = 0
+        let digests = try [base, changed, renamed, optional].map(StateDigest.init(of:))
+        #expect(Set(digests).count == 4)
+    }
+
+    @Test func kindsAreDistinguished() throws {
+        #expect(try StateDigest(of: [1]) != StateDigest(of: ["1"]))
+        #expect(try StateDigest(of: [[1], [2]]) != StateDigest(of: [[1, 2]]))
+        #expect(try StateDigest(of: ["ab", "c"]) != StateDigest(of: ["a", "bc"]))
+    }
+
+    @Test func signedZeroAndNaNAreNormalised() throws {
+        #expect(try StateDigest(of: [0.0]) == StateDigest(of: [-0.0]))
+        #expect(try StateDigest(of: [Double.nan]) == StateDigest(of: [-Double.nan]))
+    }
+
+    /// The digest must not change between runs, processes or releases, or nodes of different
+    /// versions would report a divergence. These values were computed outside Swift, by a short
+    /// Python script that follows the byte layout documented on `CanonicalEncoding`:
+    /// `hashlib.sha256(bytes([3]) + struct.pack('<q', 42)).hexdigest()[:32]`, and likewise for the
+    /// keyed sample with its sets and dictionaries.
+    @Test func digestsMatchTheDocumentedLayoutComputedIndependently() throws {
+        let fortyTwo = try StateDigest(of: 42).description
+        #expect(fortyTwo == "db40d530a39f25b7c4cb009aade03fe5")
+        let sample = try StateDigest(of: sample(order: [3, 1, 2])).description
+        #expect(sample == "70585b6c06ebeb70d5001354ab26dd3d")
+    }
+
+    @Test func hexRoundTripsAndRejectsBadInput() throws {
+        let digest = try StateDigest(of: "hello")
+        #expect(StateDigest(hex: digest.description) == digest)
+        #expect(StateDigest(hex: "xyz") == nil)
+        #expect(StateDigest(hex: String(repeating: "g", count: 32)) == nil)
+        let json = try JSONEncoder().encode([digest])
+        #expect(try JSONDecoder().decode([StateDigest].self, from: json) == [digest])
+    }
+
+    @Test(arguments: [
+        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+        (
+            "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+        ),
+    ])
+    func sha256MatchesTheStandardVectors(input: String, expected: String) {
+        var sha = SHA256()
+        sha.update(Array(input.utf8))
+        let hex = sha.finalize().map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        #expect(hex == expected)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: max(0, width - count)) + self
+    }
+}
