@@ -269,7 +269,9 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
         let tasks = registry.withLock { registry -> [Task<Void, Never>] in
             var tasks: [Task<Void, Never>] = []
             for id in ids {
-                guard let members = registry.byCancelID[id] else { continue }
+                // Cancelled tasks leave the index at once: they may take a while to unwind, and a
+                // later cancel of the same id must not walk them again.
+                guard let members = registry.byCancelID.removeValue(forKey: id) else { continue }
                 for taskID in members {
                     registry.entries[taskID]?.isCancelled = true
                     if let task = registry.entries[taskID]?.task { tasks.append(task) }

@@ -37,28 +37,32 @@ package final class FlowInstance<F: Flow> {
         group: EffectGroup? = nil,
         didReduce: (F.Event, F.State) -> Void = { _, _ in }
     ) -> EffectGroup? {
+        let effect = flow.reduce(into: &state, event: event)
+        didReduce(event, state)
+        // The common case, a reducer that returns `.none`, touches nothing else.
+        guard !effect.isNone else { return group }
         var scope = EffectRuntime<F.Event>.Scope(mode: mode, group: group)
-        DependencyValues.$_current.withValue(dependencies) {
-            reduceAndStart(event, scope: &scope, didReduce: didReduce)
-            // Follow-ups are rare; only then does the loop allocate.
-            var cursor = 0
-            while cursor < scope.followUps.count {
-                let next = scope.followUps[cursor]
-                cursor += 1
-                reduceAndStart(next, scope: &scope, didReduce: didReduce)
-            }
+        start(effect, scope: &scope)
+        // Follow-ups (`.send`) are applied in order, each before the next event from outside.
+        var cursor = 0
+        while cursor < scope.followUps.count {
+            let next = scope.followUps[cursor]
+            cursor += 1
+            let effect = flow.reduce(into: &state, event: next)
+            didReduce(next, state)
+            if !effect.isNone { start(effect, scope: &scope) }
         }
         return scope.group
     }
 
-    private func reduceAndStart(
-        _ event: F.Event,
-        scope: inout EffectRuntime<F.Event>.Scope,
-        didReduce: (F.Event, F.State) -> Void
-    ) {
-        let effect = flow.reduce(into: &state, event: event)
-        didReduce(event, state)
-        if !effect.isNone { runtime.start(effect, in: &scope) }
+    /// Starts an effect inside the owner's dependency scope, which its tasks inherit.
+    ///
+    /// Reducers need no scope of their own: the flow was built inside it, so its `@Dependency`
+    /// properties already carry the owner's values.
+    private func start(_ effect: Effect<F.Event>, scope: inout EffectRuntime<F.Event>.Scope) {
+        DependencyValues.$_current.withValue(dependencies) {
+            runtime.start(effect, in: &scope)
+        }
     }
 
     /// Replaces the state wholesale: a cluster node restoring a snapshot. Not for flows' own use.
