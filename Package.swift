@@ -65,6 +65,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: The replicated cluster
+
+        .target(
+            name: "FlowKitCluster",
+            dependencies: [
+                "FlowKit",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: The command-line front end
 
         .target(
@@ -98,6 +109,15 @@ let package = Package(
                 "FlowKitTesting",
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "Dependencies", package: "swift-dependencies"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FlowKitClusterTests",
+            dependencies: [
+                "FlowKit",
+                "FlowKitCluster",
+                "FlowKitExamples",
             ],
             swiftSettings: swiftSettings
         ),

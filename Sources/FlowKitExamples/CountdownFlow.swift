@@ -26,8 +26,13 @@ public struct CountdownFlow: Flow {
     public var duration: Int
     @Dependency(\.continuousClock) var clock
 
-    public init(duration: Int = 60) {
+    public init(duration: Int) {
         self.duration = duration
+    }
+
+    /// The seed's sixty-second countdown.
+    public init() {
+        self.init(duration: 60)
     }
 
     public func reduce(into state: inout State, event: Event) -> Effect<Event> {
@@ -57,4 +62,8 @@ public struct CountdownFlow: Flow {
             return .none
         }
     }
+}
+
+extension CountdownFlow: ReplicatedFlow {
+    public static var initialState: State { State() }
 }

@@ -29,3 +29,36 @@ public struct CounterFlow: Flow {
         return .none
     }
 }
+
+extension CounterFlow: ReplicatedFlow {
+    public static var initialState: State { State() }
+}
+
+extension CounterFlow.Event: BinaryEventCodable {
+    /// One tag byte, then an 8-byte big-endian amount for `add`.
+    public func binaryEncoded() -> [UInt8] {
+        switch self {
+        case .increment: return [1]
+        case .decrement: return [2]
+        case .reset: return [4]
+        case .add(let amount):
+            var bytes: [UInt8] = [3]
+            let bits = UInt64(bitPattern: Int64(amount))
+            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+            return bytes
+        }
+    }
+
+    public init(binaryEncoded bytes: [UInt8]) throws {
+        switch (bytes.first, bytes.count) {
+        case (1, 1): self = .increment
+        case (2, 1): self = .decrement
+        case (4, 1): self = .reset
+        case (3, 9):
+            let bits = bytes[1...].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            self = .add(Int(Int64(bitPattern: bits)))
+        default:
+            throw BinaryDecodingError(type: "CounterFlow.Event", bytes: bytes.count)
+        }
+    }
+}

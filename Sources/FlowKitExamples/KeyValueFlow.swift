@@ -31,3 +31,7 @@ public struct KeyValueFlow: Flow {
         return .none
     }
 }
+
+extension KeyValueFlow: ReplicatedFlow {
+    public static var initialState: State { State() }
+}

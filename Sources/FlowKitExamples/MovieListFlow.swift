@@ -99,3 +99,7 @@ extension DependencyValues {
         set { self[MovieClient.self] = newValue }
     }
 }
+
+extension MovieListFlow: ReplicatedFlow {
+    public static var initialState: State { .initial }
+}

@@ -119,3 +119,7 @@ extension DependencyValues {
         set { self[SearchClient.self] = newValue }
     }
 }
+
+extension SearchFlow: ReplicatedFlow {
+    public static var initialState: State { State() }
+}

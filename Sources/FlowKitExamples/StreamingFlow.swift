@@ -98,3 +98,7 @@ extension DependencyValues {
         set { self[StreamClient.self] = newValue }
     }
 }
+
+extension StreamingFlow: ReplicatedFlow {
+    public static var initialState: State { State() }
+}

@@ -52,3 +52,7 @@ public struct TimerFlow: Flow {
         }
     }
 }
+
+extension TimerFlow: ReplicatedFlow {
+    public static var initialState: State { State() }
+}

@@ -1,0 +1,73 @@
+/// A replica's view of the ordered log: the seq it has applied, the entries that arrived ahead of
+/// it, and the range it is missing.
+///
+/// The publish socket drops messages silently (on high-water marks, on reconnects, while joining),
+/// so entries can arrive with gaps, and repaired ranges can overlap what the socket delivered.
+/// This state machine makes both harmless: an entry is released for applying only when every
+/// entry before it has been, duplicates are dropped, and ``missing`` says what to fetch from the
+/// coordinator's sync socket. It never skips a gap.
+struct OrderedStream {
+    /// The last seq released for applying.
+    private(set) var applied: UInt64
+    /// The highest seq known to exist (from entries and heartbeats).
+    private(set) var knownHead: UInt64
+    /// Entries received ahead of `applied + 1`, by seq.
+    private var early: [UInt64: Entry] = [:]
+    /// The most entries kept ahead of a gap; beyond it, arrivals are dropped and fetched again.
+    let maxEarly: Int
+
+    init(applied: UInt64 = 0, maxEarly: Int = 100_000) {
+        self.applied = applied
+        self.knownHead = applied
+        self.maxEarly = maxEarly
+    }
+
+    /// How many entries wait behind a gap.
+    var waitingCount: Int { early.count }
+
+    /// Takes entries in any order, from the publish socket or a sync reply.
+    ///
+    /// - Returns: The entries that can be applied now, in seq order: the caller applies all of them.
+    mutating func receive(_ entries: some Sequence<Entry>) -> [Entry] {
+        var ready: [Entry] = []
+        for entry in entries {
+            knownHead = max(knownHead, entry.seq)
+            if entry.seq == applied + 1 {
+                ready.append(entry)
+                applied = entry.seq
+                while let next = early.removeValue(forKey: applied + 1) {
+                    ready.append(next)
+                    applied = next.seq
+                }
+            } else if entry.seq > applied + 1, early.count < maxEarly {
+                // When full, later entries are dropped: the repair that fills the gap fetches them.
+                early[entry.seq] = entry
+            }
+            // entry.seq <= applied: a duplicate (a repair overlapping the live stream).
+        }
+        return ready
+    }
+
+    /// Notes the coordinator's head from a heartbeat, so an idle gap is noticed.
+    mutating func noteHead(_ head: UInt64) {
+        knownHead = max(knownHead, head)
+    }
+
+    /// The entries to fetch before anything newer can be applied, or `nil` when nothing is missing.
+    var missing: ClosedRange<UInt64>? {
+        guard knownHead > applied else { return nil }
+        let end = early.keys.min().map { $0 - 1 } ?? knownHead
+        return end > applied ? (applied + 1)...end : nil
+    }
+
+    /// Jumps to `seq` after restoring a snapshot taken there: entries at or below it are dropped.
+    ///
+    /// - Returns: Early entries that can now be applied, in order.
+    mutating func reset(to seq: UInt64) -> [Entry] {
+        applied = seq
+        knownHead = max(knownHead, seq)
+        let waiting = early.values.filter { $0.seq > seq }
+        early = [:]
+        return receive(waiting.sorted { $0.seq < $1.seq })
+    }
+}

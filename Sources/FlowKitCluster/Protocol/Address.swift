@@ -1,0 +1,72 @@
+/// A flow instance's address: `flowName/instanceKey`, such as `counter/room-42`.
+///
+/// The flow name is lowercase letters, digits, `-` and `_`; the key is 1 to 200 bytes of UTF-8
+/// without control characters. Addresses are the publish socket's topics, so `counter/` subscribes
+/// to every counter.
+public struct Address: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let flow: String
+    public let key: String
+    /// `flow/key`, as it travels on the wire.
+    public let description: String
+
+    /// The longest an address may be, in UTF-8 bytes.
+    public static let maxBytes = 256
+
+    public init(flow: String, key: String) throws {
+        guard !flow.isEmpty, flow.utf8.count <= 48,
+            flow.utf8.allSatisfy({ byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+            })
+        else {
+            throw ProtocolError(
+                .malformed,
+                "flow name \"\(flow)\" must be 1-48 characters of a-z, 0-9, - and _"
+            )
+        }
+        guard !key.isEmpty, key.utf8.count <= 200, !key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw ProtocolError(
+                .malformed,
+                "instance key \"\(key)\" must be 1-200 bytes of UTF-8 without control characters"
+            )
+        }
+        self.flow = flow
+        self.key = key
+        self.description = "\(flow)/\(key)"
+    }
+
+    /// Parses `flow/key`; the key may itself contain `/`.
+    public init(parsing text: String) throws {
+        guard let slash = text.firstIndex(of: "/") else {
+            throw ProtocolError(.malformed, "address \"\(text)\" must be flowName/instanceKey, e.g. counter/room-42")
+        }
+        try self.init(flow: String(text[..<slash]), key: String(text[text.index(after: slash)...]))
+    }
+
+    public static func < (lhs: Address, rhs: Address) -> Bool {
+        lhs.description.utf8.lexicographicallyPrecedes(rhs.description.utf8)
+    }
+}
+
+/// What an entry asks every replica to do. Values are part of the wire protocol.
+public enum EntryKind: UInt8, Sendable, Codable {
+    /// Apply an event: the payload is the event, in the entry's codec.
+    case event = 1
+    /// Cancel the effects marked with a cancel id: the payload is the id as text (its description).
+    case cancel = 2
+    /// Cancel every effect of the instance: the payload is empty.
+    case cancelAll = 3
+}
+
+/// How an event payload is encoded. Values are part of the wire protocol.
+///
+/// Every entry says its codec, so codecs are never silently mixed: a replica decodes each entry
+/// with the codec it names, and a flow registered for JSON only refuses binary payloads.
+public enum PayloadCodec: UInt8, Sendable, Codable, CustomStringConvertible {
+    /// UTF-8 JSON, the `Codable` encoding of the event. Readable from any language.
+    case json = 1
+    /// The flow's own compact binary encoding (``BinaryEventCodable``). Faster; FlowKit-specific.
+    case binary = 2
+
+    public var description: String { self == .json ? "json" : "binary" }
+}

@@ -1,0 +1,140 @@
+/// Appends big-endian (network order) fields to a byte buffer: the wire protocol's encoder.
+struct ByteWriter {
+    private(set) var bytes: [UInt8]
+
+    init(capacity: Int = 64) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    mutating func write(_ value: UInt8) { bytes.append(value) }
+
+    mutating func write(_ value: UInt16) {
+        bytes.append(UInt8(truncatingIfNeeded: value >> 8))
+        bytes.append(UInt8(truncatingIfNeeded: value))
+    }
+
+    mutating func write(_ value: UInt32) {
+        for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+    }
+
+    mutating func write(_ value: UInt64) {
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    }
+
+    mutating func write(contentsOf other: some Collection<UInt8>) { bytes.append(contentsOf: other) }
+
+    /// A UTF-8 string preceded by its byte length as a `u16`.
+    mutating func writeShortString(_ string: String) {
+        let utf8 = Array(string.utf8)
+        precondition(utf8.count <= Int(UInt16.max), "a short string is at most 65535 bytes")
+        write(UInt16(utf8.count))
+        bytes.append(contentsOf: utf8)
+    }
+
+    /// Bytes preceded by their length as a `u32`: one record of a batch.
+    mutating func writeLengthPrefixed(_ record: some Collection<UInt8>) {
+        write(UInt32(record.count))
+        bytes.append(contentsOf: record)
+    }
+
+    /// Reserves a `u32` length, runs `body`, then fills in how many bytes it wrote.
+    mutating func writeLengthPrefixed(_ body: (inout ByteWriter) -> Void) {
+        let lengthAt = bytes.count
+        write(UInt32(0))
+        body(&self)
+        let length = UInt32(bytes.count - lengthAt - 4)
+        bytes[lengthAt] = UInt8(truncatingIfNeeded: length >> 24)
+        bytes[lengthAt + 1] = UInt8(truncatingIfNeeded: length >> 16)
+        bytes[lengthAt + 2] = UInt8(truncatingIfNeeded: length >> 8)
+        bytes[lengthAt + 3] = UInt8(truncatingIfNeeded: length)
+    }
+}
+
+/// Reads big-endian fields from untrusted bytes; every read is bounds-checked and throws
+/// ``ProtocolError`` rather than trapping.
+struct ByteReader {
+    private let bytes: [UInt8]
+    private(set) var offset: Int
+    private let end: Int
+    /// What is being read, for error messages ("ENTRIES header").
+    let context: String
+
+    init(_ bytes: [UInt8], context: String) {
+        self.init(bytes, from: 0, to: bytes.count, context: context)
+    }
+
+    init(_ bytes: [UInt8], from start: Int, to end: Int, context: String) {
+        self.bytes = bytes
+        self.offset = start
+        self.end = end
+        self.context = context
+    }
+
+    var remaining: Int { end - offset }
+    var isAtEnd: Bool { offset == end }
+
+    private mutating func take(_ count: Int, _ field: String) throws -> Int {
+        guard count >= 0, remaining >= count else {
+            throw ProtocolError(
+                .truncated,
+                "\(context) is truncated: \(field) needs \(count) bytes, \(remaining) left"
+            )
+        }
+        defer { offset += count }
+        return offset
+    }
+
+    mutating func readUInt8(_ field: String) throws -> UInt8 {
+        bytes[try take(1, field)]
+    }
+
+    mutating func readUInt16(_ field: String) throws -> UInt16 {
+        let at = try take(2, field)
+        return UInt16(bytes[at]) << 8 | UInt16(bytes[at + 1])
+    }
+
+    mutating func readUInt32(_ field: String) throws -> UInt32 {
+        let at = try take(4, field)
+        var value: UInt32 = 0
+        for index in at..<at + 4 { value = value << 8 | UInt32(bytes[index]) }
+        return value
+    }
+
+    mutating func readUInt64(_ field: String) throws -> UInt64 {
+        let at = try take(8, field)
+        var value: UInt64 = 0
+        for index in at..<at + 8 { value = value << 8 | UInt64(bytes[index]) }
+        return value
+    }
+
+    mutating func readBytes(_ count: Int, _ field: String) throws -> [UInt8] {
+        let at = try take(count, field)
+        return Array(bytes[at..<at + count])
+    }
+
+    mutating func readRest() -> [UInt8] {
+        defer { offset = end }
+        return Array(bytes[offset..<end])
+    }
+
+    mutating func readShortString(_ field: String) throws -> String {
+        let length = Int(try readUInt16("\(field) length"))
+        let at = try take(length, field)
+        guard let string = String(validating: bytes[at..<at + length], as: UTF8.self) else {
+            throw ProtocolError(.malformed, "\(context): \(field) is not valid UTF-8")
+        }
+        return string
+    }
+
+    /// Splits the rest into `u32`-length-prefixed records, without copying: a reader per record.
+    mutating func readRecords(_ field: String) throws -> [ByteReader] {
+        var records: [ByteReader] = []
+        while !isAtEnd {
+            let length = Int(try readUInt32("\(field) length"))
+            let at = try take(length, field)
+            records.append(ByteReader(bytes, from: at, to: at + length, context: "\(context) \(field)"))
+        }
+        return records
+    }
+}

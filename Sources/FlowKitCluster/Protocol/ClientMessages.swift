@@ -1,0 +1,216 @@
+/// When a node answers an emit or a cancel.
+public enum WaitMode: UInt8, Sendable, Codable {
+    /// Once the coordinator has ordered the entry (durable, with its seq).
+    case ordered = 0
+    /// Once this node has also applied it: a query that follows sees the change (read-your-writes).
+    case applied = 1
+}
+
+/// A request on a node's client socket.
+///
+/// Each starts with a client-chosen request id that the answer repeats, so a client can have many
+/// requests in flight on one DEALER socket.
+public enum ClientRequest: Sendable, Equatable {
+    /// `EMIT`: `[header request:u64 wait:u8 codec:u8 address:short-string] [payload]`.
+    case emit(request: UInt64, wait: WaitMode, codec: PayloadCodec, address: String, payload: [UInt8])
+    /// `QUERY`: `[header request:u64 address:short-string]`.
+    case query(request: UInt64, address: String)
+    /// `CANCEL`: `[header request:u64 wait:u8 all:u8 address:short-string id:short-string]`; with
+    /// `all` = 1 the id is empty and every effect of the instance is cancelled.
+    case cancel(request: UInt64, wait: WaitMode, address: String, id: String?)
+    /// `STATUS`: `[header request:u64]`.
+    case status(request: UInt64)
+
+    public var request: UInt64 {
+        switch self {
+        case .emit(let request, _, _, _, _), .query(let request, _), .cancel(let request, _, _, _), .status(let request):
+            request
+        }
+    }
+
+    public var frames: [[UInt8]] {
+        var writer = ByteWriter(capacity: 64)
+        switch self {
+        case .emit(let request, let wait, let codec, let address, let payload):
+            WireHeader.write(.emit, into: &writer)
+            writer.write(request)
+            writer.write(wait.rawValue)
+            writer.write(codec.rawValue)
+            writer.writeShortString(address)
+            return [writer.bytes, payload]
+        case .query(let request, let address):
+            WireHeader.write(.query, into: &writer)
+            writer.write(request)
+            writer.writeShortString(address)
+        case .cancel(let request, let wait, let address, let id):
+            WireHeader.write(.cancel, into: &writer)
+            writer.write(request)
+            writer.write(wait.rawValue)
+            writer.write(id == nil ? 1 as UInt8 : 0)
+            writer.writeShortString(address)
+            writer.writeShortString(id ?? "")
+        case .status(let request):
+            WireHeader.write(.status, into: &writer)
+            writer.write(request)
+        }
+        return [writer.bytes]
+    }
+
+    public init(frames: [[UInt8]]) throws {
+        guard let first = frames.first else {
+            throw ProtocolError(.wrongFrameCount, "a request has at least one frame")
+        }
+        var (type, reader) = try WireHeader.read(first, expecting: .emit, .query, .cancel, .status)
+        let request = try reader.readUInt64("request")
+        switch type {
+        case .emit:
+            try expectFrames(frames, 2, for: "EMIT")
+            let wait = try Self.waitMode(&reader)
+            let rawCodec = try reader.readUInt8("codec")
+            guard let codec = PayloadCodec(rawValue: rawCodec) else {
+                throw ProtocolError(.unsupportedCodec, "codec \(rawCodec) is unknown; use 1 (JSON) or 2 (binary)")
+            }
+            let address = try reader.readShortString("address")
+            self = .emit(request: request, wait: wait, codec: codec, address: address, payload: frames[1])
+        case .query:
+            try expectFrames(frames, 1, for: "QUERY")
+            self = .query(request: request, address: try reader.readShortString("address"))
+        case .cancel:
+            try expectFrames(frames, 1, for: "CANCEL")
+            let wait = try Self.waitMode(&reader)
+            let all = try reader.readUInt8("all") != 0
+            let address = try reader.readShortString("address")
+            let id = try reader.readShortString("id")
+            guard all || !id.isEmpty else {
+                throw ProtocolError(.malformed, "CANCEL needs a cancel id, or all = 1")
+            }
+            self = .cancel(request: request, wait: wait, address: address, id: all ? nil : id)
+        default:
+            try expectFrames(frames, 1, for: "STATUS")
+            self = .status(request: request)
+        }
+        guard reader.isAtEnd else {
+            throw ProtocolError(.malformed, "\(type) has \(reader.remaining) unexpected trailing bytes")
+        }
+    }
+
+    private static func waitMode(_ reader: inout ByteReader) throws -> WaitMode {
+        let raw = try reader.readUInt8("wait")
+        guard let wait = WaitMode(rawValue: raw) else {
+            throw ProtocolError(.malformed, "wait must be 0 (ordered) or 1 (applied); got \(raw)")
+        }
+        return wait
+    }
+}
+
+/// An answer on a node's client socket.
+public enum ClientReply: Sendable, Equatable {
+    /// `EMITTED`: `[header request:u64 seq:u64 epoch:u32 applied:u8]`, for `EMIT` and `CANCEL`.
+    case emitted(request: UInt64, seq: UInt64, epoch: UInt32, applied: Bool)
+    /// `STATE`: `[header request:u64 applied:u64 last:u64 digest:16 bytes] [state JSON]`: the node's
+    /// applied seq, the seq of the instance's last entry, its digest and its state.
+    case state(request: UInt64, applied: UInt64, lastSeq: UInt64, digest: [UInt8], state: [UInt8])
+    /// `STATUS_REPLY`: `[header request:u64] [JSON]`.
+    case status(request: UInt64, json: [UInt8])
+    /// `ERROR`: `[header request:u64 code:u16 message:short-string]`.
+    case error(request: UInt64, ProtocolError)
+
+    public var frames: [[UInt8]] {
+        var writer = ByteWriter(capacity: 48)
+        switch self {
+        case .emitted(let request, let seq, let epoch, let applied):
+            WireHeader.write(.emitted, into: &writer)
+            writer.write(request)
+            writer.write(seq)
+            writer.write(epoch)
+            writer.write(applied ? 1 as UInt8 : 0)
+        case .state(let request, let applied, let lastSeq, let digest, let state):
+            WireHeader.write(.state, into: &writer)
+            writer.write(request)
+            writer.write(applied)
+            writer.write(lastSeq)
+            writer.write(contentsOf: digest)
+            return [writer.bytes, state]
+        case .status(let request, let json):
+            WireHeader.write(.statusReply, into: &writer)
+            writer.write(request)
+            return [writer.bytes, json]
+        case .error(let request, let error):
+            return ErrorReply(request: request, error: error).frames
+        }
+        return [writer.bytes]
+    }
+
+    public init(frames: [[UInt8]]) throws {
+        guard let first = frames.first else {
+            throw ProtocolError(.wrongFrameCount, "a reply has at least one frame")
+        }
+        var (type, reader) = try WireHeader.read(first, expecting: .emitted, .state, .statusReply, .error)
+        switch type {
+        case .emitted:
+            try expectFrames(frames, 1, for: "EMITTED")
+            self = .emitted(
+                request: try reader.readUInt64("request"),
+                seq: try reader.readUInt64("seq"),
+                epoch: try reader.readUInt32("epoch"),
+                applied: try reader.readUInt8("applied") != 0
+            )
+        case .state:
+            try expectFrames(frames, 2, for: "STATE")
+            self = .state(
+                request: try reader.readUInt64("request"),
+                applied: try reader.readUInt64("applied"),
+                lastSeq: try reader.readUInt64("last seq"),
+                digest: try reader.readBytes(16, "digest"),
+                state: frames[1]
+            )
+        case .statusReply:
+            try expectFrames(frames, 2, for: "STATUS_REPLY")
+            self = .status(request: try reader.readUInt64("request"), json: frames[1])
+        default:
+            let reply = try ErrorReply(frames: frames)
+            self = .error(request: reply.request, reply.error)
+        }
+    }
+
+    public var request: UInt64 {
+        switch self {
+        case .emitted(let request, _, _, _), .state(let request, _, _, _, _), .status(let request, _), .error(let request, _):
+            request
+        }
+    }
+}
+
+/// `ERROR`, on any socket that answers requests: `[header request:u64 code:u16 message:short-string]`.
+///
+/// `request` is the id of the request refused, or 0 when it could not be read.
+public struct ErrorReply: Sendable, Equatable {
+    public var request: UInt64
+    public var error: ProtocolError
+
+    public init(request: UInt64, error: ProtocolError) {
+        self.request = request
+        self.error = error
+    }
+
+    public var frames: [[UInt8]] {
+        var writer = ByteWriter(capacity: 32 + error.message.utf8.count)
+        WireHeader.write(.error, into: &writer)
+        writer.write(request)
+        writer.write(error.code.rawValue)
+        // Long messages are cut at a character boundary to fit a short string.
+        var message = error.message
+        while message.utf8.count > 4000 { message.removeLast() }
+        writer.writeShortString(message)
+        return [writer.bytes]
+    }
+
+    public init(frames: [[UInt8]]) throws {
+        try expectFrames(frames, 1, for: "ERROR")
+        var (_, reader) = try WireHeader.read(frames[0], expecting: .error)
+        request = try reader.readUInt64("request")
+        let rawCode = try reader.readUInt16("code")
+        let message = try reader.readShortString("message")
+        error = ProtocolError(ProtocolError.Code(rawValue: rawCode) ?? .internalError, message)
+    }
+}

@@ -1,0 +1,155 @@
+/// One position of the ordered log: what happened, where, and who submitted it.
+///
+/// Entries travel on the publish socket (batched per instance), in sync replies, and in the
+/// coordinator's log, always in the same record layout (docs/PROTOCOL.md, "Entry record").
+public struct Entry: Sendable, Equatable {
+    /// The global position, from 1, without gaps.
+    public var seq: UInt64
+    /// The coordinator term that ordered the entry.
+    public var epoch: UInt32
+    public var kind: EntryKind
+    public var codec: PayloadCodec
+    /// The node that submitted the entry: the only node that runs its effects.
+    public var origin: UInt32
+    /// The origin process's session; with `submission`, the key duplicates are dropped by.
+    public var session: UInt64
+    public var submission: UInt64
+    /// Microseconds since the Unix epoch when the origin submitted it (the origin's clock).
+    public var submittedAt: UInt64
+    /// Microseconds since the Unix epoch when the coordinator made it durable.
+    public var committedAt: UInt64
+    /// `flow/key`.
+    public var address: String
+    public var payload: [UInt8]
+
+    public init(
+        seq: UInt64,
+        epoch: UInt32,
+        kind: EntryKind,
+        codec: PayloadCodec,
+        origin: UInt32,
+        session: UInt64,
+        submission: UInt64,
+        submittedAt: UInt64,
+        committedAt: UInt64,
+        address: String,
+        payload: [UInt8]
+    ) {
+        self.seq = seq
+        self.epoch = epoch
+        self.kind = kind
+        self.codec = codec
+        self.origin = origin
+        self.session = session
+        self.submission = submission
+        self.submittedAt = submittedAt
+        self.committedAt = committedAt
+        self.address = address
+        self.payload = payload
+    }
+
+    /// The fixed part of the record, before the address.
+    static let fixedSize = 50
+
+    func encode(into writer: inout ByteWriter) {
+        writer.write(seq)
+        writer.write(epoch)
+        writer.write(kind.rawValue)
+        writer.write(codec.rawValue)
+        writer.write(origin)
+        writer.write(session)
+        writer.write(submission)
+        writer.write(submittedAt)
+        writer.write(committedAt)
+        writer.writeShortString(address)
+        writer.write(contentsOf: payload)
+    }
+
+    /// The record's bytes, as stored in the log.
+    public var encoded: [UInt8] {
+        var writer = ByteWriter(capacity: Self.fixedSize + 2 + address.utf8.count + payload.count)
+        encode(into: &writer)
+        return writer.bytes
+    }
+
+    init(from reader: inout ByteReader) throws {
+        seq = try reader.readUInt64("seq")
+        epoch = try reader.readUInt32("epoch")
+        let rawKind = try reader.readUInt8("kind")
+        guard let kind = EntryKind(rawValue: rawKind) else {
+            throw ProtocolError(.malformed, "\(reader.context): unknown entry kind \(rawKind)")
+        }
+        self.kind = kind
+        let rawCodec = try reader.readUInt8("codec")
+        guard let codec = PayloadCodec(rawValue: rawCodec) else {
+            throw ProtocolError(.malformed, "\(reader.context): unknown codec \(rawCodec)")
+        }
+        self.codec = codec
+        origin = try reader.readUInt32("origin")
+        session = try reader.readUInt64("session")
+        submission = try reader.readUInt64("submission")
+        submittedAt = try reader.readUInt64("submitted-at")
+        committedAt = try reader.readUInt64("committed-at")
+        address = try reader.readShortString("address")
+        payload = reader.readRest()
+    }
+
+    /// Decodes a record read back from the log.
+    public init(decoding record: [UInt8]) throws {
+        var reader = ByteReader(record, context: "an entry record")
+        try self.init(from: &reader)
+    }
+}
+
+/// An event or cancel a node asks the coordinator to order.
+public struct Submission: Sendable, Equatable {
+    /// Counts up from 1 within the origin's session; never reused, so retries are recognisable.
+    public var submission: UInt64
+    public var kind: EntryKind
+    public var codec: PayloadCodec
+    public var submittedAt: UInt64
+    public var address: String
+    public var payload: [UInt8]
+
+    public init(
+        submission: UInt64,
+        kind: EntryKind,
+        codec: PayloadCodec,
+        submittedAt: UInt64,
+        address: String,
+        payload: [UInt8]
+    ) {
+        self.submission = submission
+        self.kind = kind
+        self.codec = codec
+        self.submittedAt = submittedAt
+        self.address = address
+        self.payload = payload
+    }
+
+    func encode(into writer: inout ByteWriter) {
+        writer.write(submission)
+        writer.write(kind.rawValue)
+        writer.write(codec.rawValue)
+        writer.write(submittedAt)
+        writer.writeShortString(address)
+        writer.write(contentsOf: payload)
+    }
+
+    init(from reader: inout ByteReader) throws {
+        submission = try reader.readUInt64("submission")
+        let rawKind = try reader.readUInt8("kind")
+        guard let kind = EntryKind(rawValue: rawKind) else {
+            throw ProtocolError(.malformed, "\(reader.context): unknown entry kind \(rawKind)")
+        }
+        self.kind = kind
+        let rawCodec = try reader.readUInt8("codec")
+        guard let codec = PayloadCodec(rawValue: rawCodec) else {
+            throw ProtocolError(.malformed, "\(reader.context): unknown codec \(rawCodec)")
+        }
+        self.codec = codec
+        submittedAt = try reader.readUInt64("submitted-at")
+        address = try reader.readShortString("address")
+        payload = reader.readRest()
+    }
+}

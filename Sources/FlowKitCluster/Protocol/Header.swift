@@ -1,0 +1,90 @@
+/// The kinds of message, by the type byte of the header. Values are part of the wire protocol.
+public enum MessageType: UInt8, Sendable, CaseIterable {
+    // Node → coordinator, on the submit socket.
+    case submit = 0x01
+    case ack = 0x02
+    case hello = 0x03
+    case welcome = 0x04
+    case nodeReport = 0x05
+    // Coordinator → everyone, on the publish socket.
+    case entries = 0x10
+    case heartbeat = 0x11
+    case clusterStatus = 0x12
+    case alarm = 0x13
+    // The coordinator's sync socket.
+    case rangeRequest = 0x20
+    case range = 0x21
+    case snapshotRequest = 0x22
+    case snapshotChunk = 0x23
+    // A node's client socket.
+    case emit = 0x30
+    case emitted = 0x31
+    case query = 0x32
+    case state = 0x33
+    case cancel = 0x34
+    case status = 0x36
+    case statusReply = 0x37
+    // Any socket that answers requests.
+    case error = 0x7F
+}
+
+/// The four bytes every FlowKit message body starts with: magic `FK`, version, type.
+public enum WireHeader {
+    public static let magic: (UInt8, UInt8) = (0x46, 0x4B)
+    /// The protocol version this build speaks.
+    public static let version: UInt8 = 1
+    public static let size = 4
+
+    static func write(_ type: MessageType, into writer: inout ByteWriter) {
+        writer.write(magic.0)
+        writer.write(magic.1)
+        writer.write(version)
+        writer.write(type.rawValue)
+    }
+
+    /// Reads and checks a header.
+    ///
+    /// - Returns: The message type.
+    static func read(from reader: inout ByteReader) throws -> MessageType {
+        guard reader.remaining >= size else {
+            throw ProtocolError(.truncated, "the header needs 4 bytes (F, K, version, type); got \(reader.remaining)")
+        }
+        let first = try reader.readUInt8("magic")
+        let second = try reader.readUInt8("magic")
+        guard first == magic.0, second == magic.1 else {
+            throw ProtocolError(.badMagic, "a FlowKit message starts with the bytes \"FK\"")
+        }
+        let version = try reader.readUInt8("version")
+        guard version == Self.version else {
+            throw ProtocolError(
+                .unsupportedVersion,
+                "protocol version \(version) is not supported; this process speaks version \(Self.version)"
+            )
+        }
+        let rawType = try reader.readUInt8("type")
+        guard let type = MessageType(rawValue: rawType) else {
+            throw ProtocolError(.unknownType, "unknown message type 0x\(String(rawType, radix: 16))")
+        }
+        return type
+    }
+
+    /// Reads the header of `frame` and checks that it is one of `expected`.
+    static func read(_ frame: [UInt8], expecting expected: MessageType...) throws -> (MessageType, ByteReader) {
+        var reader = ByteReader(frame, context: "the message header")
+        let type = try read(from: &reader)
+        guard expected.contains(type) else {
+            throw ProtocolError(
+                .unknownType,
+                "message type \(type) is not accepted here; expected \(expected.map { "\($0)" }.joined(separator: " or "))"
+            )
+        }
+        return (type, ByteReader(frame, from: reader.offset, to: frame.count, context: "\(type)"))
+    }
+}
+
+/// Checks a message's frame count.
+func expectFrames(_ frames: [[UInt8]], _ count: Int, for type: String) throws {
+    guard frames.count == count else {
+        throw ProtocolError(.wrongFrameCount, "a \(type) message has \(count) frames; got \(frames.count)")
+    }
+}

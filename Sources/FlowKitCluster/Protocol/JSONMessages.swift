@@ -1,0 +1,201 @@
+import Foundation
+
+/// Messages whose body is a fixed binary part and a JSON document: membership and status, where
+/// readability matters more than speed.
+///
+/// Frames: `[header fixed…] [JSON]`, with a topic frame first on the publish socket.
+enum JSONFrame {
+    static func encode(_ value: some Encodable) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        // Encoding our own plain structs cannot fail.
+        return (try? Array(encoder.encode(value))) ?? Array("{}".utf8)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from frame: [UInt8], in message: String) throws -> T {
+        do {
+            return try JSONDecoder().decode(type, from: Data(frame))
+        } catch {
+            throw ProtocolError(.malformed, "the JSON of a \(message) message does not decode: \(error)")
+        }
+    }
+}
+
+/// `HELLO`, node → coordinator, when a node starts or reconnects.
+///
+/// Frames: `[header node:u32 session:u64] [JSON NodeInfo]`.
+public struct HelloMessage: Sendable, Equatable {
+    public var node: UInt32
+    public var session: UInt64
+    public var info: NodeInfo
+
+    public init(node: UInt32, session: UInt64, info: NodeInfo) {
+        self.node = node
+        self.session = session
+        self.info = info
+    }
+
+    public var frames: [[UInt8]] {
+        var header = ByteWriter(capacity: 16)
+        WireHeader.write(.hello, into: &header)
+        header.write(node)
+        header.write(session)
+        return [header.bytes, JSONFrame.encode(info)]
+    }
+
+    public init(frames: [[UInt8]]) throws {
+        try expectFrames(frames, 2, for: "HELLO")
+        var (_, reader) = try WireHeader.read(frames[0], expecting: .hello)
+        node = try reader.readUInt32("node")
+        session = try reader.readUInt64("session")
+        info = try JSONFrame.decode(NodeInfo.self, from: frames[1], in: "HELLO")
+    }
+}
+
+/// What a node tells the coordinator about itself.
+public struct NodeInfo: Codable, Sendable, Equatable {
+    /// The node's name, `node-<id>` unless configured.
+    public var name: String
+    /// Where clients reach the node.
+    public var clientEndpoint: String
+    /// The flows the node can run.
+    public var flows: [String]
+    /// The process id, for operators.
+    public var pid: Int32
+
+    public init(name: String, clientEndpoint: String, flows: [String], pid: Int32) {
+        self.name = name
+        self.clientEndpoint = clientEndpoint
+        self.flows = flows
+        self.pid = pid
+    }
+}
+
+/// `WELCOME`, coordinator → node, the answer to `HELLO`.
+///
+/// Frames: `[header epoch:u32 head:u64] [JSON CoordinatorInfo]`.
+public struct WelcomeMessage: Sendable, Equatable {
+    public var epoch: UInt32
+    public var head: UInt64
+    public var info: CoordinatorInfo
+
+    public init(epoch: UInt32, head: UInt64, info: CoordinatorInfo) {
+        self.epoch = epoch
+        self.head = head
+        self.info = info
+    }
+
+    public var frames: [[UInt8]] {
+        var header = ByteWriter(capacity: 16)
+        WireHeader.write(.welcome, into: &header)
+        header.write(epoch)
+        header.write(head)
+        return [header.bytes, JSONFrame.encode(info)]
+    }
+
+    public init(frames: [[UInt8]]) throws {
+        try expectFrames(frames, 2, for: "WELCOME")
+        var (_, reader) = try WireHeader.read(frames[0], expecting: .welcome)
+        epoch = try reader.readUInt32("epoch")
+        head = try reader.readUInt64("head")
+        info = try JSONFrame.decode(CoordinatorInfo.self, from: frames[1], in: "WELCOME")
+    }
+}
+
+/// What the coordinator tells a node that says hello.
+public struct CoordinatorInfo: Codable, Sendable, Equatable {
+    /// The oldest seq the log still holds; below it, join through a snapshot.
+    public var firstSeq: UInt64
+    /// How many submissions per session the coordinator remembers for duplicate detection.
+    public var dedupWindow: Int
+
+    public init(firstSeq: UInt64, dedupWindow: Int) {
+        self.firstSeq = firstSeq
+        self.dedupWindow = dedupWindow
+    }
+}
+
+/// `NODE_REPORT`, node → coordinator, every report interval: progress and digests.
+///
+/// Frames: `[header node:u32 applied:u64 time:u64] [JSON NodeReport]`.
+public struct NodeReportMessage: Sendable, Equatable {
+    public var node: UInt32
+    public var applied: UInt64
+    /// Microseconds since the Unix epoch, the node's clock.
+    public var time: UInt64
+    public var report: NodeReport
+
+    public init(node: UInt32, applied: UInt64, time: UInt64, report: NodeReport) {
+        self.node = node
+        self.applied = applied
+        self.time = time
+        self.report = report
+    }
+
+    public var frames: [[UInt8]] {
+        var header = ByteWriter(capacity: 24)
+        WireHeader.write(.nodeReport, into: &header)
+        header.write(node)
+        header.write(applied)
+        header.write(time)
+        return [header.bytes, JSONFrame.encode(report)]
+    }
+
+    public init(frames: [[UInt8]]) throws {
+        try expectFrames(frames, 2, for: "NODE_REPORT")
+        var (_, reader) = try WireHeader.read(frames[0], expecting: .nodeReport)
+        node = try reader.readUInt32("node")
+        applied = try reader.readUInt64("applied")
+        time = try reader.readUInt64("time")
+        report = try JSONFrame.decode(NodeReport.self, from: frames[1], in: "NODE_REPORT")
+    }
+}
+
+/// A node's progress and health, as it reports it.
+public struct NodeReport: Codable, Sendable, Equatable {
+    public var name: String
+    /// The digest of all the node's instances at `applied` (see ``StateDigest/init(combining:)``).
+    public var digest: String
+    /// The instances changed since the last report: `address →` the seq of the last entry applied to
+    /// it and the digest of its state after that entry. Two replicas that report the same address
+    /// and seq must report the same digest; if not, they diverged.
+    public var digests: [String: InstanceDigest]
+    public var instances: Int
+    public var runningEffects: Int
+    /// Effects lost because the process that ran them died: counted on restart.
+    public var effectsLost: Int
+    /// Emits waiting for the coordinator.
+    public var pendingSubmissions: Int
+    public var connected: Bool
+
+    public init(
+        name: String,
+        digest: String,
+        digests: [String: InstanceDigest],
+        instances: Int,
+        runningEffects: Int,
+        effectsLost: Int,
+        pendingSubmissions: Int,
+        connected: Bool
+    ) {
+        self.name = name
+        self.digest = digest
+        self.digests = digests
+        self.instances = instances
+        self.runningEffects = runningEffects
+        self.effectsLost = effectsLost
+        self.pendingSubmissions = pendingSubmissions
+        self.connected = connected
+    }
+}
+
+/// An instance's digest after the entry at `seq`, the last entry applied to it.
+public struct InstanceDigest: Codable, Sendable, Equatable {
+    public var seq: UInt64
+    public var digest: String
+
+    public init(seq: UInt64, digest: String) {
+        self.seq = seq
+        self.digest = digest
+    }
+}

@@ -1,0 +1,231 @@
+/// `ENTRIES`, on the publish socket: a run of consecutive entries of one instance.
+///
+/// Frames: `[topic = address] [header epoch:u32] [records: (len:u32, entry record)*]`.
+/// The entries' seqs are consecutive: the coordinator batches a run of one instance's entries
+/// that follow each other in the order, and starts a new message when the instance changes.
+public struct EntriesMessage: Sendable, Equatable {
+    public var address: String
+    public var epoch: UInt32
+    public var entries: [Entry]
+
+    public init(address: String, epoch: UInt32, entries: [Entry]) {
+        self.address = address
+        self.epoch = epoch
+        self.entries = entries
+    }
+
+    public var frames: [[UInt8]] {
+        var records = ByteWriter(capacity: entries.count * 96)
+        for entry in entries { records.writeLengthPrefixed { entry.encode(into: &$0) } }
+        return Self.frames(address: address, epoch: epoch, records: records.bytes)
+    }
+
+    /// The frames around records that are already encoded (straight from the log).
+    static func frames(address: String, epoch: UInt32, records: [UInt8]) -> [[UInt8]] {
+        var header = ByteWriter(capacity: 8)
+        WireHeader.write(.entries, into: &header)
+        header.write(epoch)
+        return [Array(address.utf8), header.bytes, records]
+    }
+
+    public init(frames: [[UInt8]]) throws {
+        try expectFrames(frames, 3, for: "ENTRIES")
+        var (_, reader) = try WireHeader.read(frames[1], expecting: .entries)
+        guard let address = String(validating: frames[0], as: UTF8.self) else {
+            throw ProtocolError(.malformed, "the ENTRIES topic is not UTF-8")
+        }
+        self.address = address
+        epoch = try reader.readUInt32("epoch")
+        var records = ByteReader(frames[2], context: "ENTRIES records")
+        entries = try decodeEntries(&records)
+        guard !entries.isEmpty else { throw ProtocolError(.malformed, "an ENTRIES message carries at least one entry") }
+        for (index, entry) in entries.enumerated() {
+            guard entry.address == address else {
+                throw ProtocolError(.malformed, "entry \(entry.seq) is for \(entry.address), not the topic \(address)")
+            }
+            guard index == 0 || entry.seq == entries[index - 1].seq + 1 else {
+                throw ProtocolError(.malformed, "the entries of one ENTRIES message must have consecutive seqs")
+            }
+        }
+    }
+}
+
+/// Decodes length-prefixed entry records.
+func decodeEntries(_ reader: inout ByteReader) throws -> [Entry] {
+    try reader.readRecords("entry").map { record in
+        var record = record
+        return try Entry(from: &record)
+    }
+}
+
+/// The reserved topics of the publish socket. Addresses never start with `$`.
+public enum ControlTopic {
+    /// ``HeartbeatMessage``.
+    public static let heartbeat = "$hb"
+    /// ``ClusterStatusMessage``.
+    public static let status = "$status"
+    /// ``AlarmMessage``.
+    public static let alarm = "$alarm"
+}
+
+/// `HEARTBEAT`, topic `$hb`: the coordinator is alive, and its log ends at `head`.
+///
+/// Frames: `["$hb"] [header epoch:u32 head:u64 time:u64]`. A subscriber that has applied less than
+/// `head` and saw no entry for a while has missed some: it repairs the gap from the sync socket.
+public struct HeartbeatMessage: Sendable, Equatable {
+    public var epoch: UInt32
+    public var head: UInt64
+    /// Microseconds since the Unix epoch, the coordinator's clock.
+    public var time: UInt64
+
+    public init(epoch: UInt32, head: UInt64, time: UInt64) {
+        self.epoch = epoch
+        self.head = head
+        self.time = time
+    }
+
+    public var frames: [[UInt8]] {
+        var header = ByteWriter(capacity: 24)
+        WireHeader.write(.heartbeat, into: &header)
+        header.write(epoch)
+        header.write(head)
+        header.write(time)
+        return [Array(ControlTopic.heartbeat.utf8), header.bytes]
+    }
+
+    public init(frames: [[UInt8]]) throws {
+        try expectFrames(frames, 2, for: "HEARTBEAT")
+        var (_, reader) = try WireHeader.read(frames[1], expecting: .heartbeat)
+        epoch = try reader.readUInt32("epoch")
+        head = try reader.readUInt64("head")
+        time = try reader.readUInt64("time")
+    }
+}
+
+/// `CLUSTER_STATUS`, topic `$status`: every node's progress, as the coordinator sees it.
+///
+/// Frames: `["$status"] [header] [JSON ClusterStatus]`.
+public struct ClusterStatusMessage: Sendable, Equatable {
+    public var status: ClusterStatus
+
+    public init(status: ClusterStatus) {
+        self.status = status
+    }
+
+    public var frames: [[UInt8]] {
+        var header = ByteWriter(capacity: 4)
+        WireHeader.write(.clusterStatus, into: &header)
+        return [Array(ControlTopic.status.utf8), header.bytes, JSONFrame.encode(status)]
+    }
+
+    public init(frames: [[UInt8]]) throws {
+        try expectFrames(frames, 3, for: "CLUSTER_STATUS")
+        _ = try WireHeader.read(frames[1], expecting: .clusterStatus)
+        status = try JSONFrame.decode(ClusterStatus.self, from: frames[2], in: "CLUSTER_STATUS")
+    }
+}
+
+/// `ALARM`, topic `$alarm`: something an operator must look at, such as a divergence.
+///
+/// Frames: `["$alarm"] [header] [JSON Alarm]`.
+public struct AlarmMessage: Sendable, Equatable {
+    public var alarm: Alarm
+
+    public init(alarm: Alarm) {
+        self.alarm = alarm
+    }
+
+    public var frames: [[UInt8]] {
+        var header = ByteWriter(capacity: 4)
+        WireHeader.write(.alarm, into: &header)
+        return [Array(ControlTopic.alarm.utf8), header.bytes, JSONFrame.encode(alarm)]
+    }
+
+    public init(frames: [[UInt8]]) throws {
+        try expectFrames(frames, 3, for: "ALARM")
+        _ = try WireHeader.read(frames[1], expecting: .alarm)
+        alarm = try JSONFrame.decode(Alarm.self, from: frames[2], in: "ALARM")
+    }
+}
+
+/// The cluster as the coordinator sees it.
+public struct ClusterStatus: Codable, Sendable, Equatable {
+    public struct Node: Codable, Sendable, Equatable {
+        public var id: UInt32
+        public var name: String
+        public var clientEndpoint: String
+        public var applied: UInt64
+        /// `head - applied` when the report arrived.
+        public var lag: UInt64
+        /// Whether a report arrived within the liveness timeout.
+        public var alive: Bool
+        /// Milliseconds since the node's last report.
+        public var lastSeenMillis: UInt64
+        public var digest: String
+        public var instances: Int
+        public var runningEffects: Int
+        public var pendingSubmissions: Int
+
+        public init(
+            id: UInt32, name: String, clientEndpoint: String, applied: UInt64, lag: UInt64, alive: Bool,
+            lastSeenMillis: UInt64, digest: String, instances: Int, runningEffects: Int, pendingSubmissions: Int
+        ) {
+            self.id = id
+            self.name = name
+            self.clientEndpoint = clientEndpoint
+            self.applied = applied
+            self.lag = lag
+            self.alive = alive
+            self.lastSeenMillis = lastSeenMillis
+            self.digest = digest
+            self.instances = instances
+            self.runningEffects = runningEffects
+            self.pendingSubmissions = pendingSubmissions
+        }
+    }
+
+    public var epoch: UInt32
+    public var head: UInt64
+    public var firstSeq: UInt64
+    /// Entries ordered per second, over the last status interval.
+    public var entriesPerSecond: Double
+    public var nodes: [Node]
+    /// Divergences seen so far in this coordinator's term.
+    public var divergences: Int
+
+    public init(epoch: UInt32, head: UInt64, firstSeq: UInt64, entriesPerSecond: Double, nodes: [Node], divergences: Int) {
+        self.epoch = epoch
+        self.head = head
+        self.firstSeq = firstSeq
+        self.entriesPerSecond = entriesPerSecond
+        self.nodes = nodes
+        self.divergences = divergences
+    }
+}
+
+/// A condition an operator must see.
+public struct Alarm: Codable, Sendable, Equatable {
+    public enum Kind: String, Codable, Sendable {
+        /// Two replicas hold different states for the same instance after the same entry.
+        case divergence
+        /// A node stopped reporting.
+        case nodeDown
+        /// The log cannot take writes (disk full); submissions are refused until it can.
+        case logUnavailable
+    }
+
+    public var kind: Kind
+    public var message: String
+    public var address: String?
+    public var seq: UInt64?
+    /// `node name → digest` for a divergence.
+    public var digests: [String: String]?
+
+    public init(kind: Kind, message: String, address: String? = nil, seq: UInt64? = nil, digests: [String: String]? = nil) {
+        self.kind = kind
+        self.message = message
+        self.address = address
+        self.seq = seq
+        self.digests = digests
+    }
+}

@@ -1,0 +1,196 @@
+/// `RANGE_REQUEST`, to the coordinator's sync socket: entries `from...to` from the log.
+///
+/// Frames: `[header request:u64 from:u64 to:u64 max:u32]`. Answered by ``RangeMessage``, or by an
+/// `ERROR` with code `notFound` when `from` was compacted away (join through a snapshot instead).
+public struct RangeRequest: Sendable, Equatable {
+    public var request: UInt64
+    public var from: UInt64
+    public var to: UInt64
+    /// The most entries to send back; the reply may hold fewer.
+    public var maxCount: UInt32
+
+    public init(request: UInt64, from: UInt64, to: UInt64, maxCount: UInt32) {
+        self.request = request
+        self.from = from
+        self.to = to
+        self.maxCount = maxCount
+    }
+
+    public var frames: [[UInt8]] {
+        var writer = ByteWriter(capacity: 32)
+        WireHeader.write(.rangeRequest, into: &writer)
+        writer.write(request)
+        writer.write(from)
+        writer.write(to)
+        writer.write(maxCount)
+        return [writer.bytes]
+    }
+
+    init(reader: inout ByteReader) throws {
+        request = try reader.readUInt64("request")
+        from = try reader.readUInt64("from")
+        to = try reader.readUInt64("to")
+        maxCount = try reader.readUInt32("max")
+        guard from >= 1, from <= to else {
+            throw ProtocolError(.malformed, "RANGE_REQUEST needs 1 <= from <= to; got \(from)...\(to)")
+        }
+    }
+}
+
+/// `RANGE`, the answer to a ``RangeRequest``: consecutive entries starting at the requested `from`.
+///
+/// Frames: `[header request:u64 epoch:u32 head:u64] [records: (len:u32, entry record)*]`.
+public struct RangeMessage: Sendable, Equatable {
+    public var request: UInt64
+    public var epoch: UInt32
+    public var head: UInt64
+    public var entries: [Entry]
+
+    public init(request: UInt64, epoch: UInt32, head: UInt64, entries: [Entry]) {
+        self.request = request
+        self.epoch = epoch
+        self.head = head
+        self.entries = entries
+    }
+
+    /// The frames around entry records as the log stores them.
+    static func frames(request: UInt64, epoch: UInt32, head: UInt64, records: [[UInt8]]) -> [[UInt8]] {
+        var header = ByteWriter(capacity: 24)
+        WireHeader.write(.range, into: &header)
+        header.write(request)
+        header.write(epoch)
+        header.write(head)
+        var body = ByteWriter(capacity: records.reduce(0) { $0 + $1.count + 4 })
+        for record in records { body.writeLengthPrefixed(record) }
+        return [header.bytes, body.bytes]
+    }
+
+    public var frames: [[UInt8]] {
+        Self.frames(request: request, epoch: epoch, head: head, records: entries.map(\.encoded))
+    }
+
+    public init(frames: [[UInt8]]) throws {
+        try expectFrames(frames, 2, for: "RANGE")
+        var (_, reader) = try WireHeader.read(frames[0], expecting: .range)
+        request = try reader.readUInt64("request")
+        epoch = try reader.readUInt32("epoch")
+        head = try reader.readUInt64("head")
+        var records = ByteReader(frames[1], context: "RANGE records")
+        entries = try decodeEntries(&records)
+    }
+}
+
+/// `SNAPSHOT_REQUEST`, to the coordinator's sync socket: every instance's state.
+///
+/// Frames: `[header request:u64]`. Answered by one or more ``SnapshotChunkMessage``s, the last one
+/// flagged.
+public struct SnapshotRequest: Sendable, Equatable {
+    public var request: UInt64
+
+    public init(request: UInt64) {
+        self.request = request
+    }
+
+    public var frames: [[UInt8]] {
+        var writer = ByteWriter(capacity: 12)
+        WireHeader.write(.snapshotRequest, into: &writer)
+        writer.write(request)
+        return [writer.bytes]
+    }
+}
+
+/// `SNAPSHOT_CHUNK`: part of a snapshot of every instance's state at `seq`.
+///
+/// Frames: `[header request:u64 seq:u64 epoch:u32 chunk:u32 last:u8] [records: (len:u32,
+/// address:short-string, state JSON)*]`. After the last chunk, apply entries from `seq + 1`.
+public struct SnapshotChunkMessage: Sendable, Equatable {
+    public struct Instance: Sendable, Equatable {
+        public var address: String
+        /// The seq of the last entry applied to this instance.
+        public var lastSeq: UInt64
+        /// The state, as JSON.
+        public var state: [UInt8]
+
+        public init(address: String, lastSeq: UInt64, state: [UInt8]) {
+            self.address = address
+            self.lastSeq = lastSeq
+            self.state = state
+        }
+    }
+
+    public var request: UInt64
+    public var seq: UInt64
+    public var epoch: UInt32
+    public var chunk: UInt32
+    public var isLast: Bool
+    public var instances: [Instance]
+
+    public init(request: UInt64, seq: UInt64, epoch: UInt32, chunk: UInt32, isLast: Bool, instances: [Instance]) {
+        self.request = request
+        self.seq = seq
+        self.epoch = epoch
+        self.chunk = chunk
+        self.isLast = isLast
+        self.instances = instances
+    }
+
+    public var frames: [[UInt8]] {
+        var header = ByteWriter(capacity: 32)
+        WireHeader.write(.snapshotChunk, into: &header)
+        header.write(request)
+        header.write(seq)
+        header.write(epoch)
+        header.write(chunk)
+        header.write(isLast ? 1 as UInt8 : 0)
+        var body = ByteWriter(capacity: instances.reduce(0) { $0 + $1.state.count + $1.address.utf8.count + 16 })
+        for instance in instances {
+            body.writeLengthPrefixed { writer in
+                writer.writeShortString(instance.address)
+                writer.write(instance.lastSeq)
+                writer.write(contentsOf: instance.state)
+            }
+        }
+        return [header.bytes, body.bytes]
+    }
+
+    public init(frames: [[UInt8]]) throws {
+        try expectFrames(frames, 2, for: "SNAPSHOT_CHUNK")
+        var (_, reader) = try WireHeader.read(frames[0], expecting: .snapshotChunk)
+        request = try reader.readUInt64("request")
+        seq = try reader.readUInt64("seq")
+        epoch = try reader.readUInt32("epoch")
+        chunk = try reader.readUInt32("chunk")
+        isLast = try reader.readUInt8("last") != 0
+        var body = ByteReader(frames[1], context: "SNAPSHOT_CHUNK records")
+        instances = try body.readRecords("instance").map { record in
+            var record = record
+            let address = try record.readShortString("address")
+            let lastSeq = try record.readUInt64("last seq")
+            return Instance(address: address, lastSeq: lastSeq, state: record.readRest())
+        }
+    }
+}
+
+/// A request on the coordinator's sync socket.
+public enum SyncRequest: Sendable, Equatable {
+    case range(RangeRequest)
+    case snapshot(SnapshotRequest)
+
+    public init(frames: [[UInt8]]) throws {
+        try expectFrames(frames, 1, for: "sync request")
+        var (type, reader) = try WireHeader.read(frames[0], expecting: .rangeRequest, .snapshotRequest)
+        switch type {
+        case .rangeRequest:
+            self = .range(try RangeRequest(reader: &reader))
+        default:
+            self = .snapshot(SnapshotRequest(request: try reader.readUInt64("request")))
+        }
+    }
+
+    public var request: UInt64 {
+        switch self {
+        case .range(let range): range.request
+        case .snapshot(let snapshot): snapshot.request
+        }
+    }
+}

@@ -1,0 +1,165 @@
+import FlowKit
+import Foundation
+
+/// The flows a cluster process can run, by name: build one in your `main`, then run a node or a
+/// coordinator from it.
+///
+/// ```swift
+/// var registry = FlowRegistry()
+/// registry.register(CounterFlow.self, as: "counter")
+/// registry.register(TimerFlow.self, as: "timer")
+/// try await FlowKitNode(configuration, registry: registry, logger: logger).run()
+/// ```
+///
+/// Every process of a cluster must register the same flows under the same names, with reducers
+/// that behave the same: they replay the same log.
+public struct FlowRegistry: Sendable {
+    private var flows: [String: any RegisteredFlow] = [:]
+
+    public init() {}
+
+    /// Registers a flow that builds itself and knows its initial state.
+    ///
+    /// - Parameters:
+    ///   - type: The flow type.
+    ///   - name: The flow's name in addresses (`name/instanceKey`): 1-48 of a-z, 0-9, - and _.
+    ///   - codec: How nodes encode this flow's events in submissions. `.binary` needs an `Event`
+    ///     that conforms to ``BinaryEventCodable``. Clients may always send JSON.
+    public mutating func register<F: ReplicatedFlow>(_ type: F.Type, as name: String, codec: PayloadCodec = .json) {
+        register(type, as: name, codec: codec, initialState: { _ in F.initialState }, flow: { F() })
+    }
+
+    /// Registers a flow with explicit construction.
+    ///
+    /// - Parameters:
+    ///   - type: The flow type.
+    ///   - name: The flow's name in addresses.
+    ///   - codec: How nodes encode this flow's events in submissions.
+    ///   - initialState: The state of a new instance, given its key.
+    ///   - flow: Builds the flow for a new instance.
+    public mutating func register<F: Flow>(
+        _ type: F.Type,
+        as name: String,
+        codec: PayloadCodec = .json,
+        initialState: @escaping @Sendable (_ key: String) -> F.State,
+        flow: @escaping @Sendable () -> F
+    ) where F.State: Codable, F.Event: Codable {
+        do {
+            _ = try Address(flow: name, key: "x")
+        } catch {
+            preconditionFailure("cannot register flow \"\(name)\": \(error)")
+        }
+        let codecs = EventCodecs<F.Event>(wire: codec)
+        precondition(
+            codec == .json || codecs.supportsBinary,
+            "flow \"\(name)\" is registered with the binary codec, but \(F.Event.self) does not conform to BinaryEventCodable"
+        )
+        flows[name] = TypedFlowRegistration<F>(name: name, codecs: codecs, initialState: initialState, makeFlow: flow)
+    }
+
+    /// The registered names, sorted.
+    public var names: [String] { flows.keys.sorted() }
+
+    func flow(named name: String) -> (any RegisteredFlow)? { flows[name] }
+
+    /// The registration for an address, or an `unknownFlow` error that lists what is registered.
+    func flow(for address: Address) throws -> any RegisteredFlow {
+        guard let flow = flows[address.flow] else {
+            throw ProtocolError(
+                .unknownFlow,
+                "no flow is registered as \"\(address.flow)\"; this cluster runs: \(names.joined(separator: ", "))"
+            )
+        }
+        return flow
+    }
+}
+
+/// A registered flow type, seen without its generic parameters.
+protocol RegisteredFlow: Sendable {
+    var name: String { get }
+    var wireCodec: PayloadCodec { get }
+
+    /// Decodes an event payload to check it, and returns it encoded with the wire codec.
+    func normalise(_ payload: [UInt8], codec: PayloadCodec) throws -> [UInt8]
+
+    /// Makes the replica of one instance, at its initial state.
+    func makeReplica(address: Address, context: ReplicaContext) -> any FlowReplica
+}
+
+/// How one flow's events are encoded, captured once at registration.
+struct EventCodecs<Event: Codable & Sendable>: Sendable {
+    let wire: PayloadCodec
+    private let encodeBinary: (@Sendable (Event) -> [UInt8])?
+    private let decodeBinary: (@Sendable ([UInt8]) throws -> Event)?
+
+    init(wire: PayloadCodec) {
+        self.wire = wire
+        if let binaryType = Event.self as? any BinaryEventCodable.Type {
+            encodeBinary = { event in (event as! any BinaryEventCodable).binaryEncoded() }
+            decodeBinary = { bytes in try binaryType.init(binaryEncoded: bytes) as! Event }
+        } else {
+            encodeBinary = nil
+            decodeBinary = nil
+        }
+    }
+
+    var supportsBinary: Bool { decodeBinary != nil }
+
+    func decode(_ payload: [UInt8], codec: PayloadCodec) throws -> Event {
+        do {
+            switch codec {
+            case .json:
+                return try JSONDecoder().decode(Event.self, from: Data(payload))
+            case .binary:
+                guard let decodeBinary else {
+                    throw ProtocolError(.unsupportedCodec, "\(Event.self) has no binary encoding; send JSON (codec 1)")
+                }
+                return try decodeBinary(payload)
+            }
+        } catch let error as ProtocolError {
+            throw error
+        } catch {
+            throw ProtocolError(.undecodableEvent, "the payload is not a \(Event.self) in \(codec): \(Self.describe(error))")
+        }
+    }
+
+    func encode(_ event: Event) -> [UInt8] {
+        if wire == .binary, let encodeBinary { return encodeBinary(event) }
+        // A Codable event of plain values always encodes.
+        return (try? Array(JSONEncoder().encode(event))) ?? []
+    }
+
+    /// A decoding error in a sentence, with the path to the bad field.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "\(error)" }
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return keys.isEmpty ? "" : " at \(keys)"
+        }
+        switch error {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context),
+            .dataCorrupted(let context):
+            return context.debugDescription + path(context)
+        @unknown default:
+            return "\(error)"
+        }
+    }
+}
+
+struct TypedFlowRegistration<F: Flow>: RegisteredFlow where F.State: Codable, F.Event: Codable {
+    let name: String
+    let codecs: EventCodecs<F.Event>
+    let initialState: @Sendable (String) -> F.State
+    let makeFlow: @Sendable () -> F
+
+    var wireCodec: PayloadCodec { codecs.wire }
+
+    func normalise(_ payload: [UInt8], codec: PayloadCodec) throws -> [UInt8] {
+        let event = try codecs.decode(payload, codec: codec)
+        return codec == codecs.wire ? payload : codecs.encode(event)
+    }
+
+    func makeReplica(address: Address, context: ReplicaContext) -> any FlowReplica {
+        TypedReplica<F>(registration: self, address: address, context: context)
+    }
+}

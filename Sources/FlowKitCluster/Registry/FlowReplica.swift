@@ -1,0 +1,122 @@
+import FlowKit
+import Foundation
+import Logging
+
+/// What a replica needs from the process that hosts it.
+struct ReplicaContext: Sendable {
+    /// The dependencies effects see.
+    var dependencies: DependencyValues
+    var logger: Logger
+    /// Hands an event or cancel, sent by an effect running here, to the order.
+    var submit: @Sendable (_ address: Address, _ kind: EntryKind, _ codec: PayloadCodec, _ payload: [UInt8]) async -> Void
+    /// An effect threw without a `catch:` handler.
+    var effectFailed: @Sendable (_ address: Address, _ failure: EffectFailure) -> Void
+
+    /// A context for replicas that never run effects: the coordinator's, a monitor's.
+    static func passive(logger: Logger) -> ReplicaContext {
+        ReplicaContext(
+            dependencies: DependencyValues(),
+            logger: logger,
+            submit: { _, _, _, _ in },
+            effectFailed: { _, _ in }
+        )
+    }
+}
+
+/// One flow instance held by a node or the coordinator, driven entry by entry in seq order.
+///
+/// Not thread-safe: the owner applies entries one at a time from its own serial context.
+protocol FlowReplica: AnyObject {
+    var address: Address { get }
+    /// The seq of the last entry applied to this instance; 0 before the first.
+    var lastSeq: UInt64 { get }
+    var runningEffects: Int { get }
+
+    /// Applies an ordered entry. Effects run only when `runEffects` (this process is the origin).
+    ///
+    /// - Throws: ``ProtocolError`` when the payload does not decode: the entry is then skipped by
+    ///   every replica alike, so they stay equal.
+    func apply(_ entry: Entry, runEffects: Bool) throws
+
+    func stateJSON() throws -> [UInt8]
+    func restore(stateJSON: [UInt8], lastSeq: UInt64) throws
+    func digest() throws -> StateDigest
+    /// Stops every effect; the replica is being dropped.
+    func shutDown()
+}
+
+final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: Codable {
+    let address: Address
+    private let registration: TypedFlowRegistration<F>
+    private let instance: FlowInstance<F>
+    private(set) var lastSeq: UInt64 = 0
+
+    init(registration: TypedFlowRegistration<F>, address: Address, context: ReplicaContext) {
+        self.address = address
+        self.registration = registration
+        let codecs = registration.codecs
+        let runtime = EffectRuntime<F.Event>(
+            deliver: { event, _ in
+                await context.submit(address, .event, codecs.wire, codecs.encode(event))
+            },
+            reportFailure: { failure in
+                context.logger.error(
+                    "effect failed without a catch: handler",
+                    metadata: ["flowkit.address": "\(address)", "flowkit.effect.error": "\(failure)"]
+                )
+                context.effectFailed(address, failure)
+            },
+            cancelFromTask: { ids in
+                // A cancel reached inside running work goes through the order like any other, so
+                // that every replica cancels its effects with that id too.
+                for id in ids { await context.submit(address, .cancel, .json, Array(id.description.utf8)) }
+            }
+        )
+        let flow = withDependencies { $0 = context.dependencies } operation: { registration.makeFlow() }
+        instance = FlowInstance(
+            flow: flow,
+            state: registration.initialState(address.key),
+            dependencies: context.dependencies,
+            runtime: runtime
+        )
+    }
+
+    var runningEffects: Int { instance.runtime.runningCount }
+
+    func apply(_ entry: Entry, runEffects: Bool) throws {
+        defer { lastSeq = entry.seq }
+        switch entry.kind {
+        case .event:
+            let event = try registration.codecs.decode(entry.payload, codec: entry.codec)
+            instance.apply(event, mode: runEffects ? .origin : .replica)
+        case .cancel:
+            let name = String(decoding: entry.payload, as: UTF8.self)
+            instance.runtime.cancel { $0.description == name }
+        case .cancelAll:
+            instance.runtime.cancelAll()
+        }
+    }
+
+    func stateJSON() throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Array(try encoder.encode(instance.state))
+    }
+
+    func restore(stateJSON: [UInt8], lastSeq: UInt64) throws {
+        do {
+            instance.restore(try JSONDecoder().decode(F.State.self, from: Data(stateJSON)))
+        } catch {
+            throw ProtocolError(.malformed, "the snapshot state of \(address) does not decode: \(error)")
+        }
+        self.lastSeq = lastSeq
+    }
+
+    func digest() throws -> StateDigest {
+        try StateDigest(of: instance.state)
+    }
+
+    func shutDown() {
+        instance.runtime.shutDown()
+    }
+}

@@ -1,0 +1,7 @@
+/// Bytes that are not a valid binary encoding of an event.
+public struct BinaryDecodingError: Error, CustomStringConvertible {
+    public var type: String
+    public var bytes: Int
+
+    public var description: String { "\(bytes) bytes are not a binary \(type)" }
+}

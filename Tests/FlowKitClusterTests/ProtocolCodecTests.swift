@@ -1,0 +1,110 @@
+@testable import FlowKitCluster
+import Testing
+
+@Suite struct ProtocolCodecTests {
+    static let entry = Entry(
+        seq: 42, epoch: 3, kind: .event, codec: .json, origin: 2, session: 0xDEAD_BEEF, submission: 7,
+        submittedAt: 1_700_000_000_000_000, committedAt: 1_700_000_000_000_500,
+        address: "counter/room-1", payload: Array(#"{"increment":{}}"#.utf8)
+    )
+
+    @Test func entryRecordsRoundTripAndHaveTheDocumentedLayout() throws {
+        let bytes = Self.entry.encoded
+        #expect(try Entry(decoding: bytes) == Self.entry)
+        // seq is the first 8 bytes, big-endian; the address follows the 50-byte fixed part.
+        #expect(Array(bytes[0..<8]) == [0, 0, 0, 0, 0, 0, 0, 42])
+        #expect(Array(bytes[50..<52]) == [0, 14])
+        #expect(String(decoding: bytes[52..<66], as: UTF8.self) == "counter/room-1")
+        #expect(Array(bytes[66...]) == Self.entry.payload)
+    }
+
+    @Test func everyMessageRoundTrips() throws {
+        let submission = Submission(
+            submission: 9, kind: .cancel, codec: .json, submittedAt: 5, address: "timer/t", payload: Array("timer".utf8)
+        )
+        let submit = SubmitMessage(origin: 1, session: 77, submissions: [submission, submission])
+        #expect(try SubmitMessage(frames: submit.frames) == submit)
+
+        let ack = AckMessage(epoch: 2, head: 10, acks: [
+            .init(submission: 9, seq: 10, status: .ordered),
+            .init(submission: 8, seq: 0, status: .refused, reason: .overloaded),
+        ])
+        #expect(try AckMessage(frames: ack.frames) == ack)
+
+        let entries = EntriesMessage(address: "counter/room-1", epoch: 3, entries: [Self.entry, { var e = Self.entry; e.seq = 43; return e }()])
+        #expect(try EntriesMessage(frames: entries.frames) == entries)
+
+        let heartbeat = HeartbeatMessage(epoch: 1, head: 99, time: 123)
+        #expect(try HeartbeatMessage(frames: heartbeat.frames) == heartbeat)
+
+        let range = RangeMessage(request: 5, epoch: 1, head: 50, entries: [Self.entry])
+        #expect(try RangeMessage(frames: range.frames) == range)
+
+        let chunk = SnapshotChunkMessage(request: 1, seq: 9, epoch: 1, chunk: 0, isLast: true, instances: [
+            .init(address: "counter/a", lastSeq: 3, state: Array(#"{"count":1}"#.utf8)),
+        ])
+        #expect(try SnapshotChunkMessage(frames: chunk.frames) == chunk)
+
+        let hello = HelloMessage(node: 1, session: 2, info: NodeInfo(name: "node-1", clientEndpoint: "tcp://x:1", flows: ["counter"], pid: 9))
+        #expect(try HelloMessage(frames: hello.frames) == hello)
+
+        for request in [
+            ClientRequest.emit(request: 1, wait: .applied, codec: .json, address: "counter/a", payload: [1, 2]),
+            .query(request: 2, address: "counter/a"),
+            .cancel(request: 3, wait: .ordered, address: "timer/a", id: "timer"),
+            .cancel(request: 4, wait: .ordered, address: "timer/a", id: nil),
+            .status(request: 5),
+        ] {
+            #expect(try ClientRequest(frames: request.frames) == request)
+        }
+        for reply in [
+            ClientReply.emitted(request: 1, seq: 2, epoch: 3, applied: true),
+            .state(request: 2, applied: 9, lastSeq: 4, digest: Array(repeating: 7, count: 16), state: [1]),
+            .status(request: 3, json: Array("{}".utf8)),
+            .error(request: 4, ProtocolError(.unknownFlow, "no flow \"x\"")),
+        ] {
+            #expect(try ClientReply(frames: reply.frames) == reply)
+        }
+    }
+
+    @Test(arguments: [
+        ([[UInt8]](), ProtocolError.Code.wrongFrameCount),
+        ([[0x46]], .truncated),
+        ([[0x00, 0x00, 1, 0x30]], .badMagic),
+        ([[0x46, 0x4B, 9, 0x30]], .unsupportedVersion),
+        ([[0x46, 0x4B, 1, 0x99]], .unknownType),
+        ([[0x46, 0x4B, 1, 0x10]], .unknownType),
+        ([[0x46, 0x4B, 1, 0x30, 0, 0]], .truncated),
+        ([[0x46, 0x4B, 1, 0x32, 0, 0, 0, 0, 0, 0, 0, 1, 0, 9, 0x61]], .truncated),
+        ([[0x46, 0x4B, 1, 0x32, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2, 0xFF, 0xFE]], .malformed),
+        ([[0x46, 0x4B, 1, 0x36, 0, 0, 0, 0, 0, 0, 0, 1], [1]], .wrongFrameCount),
+        ([[0x46, 0x4B, 1, 0x36, 0, 0, 0, 0, 0, 0, 0, 1, 5]], .malformed),
+    ])
+    func badClientRequestsAreRefusedWithTheirReason(frames: [[UInt8]], code: ProtocolError.Code) {
+        #expect {
+            try ClientRequest(frames: frames)
+        } throws: { error in
+            (error as? ProtocolError)?.code == code
+        }
+    }
+
+    @Test func truncatedRecordsAreRefusedNotTrapped() throws {
+        let frames = SubmitMessage(origin: 1, session: 1, submissions: [
+            Submission(submission: 1, kind: .event, codec: .json, submittedAt: 0, address: "counter/a", payload: [1, 2, 3]),
+        ]).frames
+        for cut in 0..<frames[1].count {
+            let truncated = [frames[0], Array(frames[1].prefix(cut))]
+            #expect(throws: ProtocolError.self) { try SubmitMessage(frames: truncated) }
+        }
+    }
+
+    @Test(arguments: ["counter/room-1", "kv/a/b/c", "search_2/key with spaces"])
+    func validAddressesParse(text: String) throws {
+        #expect(try Address(parsing: text).description == text)
+    }
+
+    @Test(arguments: ["counter", "/key", "Counter/x", "counter/", "a b/c", "counter/\u{7}bell"])
+    func invalidAddressesAreRefused(text: String) {
+        #expect(throws: ProtocolError.self) { try Address(parsing: text) }
+    }
+}

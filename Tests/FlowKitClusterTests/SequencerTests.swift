@@ -1,0 +1,76 @@
+@testable import FlowKitCluster
+import Testing
+
+@Suite struct SequencerTests {
+    private func submission(_ id: UInt64) -> Submission {
+        Submission(submission: id, kind: .event, codec: .json, submittedAt: 0, address: "counter/a", payload: [])
+    }
+
+    @Test func assignsConsecutiveSeqsAfterTheDurableHead() {
+        var sequencer = Sequencer(epoch: 4, durableHead: 100)
+        for id in 1...3 {
+            guard case .ordered(let entry) = sequencer.order(submission(UInt64(id)), origin: 1, session: 1, now: 9) else {
+                Issue.record("not ordered")
+                return
+            }
+            #expect(entry.seq == 100 + UInt64(id))
+            #expect(entry.epoch == 4)
+            #expect(entry.committedAt == 9)
+        }
+    }
+
+    @Test func retriesAreDuplicatesWithTheirOriginalSeq() {
+        var sequencer = Sequencer(epoch: 1, durableHead: 0)
+        _ = sequencer.order(submission(1), origin: 1, session: 1, now: 0)
+        _ = sequencer.order(submission(2), origin: 1, session: 1, now: 0)
+        #expect(sequencer.order(submission(1), origin: 1, session: 1, now: 0) == .duplicate(seq: 1))
+        // The same submission id from another session or origin is a different submission.
+        guard case .ordered = sequencer.order(submission(1), origin: 1, session: 2, now: 0),
+            case .ordered = sequencer.order(submission(1), origin: 2, session: 1, now: 0)
+        else {
+            Issue.record("a different session's submission was treated as a duplicate")
+            return
+        }
+        #expect(sequencer.head == 4)
+    }
+
+    @Test func outOfOrderRetriesAfterAReconnectAreStillRecognised() {
+        var sequencer = Sequencer(epoch: 1, durableHead: 0)
+        // 3 and 4 arrive on a new connection before 1 and 2 are retried.
+        _ = sequencer.order(submission(3), origin: 1, session: 1, now: 0)
+        _ = sequencer.order(submission(4), origin: 1, session: 1, now: 0)
+        guard case .ordered = sequencer.order(submission(1), origin: 1, session: 1, now: 0) else {
+            Issue.record("submission 1 was lost")
+            return
+        }
+        #expect(sequencer.order(submission(3), origin: 1, session: 1, now: 0) == .duplicate(seq: 1))
+    }
+
+    @Test func aRollBackForgetsWhatWasNeverDurable() {
+        var sequencer = Sequencer(epoch: 1, durableHead: 10)
+        _ = sequencer.order(submission(1), origin: 1, session: 1, now: 0)
+        sequencer.committed(through: 11)
+        _ = sequencer.order(submission(2), origin: 1, session: 1, now: 0)
+        _ = sequencer.order(submission(3), origin: 1, session: 1, now: 0)
+        #expect(sequencer.rollBack() == 2)
+        #expect(sequencer.head == 11)
+        // The retried submissions are new again and get the same seqs.
+        #expect(sequencer.order(submission(2), origin: 1, session: 1, now: 0) != .duplicate(seq: nil))
+        #expect(sequencer.head == 12)
+        #expect(sequencer.order(submission(1), origin: 1, session: 1, now: 0) == .duplicate(seq: 11))
+    }
+
+    @Test func theDedupWindowIsBoundedAndOldRetriesStayDuplicates() {
+        var table = DedupTable(window: 100, maxSessions: 2)
+        let key = DedupTable.SessionKey(origin: 1, session: 1)
+        for id in 1...1_000 as ClosedRange<UInt64> { table.record(key, submission: id, seq: id) }
+        #expect(table.lookup(key, submission: 1) == .duplicate(seq: nil))
+        #expect(table.lookup(key, submission: 1_000) == .duplicate(seq: 1_000))
+        #expect(table.lookup(key, submission: 1_001) == .new)
+        // Beyond maxSessions, the least recently used session is forgotten.
+        table.record(.init(origin: 2, session: 1), submission: 1, seq: 1)
+        table.record(.init(origin: 3, session: 1), submission: 1, seq: 2)
+        #expect(table.sessionCount == 2)
+        #expect(table.lookup(key, submission: 1_000) == .new)
+    }
+}
