@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "FlowKit", targets: ["FlowKit"]),
         .library(name: "FlowKitTesting", targets: ["FlowKitTesting"]),
         .library(name: "FlowKitExamples", targets: ["FlowKitExamples"]),
+        .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
+        .library(name: "FlowKitCluster", targets: ["FlowKitCluster"]),
         .library(name: "FlowKitCommands", targets: ["FlowKitCommands"]),
         .executable(name: "flowkit", targets: ["flowkit"]),
     ],
@@ -65,12 +67,29 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: The ZeroMQ transport
+
+        .systemLibrary(
+            name: "CZeroMQ",
+            pkgConfig: "libzmq",
+            providers: [.apt(["libzmq3-dev"])]
+        ),
+        .target(
+            name: "ZeroMQ",
+            dependencies: [
+                "CZeroMQ",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: The replicated cluster
 
         .target(
             name: "FlowKitCluster",
             dependencies: [
                 "FlowKit",
+                "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -118,6 +137,7 @@ let package = Package(
                 "FlowKit",
                 "FlowKitCluster",
                 "FlowKitExamples",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

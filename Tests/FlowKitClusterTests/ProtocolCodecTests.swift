@@ -50,7 +50,7 @@ import Testing
 
         for request in [
             ClientRequest.emit(request: 1, wait: .applied, codec: .json, address: "counter/a", payload: [1, 2]),
-            .query(request: 2, address: "counter/a"),
+            .query(request: 2, minApplied: 7, address: "counter/a"),
             .cancel(request: 3, wait: .ordered, address: "timer/a", id: "timer"),
             .cancel(request: 4, wait: .ordered, address: "timer/a", id: nil),
             .status(request: 5),
@@ -75,8 +75,8 @@ import Testing
         ([[0x46, 0x4B, 1, 0x99]], .unknownType),
         ([[0x46, 0x4B, 1, 0x10]], .unknownType),
         ([[0x46, 0x4B, 1, 0x30, 0, 0]], .truncated),
-        ([[0x46, 0x4B, 1, 0x32, 0, 0, 0, 0, 0, 0, 0, 1, 0, 9, 0x61]], .truncated),
-        ([[0x46, 0x4B, 1, 0x32, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2, 0xFF, 0xFE]], .malformed),
+        ([[0x46, 0x4B, 1, 0x32, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0x61]], .truncated),
+        ([[0x46, 0x4B, 1, 0x32, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0xFF, 0xFE]], .malformed),
         ([[0x46, 0x4B, 1, 0x36, 0, 0, 0, 0, 0, 0, 0, 1], [1]], .wrongFrameCount),
         ([[0x46, 0x4B, 1, 0x36, 0, 0, 0, 0, 0, 0, 0, 1, 5]], .malformed),
     ])

@@ -23,6 +23,12 @@ public struct StateDigest: Hashable, Sendable, Codable, CustomStringConvertible 
         self.bytes = Array(sha.finalize().prefix(16))
     }
 
+    /// Wraps 16 digest bytes computed elsewhere (a combination of digests).
+    package init(bytes: [UInt8]) {
+        precondition(bytes.count == 16, "a state digest is 16 bytes")
+        self.bytes = bytes
+    }
+
     /// Rebuilds a digest from its 32-digit hex form.
     ///
     /// - Returns: `nil` when `hex` is not 32 hex digits.

@@ -13,8 +13,9 @@ public enum WaitMode: UInt8, Sendable, Codable {
 public enum ClientRequest: Sendable, Equatable {
     /// `EMIT`: `[header request:u64 wait:u8 codec:u8 address:short-string] [payload]`.
     case emit(request: UInt64, wait: WaitMode, codec: PayloadCodec, address: String, payload: [UInt8])
-    /// `QUERY`: `[header request:u64 address:short-string]`.
-    case query(request: UInt64, address: String)
+    /// `QUERY`: `[header request:u64 min:u64 address:short-string]`. The node answers once it has
+    /// applied at least `min` (0: at once), so a client that emitted elsewhere can read its write.
+    case query(request: UInt64, minApplied: UInt64, address: String)
     /// `CANCEL`: `[header request:u64 wait:u8 all:u8 address:short-string id:short-string]`; with
     /// `all` = 1 the id is empty and every effect of the instance is cancelled.
     case cancel(request: UInt64, wait: WaitMode, address: String, id: String?)
@@ -23,7 +24,7 @@ public enum ClientRequest: Sendable, Equatable {
 
     public var request: UInt64 {
         switch self {
-        case .emit(let request, _, _, _, _), .query(let request, _), .cancel(let request, _, _, _), .status(let request):
+        case .emit(let request, _, _, _, _), .query(let request, _, _), .cancel(let request, _, _, _), .status(let request):
             request
         }
     }
@@ -38,9 +39,10 @@ public enum ClientRequest: Sendable, Equatable {
             writer.write(codec.rawValue)
             writer.writeShortString(address)
             return [writer.bytes, payload]
-        case .query(let request, let address):
+        case .query(let request, let minApplied, let address):
             WireHeader.write(.query, into: &writer)
             writer.write(request)
+            writer.write(minApplied)
             writer.writeShortString(address)
         case .cancel(let request, let wait, let address, let id):
             WireHeader.write(.cancel, into: &writer)
@@ -74,7 +76,8 @@ public enum ClientRequest: Sendable, Equatable {
             self = .emit(request: request, wait: wait, codec: codec, address: address, payload: frames[1])
         case .query:
             try expectFrames(frames, 1, for: "QUERY")
-            self = .query(request: request, address: try reader.readShortString("address"))
+            let minApplied = try reader.readUInt64("min")
+            self = .query(request: request, minApplied: minApplied, address: try reader.readShortString("address"))
         case .cancel:
             try expectFrames(frames, 1, for: "CANCEL")
             let wait = try Self.waitMode(&reader)

@@ -1,0 +1,208 @@
+import FlowKit
+import Foundation
+import Logging
+import Synchronization
+import ZeroMQ
+
+/// Talks to one node's client socket: emit events, query states, cancel effects, read status.
+///
+/// ```swift
+/// let client = try await ClusterClient(endpoint: "tcp://127.0.0.1:7410", logger: logger)
+/// let ordered = try await client.emit(json: #"{"increment":{}}"#, to: "counter/room-1", wait: .applied)
+/// let state = try await client.query("counter/room-1")
+/// print(ordered.seq, String(decoding: state.state, as: UTF8.self))
+/// ```
+///
+/// Many requests may be in flight at once from many tasks; each answer finds its request by id.
+public final class ClusterClient: Sendable {
+    /// An emit or cancel the cluster ordered.
+    public struct Ordered: Sendable, Equatable {
+        /// Its position in the log (0 when the coordinator no longer remembers a duplicate's seq).
+        public var seq: UInt64
+        public var epoch: UInt32
+        /// Whether the node had applied it when it answered.
+        public var applied: Bool
+    }
+
+    /// An instance's state on the node asked.
+    public struct State: Sendable, Equatable {
+        /// The node's applied seq when it answered.
+        public var applied: UInt64
+        /// The seq of the last entry applied to the instance.
+        public var lastSeq: UInt64
+        public var digest: StateDigest
+        /// The state as JSON.
+        public var json: [UInt8]
+    }
+
+    private let context: ZMQContext?
+    private let loop: IOLoop
+    private let socket: AsyncSocket
+    private let waiters = ReplyWaiters()
+    private let nextRequest = Atomic<UInt64>(1)
+    private let receiver: Task<Void, Never>
+    /// How long a request waits for its answer.
+    public let timeout: Duration
+
+    /// Connects to a node's client endpoint.
+    ///
+    /// - Parameters:
+    ///   - endpoint: The node's client endpoint, such as `tcp://127.0.0.1:7410`.
+    ///   - timeout: How long each request waits for its answer.
+    ///   - transport: Socket options.
+    ///   - logger: Where the client's I/O loop logs.
+    public init(
+        endpoint: String,
+        timeout: Duration = .seconds(10),
+        transport: TransportOptions = TransportOptions(),
+        logger: Logger
+    ) async throws {
+        let context = try ZMQContext()
+        let loop = try IOLoop(context: context, name: "client-io", logger: logger)
+        let socket = try await loop.open(.dealer) { socket in
+            try transport.apply(to: socket)
+            try socket.connect(endpoint)
+        }
+        self.context = context
+        self.loop = loop
+        self.socket = socket
+        self.timeout = timeout
+        let waiters = self.waiters
+        receiver = Task {
+            while let batch = try? await socket.receiveBatch() {
+                for message in batch {
+                    guard let reply = try? ClientReply(frames: message.parts) else { continue }
+                    waiters.take(reply.request)?.resume(returning: reply)
+                }
+            }
+            for orphan in waiters.takeAll() { orphan.resume(throwing: ClusterClientError.closed) }
+        }
+    }
+
+    /// Closes the connection; requests still waiting fail.
+    public func close() async {
+        await socket.close(linger: .zero)
+        await receiver.value
+        await loop.shutdown(linger: .zero)
+        await context?.terminate()
+    }
+
+    /// Emits an event given as JSON.
+    ///
+    /// - Parameters:
+    ///   - json: The event, as its `Codable` JSON: `{"increment":{}}`, `{"add":{"_0":5}}`.
+    ///   - address: `flow/key`.
+    ///   - wait: Answer once ordered, or once also applied by this node.
+    /// - Returns: Where the event landed in the order.
+    /// - Throws: ``ProtocolError`` with the node's reason (unknown flow, undecodable event,
+    ///   overloaded, coordinator unavailable), or ``ClusterClientError``.
+    public func emit(json: String, to address: String, wait: WaitMode = .ordered) async throws -> Ordered {
+        try await emit(payload: Array(json.utf8), codec: .json, to: address, wait: wait)
+    }
+
+    /// Emits an event payload in the given codec.
+    public func emit(payload: [UInt8], codec: PayloadCodec, to address: String, wait: WaitMode = .ordered) async throws -> Ordered {
+        let id = nextID()
+        return try ordered(await request(.emit(request: id, wait: wait, codec: codec, address: address, payload: payload), id: id))
+    }
+
+    /// Cancels effects of an instance cluster-wide: those marked with `id`, or all of them.
+    public func cancel(at address: String, id: String?, wait: WaitMode = .ordered) async throws -> Ordered {
+        let requestID = nextID()
+        return try ordered(await request(.cancel(request: requestID, wait: wait, address: address, id: id), id: requestID))
+    }
+
+    /// Reads an instance's state, once the node has applied at least `minApplied`.
+    public func query(_ address: String, minApplied: UInt64 = 0) async throws -> State {
+        let id = nextID()
+        switch try await request(.query(request: id, minApplied: minApplied, address: address), id: id) {
+        case .state(_, let applied, let lastSeq, let digest, let state):
+            return State(applied: applied, lastSeq: lastSeq, digest: StateDigest(bytes: digest), json: state)
+        case let other:
+            throw ClusterClientError.unexpectedReply("\(other)")
+        }
+    }
+
+    /// The node's status.
+    public func status() async throws -> NodeStatus {
+        let id = nextID()
+        switch try await request(.status(request: id), id: id) {
+        case .status(_, let json):
+            return try JSONDecoder().decode(NodeStatus.self, from: Data(json))
+        case let other:
+            throw ClusterClientError.unexpectedReply("\(other)")
+        }
+    }
+
+    private func nextID() -> UInt64 {
+        nextRequest.add(1, ordering: .relaxed).oldValue
+    }
+
+    private func ordered(_ reply: ClientReply) throws -> Ordered {
+        guard case .emitted(_, let seq, let epoch, let applied) = reply else {
+            throw ClusterClientError.unexpectedReply("\(reply)")
+        }
+        return Ordered(seq: seq, epoch: epoch, applied: applied)
+    }
+
+    private func request(_ request: ClientRequest, id: UInt64) async throws -> ClientReply {
+        let socket = self.socket
+        let waiters = self.waiters
+        let timeout = self.timeout
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            waiters.take(id)?.resume(throwing: ClusterClientError.timedOut(timeout))
+        }
+        defer { timer.cancel() }
+        let reply: ClientReply = try await withCheckedThrowingContinuation { continuation in
+            waiters.add(id, continuation)
+            Task {
+                do {
+                    try await socket.send(Message(parts: request.frames))
+                } catch {
+                    waiters.take(id)?.resume(throwing: error)
+                }
+            }
+        }
+        if case .error(_, let error) = reply { throw error }
+        return reply
+    }
+}
+
+/// A request the client could not complete.
+public enum ClusterClientError: Error, Sendable, CustomStringConvertible {
+    /// No answer in time: the node is unreachable or overloaded.
+    case timedOut(Duration)
+    /// The client was closed.
+    case closed
+    /// The node answered with something that does not fit the request.
+    case unexpectedReply(String)
+
+    public var description: String {
+        switch self {
+        case .timedOut(let timeout): "no answer within \(timeout): is the node running, and is the endpoint right?"
+        case .closed: "the client was closed"
+        case .unexpectedReply(let reply): "the node answered with an unexpected reply: \(reply)"
+        }
+    }
+}
+
+/// Requests waiting for their answers, by request id.
+final class ReplyWaiters: Sendable {
+    private let waiters = Mutex<[UInt64: CheckedContinuation<ClientReply, any Error>]>([:])
+
+    func add(_ id: UInt64, _ continuation: CheckedContinuation<ClientReply, any Error>) {
+        waiters.withLock { $0[id] = continuation }
+    }
+
+    func take(_ id: UInt64) -> CheckedContinuation<ClientReply, any Error>? {
+        waiters.withLock { $0.removeValue(forKey: id) }
+    }
+
+    func takeAll() -> [CheckedContinuation<ClientReply, any Error>] {
+        waiters.withLock { waiters in
+            defer { waiters = [:] }
+            return Array(waiters.values)
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import FlowKit
+import Logging
+import Synchronization
+import ZeroMQ
+
+/// The process that puts every entry of the cluster in one order: it assigns seqs, makes entries
+/// durable, acknowledges them to the nodes that submitted them and publishes them to everyone.
+///
+/// ```swift
+/// let coordinator = Coordinator(configuration: configuration, registry: registry, logger: logger)
+/// try await coordinator.run { endpoints in print("listening on \(endpoints.submit)") }
+/// ```
+///
+/// `run` serves until ``shutdown()`` is called or its task is cancelled.
+public final class Coordinator: Sendable {
+    private let configuration: CoordinatorConfiguration
+    private let registry: FlowRegistry
+    private let logger: Logger
+    private let stop = StopSignal()
+
+    public init(configuration: CoordinatorConfiguration, registry: FlowRegistry, logger: Logger) {
+        self.configuration = configuration
+        self.registry = registry
+        self.logger = logger
+    }
+
+    /// Binds the sockets, recovers the log and serves until shut down.
+    ///
+    /// - Parameter onReady: Called once the sockets are bound, with the endpoints (the ports the OS
+    ///   chose included).
+    public func run(onReady: @Sendable (CoordinatorEndpoints) -> Void = { _ in }) async throws {
+        let context = try ZMQContext()
+        let loop = try IOLoop(context: context, name: "coordinator-io", logger: logger)
+        do {
+            try await serve(loop: loop, onReady: onReady)
+        } catch {
+            await loop.shutdown(linger: configuration.transport.linger)
+            await context.terminate()
+            throw error
+        }
+        await loop.shutdown(linger: configuration.transport.linger)
+        await context.terminate()
+    }
+
+    /// Asks a running coordinator to stop; `run` returns once it has closed everything.
+    public func shutdown() {
+        stop.signal()
+    }
+
+    private func serve(loop: IOLoop, onReady: @Sendable (CoordinatorEndpoints) -> Void) async throws {
+        let transport = configuration.transport
+        let socketConfiguration = AsyncSocket.Configuration(receiveBufferCapacity: 4_096, sendQueueCapacity: 65_536)
+        let (submit, submitEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { [configuration] socket in
+            try transport.apply(to: socket)
+            try socket.setOption(.routerMandatory, true)
+            return try socket.bind(configuration.submitEndpoint)
+        }
+        let (publish, publishEndpoint) = try await loop.open(.pub, configuration: socketConfiguration) { [configuration] socket in
+            try transport.apply(to: socket)
+            return try socket.bind(configuration.publishEndpoint)
+        }
+        let (sync, syncEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { [configuration] socket in
+            try transport.apply(to: socket)
+            try socket.setOption(.routerMandatory, true)
+            return try socket.bind(configuration.syncEndpoint)
+        }
+
+        let log: any EntryLog = MemoryEntryLog()
+        let writer = LogWriter(log: log)
+        let (firstSeq, lastSeq) = try await writer.run { log in (log.firstSeq, log.lastSeq) }
+        let epoch: UInt32 = 1
+        let sequencer = Sequencer(
+            epoch: epoch,
+            durableHead: lastSeq,
+            dedup: DedupTable(window: configuration.dedupWindow)
+        )
+        let replica = CoordinatorReplica(registry: registry, applied: lastSeq, logger: logger)
+        let core = CoordinatorCore(
+            configuration: configuration,
+            registry: registry,
+            logger: logger,
+            writer: writer,
+            sequencer: sequencer,
+            firstSeq: firstSeq,
+            submitSocket: submit,
+            publishSocket: publish,
+            replica: replica
+        )
+        let syncServer = SyncServer(
+            socket: sync,
+            writer: writer,
+            core: core,
+            maxRangeCount: configuration.maxRangeCount,
+            logger: logger
+        )
+        let endpoints = CoordinatorEndpoints(submit: submitEndpoint, publish: publishEndpoint, sync: syncEndpoint)
+        logger.info(
+            "coordinator ready",
+            metadata: [
+                "flowkit.epoch": "\(epoch)", "flowkit.head": "\(lastSeq)",
+                "flowkit.submit": "\(submitEndpoint)", "flowkit.publish": "\(publishEndpoint)", "flowkit.sync": "\(syncEndpoint)",
+            ]
+        )
+        onReady(endpoints)
+
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                while let batch = try? await submit.receiveBatch(max: 1_024) {
+                    await core.handleSubmitBatch(batch)
+                }
+            }
+            group.addTask { await core.commitLoop() }
+            group.addTask { await replica.run() }
+            group.addTask { await syncServer.run() }
+            group.addTask { [configuration] in
+                await every(configuration.heartbeatInterval) { await core.heartbeat() }
+            }
+            group.addTask { [configuration] in
+                await every(configuration.statusInterval) { await core.publishStatus() }
+            }
+            await stop.wait()
+            logger.info("coordinator stopping")
+            group.cancelAll()
+            await replica.finish()
+            for socket in [submit, publish, sync] { await socket.close(linger: transport.linger) }
+        }
+    }
+}
+
+/// Runs `body` every `interval` until the task is cancelled.
+func every(_ interval: Duration, _ body: () async -> Void) async {
+    while !Task.isCancelled {
+        do {
+            try await Task.sleep(for: interval)
+        } catch {
+            return
+        }
+        await body()
+    }
+}
+
+/// A one-way latch: `wait` returns once `signal` has been called, or the waiting task is cancelled.
+final class StopSignal: Sendable {
+    private let state = Mutex<(signalled: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func signal() {
+        let waiters = state.withLock { state in
+            state.signalled = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    var isSignalled: Bool { state.withLock { $0.signalled } }
+
+    func wait() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let resumeNow = state.withLock { state in
+                    if state.signalled { return true }
+                    state.waiters.append(continuation)
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            signal()
+        }
+    }
+}

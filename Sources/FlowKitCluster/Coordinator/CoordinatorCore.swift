@@ -1,0 +1,268 @@
+import FlowKit
+import Logging
+import ZeroMQ
+
+/// The coordinator's serial heart: it orders submissions, groups them into commits, and once the
+/// log holds a group durably, acknowledges it to its submitters and publishes it.
+///
+/// Durable before visible: nothing is acknowledged or published before ``commitLoop()`` has seen
+/// the log commit it. While one group commits, the next one gathers; that is the group commit.
+actor CoordinatorCore {
+    private let configuration: CoordinatorConfiguration
+    private let registry: FlowRegistry
+    private let logger: Logger
+    private let writer: LogWriter
+    private let submitSocket: AsyncSocket
+    private let publishSocket: AsyncSocket
+    private var sequencer: Sequencer
+    private(set) var firstSeq: UInt64
+    private var pending = PendingCommit()
+    private let commitSignal: AsyncStream<Void>.Continuation
+    private let commitSignals: AsyncStream<Void>
+    /// Set while the log refuses writes (disk full, I/O error): submissions are refused until
+    /// `retryAt`, when the next one tries the log again.
+    private var logFailure: (error: ProtocolError, retryAt: UInt64)?
+    /// How long submissions are refused after the log refused a commit, before it is tried again.
+    private let logRetryInterval: UInt64 = 500_000
+    private var membership: Membership
+    let replica: CoordinatorReplica
+    let counters = ClusterCounters()
+    private var lastStatus: (time: UInt64, head: UInt64)
+
+    init(
+        configuration: CoordinatorConfiguration,
+        registry: FlowRegistry,
+        logger: Logger,
+        writer: LogWriter,
+        sequencer: Sequencer,
+        firstSeq: UInt64,
+        submitSocket: AsyncSocket,
+        publishSocket: AsyncSocket,
+        replica: CoordinatorReplica
+    ) {
+        self.configuration = configuration
+        self.registry = registry
+        self.logger = logger
+        self.writer = writer
+        self.sequencer = sequencer
+        self.firstSeq = firstSeq
+        self.submitSocket = submitSocket
+        self.publishSocket = publishSocket
+        self.replica = replica
+        self.membership = Membership(timeout: UInt64(configuration.nodeTimeout.microseconds))
+        (commitSignals, commitSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        lastStatus = (WallClock.micros(), sequencer.durableHead)
+    }
+
+    var epoch: UInt32 { sequencer.epoch }
+    var durableHead: UInt64 { sequencer.durableHead }
+
+    // MARK: Submissions
+
+    /// Handles a batch of messages from the submit socket.
+    func handleSubmitBatch(_ messages: [Message]) async {
+        var immediate = PendingCommit()
+        for message in messages {
+            guard let (peer, body) = RouterEnvelope.split(message) else { continue }
+            do {
+                guard let first = body.first else {
+                    throw ProtocolError(.wrongFrameCount, "a message needs at least a header frame")
+                }
+                let (type, _) = try WireHeader.read(first, expecting: .submit, .hello, .nodeReport)
+                switch type {
+                case .submit:
+                    try handleSubmit(SubmitMessage(frames: body), from: peer, immediate: &immediate)
+                case .hello:
+                    let hello = try HelloMessage(frames: body)
+                    membership.hello(node: hello.node, session: hello.session, info: hello.info, now: WallClock.micros())
+                    logger.info(
+                        "node said hello",
+                        metadata: ["flowkit.node": "\(hello.info.name)", "flowkit.node.endpoint": "\(hello.info.clientEndpoint)"]
+                    )
+                    let welcome = WelcomeMessage(
+                        epoch: sequencer.epoch,
+                        head: sequencer.durableHead,
+                        info: CoordinatorInfo(firstSeq: firstSeq, dedupWindow: configuration.dedupWindow)
+                    )
+                    _ = try? submitSocket.trySend(peer.reply(welcome.frames))
+                default:
+                    let report = try NodeReportMessage(frames: body)
+                    for divergence in membership.report(report, now: WallClock.micros()) { await raise(divergence) }
+                }
+            } catch {
+                reject(error, from: peer)
+            }
+        }
+        for (peer, acks) in immediate.acks {
+            sendAcks(acks, to: peer)
+        }
+        if !pending.isEmpty { commitSignal.yield() }
+    }
+
+    private func handleSubmit(_ message: SubmitMessage, from peer: RouterEnvelope, immediate: inout PendingCommit) throws {
+        let now = WallClock.micros()
+        for submission in message.submissions {
+            if let refusal = refusal(for: submission) {
+                counters.count(refused: refusal.code)
+                immediate.ack(.init(submission: submission.submission, seq: 0, status: .refused, reason: refusal.code), to: peer)
+                continue
+            }
+            switch sequencer.order(submission, origin: message.origin, session: message.session, now: now) {
+            case .ordered(let entry):
+                pending.add(entry)
+                pending.ack(.init(submission: submission.submission, seq: entry.seq, status: .ordered), to: peer)
+            case .duplicate(let seq):
+                counters.duplicates.add(1)
+                let ack = AckMessage.Ack(submission: submission.submission, seq: seq ?? 0, status: .duplicate)
+                if let seq, seq > sequencer.durableHead {
+                    pending.ack(ack, to: peer)  // still being made durable: acknowledge with its group
+                } else {
+                    immediate.ack(ack, to: peer)
+                }
+            }
+        }
+    }
+
+    /// Why a submission cannot be ordered now, if it cannot. Nothing malformed enters the log.
+    private func refusal(for submission: Submission) -> ProtocolError? {
+        if let logFailure, WallClock.micros() < logFailure.retryAt { return logFailure.error }
+        if pending.entries.count >= configuration.maxPendingEntries {
+            return ProtocolError(.overloaded, "the coordinator has \(pending.entries.count) entries waiting for the log")
+        }
+        do {
+            let address = try Address(parsing: submission.address)
+            let flow = try registry.flow(for: address)
+            switch submission.kind {
+            case .event: _ = try flow.normalise(submission.payload, codec: submission.codec)
+            case .cancel, .cancelAll: break
+            }
+            return nil
+        } catch let error as ProtocolError {
+            return error
+        } catch {
+            return ProtocolError(.malformed, "\(error)")
+        }
+    }
+
+    private func reject(_ error: any Error, from peer: RouterEnvelope) {
+        let protocolError = error as? ProtocolError ?? ProtocolError(.malformed, "\(error)")
+        counters.count(rejected: protocolError.code)
+        logger.debug("message rejected", metadata: ["flowkit.error": "\(protocolError)"])
+        _ = try? submitSocket.trySend(peer.reply(ErrorReply(request: 0, error: protocolError).frames))
+    }
+
+    private func sendAcks(_ acks: [AckMessage.Ack], to peer: RouterEnvelope) {
+        let message = AckMessage(epoch: sequencer.epoch, head: sequencer.durableHead, acks: acks)
+        if (try? submitSocket.trySend(peer.reply(message.frames))) != true {
+            // The node retries what it does not hear about; an ack lost here costs a duplicate.
+            counters.acksDropped.add(1)
+        }
+    }
+
+    // MARK: Group commit
+
+    /// Commits pending groups one after another until the task is cancelled.
+    func commitLoop() async {
+        for await _ in commitSignals {
+            while let group = takePending() {
+                let records = group.records
+                do {
+                    let started = ContinuousClock.now
+                    try await writer.run { log in
+                        try log.append(records)
+                        try log.commit()
+                    }
+                    counters.recordCommit(entries: records.count, duration: ContinuousClock.now - started)
+                    await committed(group)
+                } catch {
+                    failed(group, error)
+                }
+            }
+        }
+    }
+
+    private func takePending() -> PendingCommit? {
+        guard !pending.isEmpty else { return nil }
+        defer { pending = PendingCommit() }
+        return pending
+    }
+
+    private func committed(_ group: PendingCommit) async {
+        if let last = group.lastSeq { sequencer.committed(through: last) }
+        if logFailure != nil {
+            logger.notice("the log takes writes again")
+            logFailure = nil
+        }
+        for (peer, acks) in group.acks { sendAcks(acks, to: peer) }
+        for run in entryRuns(group.entries, records: group.records) {
+            let frames = EntriesMessage.frames(address: run.address, epoch: sequencer.epoch, records: run.records)
+            if (try? publishSocket.trySend(Message(parts: frames))) != true { counters.publishDropped.add(1) }
+        }
+        counters.ordered.add(group.entries.count)
+        if !group.entries.isEmpty { replica.enqueue(group.entries) }
+    }
+
+    /// The log refused the group: nothing of it, nor of what was ordered after it, happened.
+    private func failed(_ group: PendingCommit, _ error: any Error) {
+        let later = takePending() ?? PendingCommit()
+        let rolledBack = sequencer.rollBack()
+        let reason = ProtocolError(.internalError, "the coordinator's log refused the write (\(error)); retry later")
+        if logFailure == nil {
+            logger.error(
+                "the log refused a commit; refusing submissions until it takes writes again",
+                metadata: ["flowkit.error": "\(error)"]
+            )
+            publish(Alarm(kind: .logUnavailable, message: "\(error)"))
+        }
+        logFailure = (reason, WallClock.micros() + logRetryInterval)
+        for (peer, acks) in group.acks + later.acks {
+            let refused = acks.map { AckMessage.Ack(submission: $0.submission, seq: 0, status: .refused, reason: .internalError) }
+            sendAcks(refused, to: peer)
+        }
+        counters.count(refused: .internalError, by: Int(rolledBack))
+    }
+
+    // MARK: Publishing
+
+    func heartbeat() {
+        let message = HeartbeatMessage(epoch: sequencer.epoch, head: sequencer.durableHead, time: WallClock.micros())
+        _ = try? publishSocket.trySend(Message(parts: message.frames))
+    }
+
+    func publishStatus() async {
+        let now = WallClock.micros()
+        let head = sequencer.durableHead
+        let seconds = Double(now &- lastStatus.time) / 1_000_000
+        let rate = seconds > 0 ? Double(head - min(head, lastStatus.head)) / seconds : 0
+        lastStatus = (now, head)
+        for (address, digest) in await replica.takeChangedDigests() {
+            if let divergence = membership.compare(address: address, instance: digest, reporter: "coordinator") {
+                await raise(divergence)
+            }
+        }
+        let status = membership.status(epoch: sequencer.epoch, head: head, firstSeq: firstSeq, entriesPerSecond: rate, now: now)
+        _ = try? publishSocket.trySend(Message(parts: ClusterStatusMessage(status: status).frames))
+    }
+
+    func status() -> ClusterStatus {
+        membership.status(epoch: sequencer.epoch, head: sequencer.durableHead, firstSeq: firstSeq, entriesPerSecond: 0, now: WallClock.micros())
+    }
+
+    private func raise(_ divergence: Membership.Divergence) async {
+        counters.divergences.add(1)
+        let message = "replicas diverged at \(divergence.address) after seq \(divergence.seq): "
+            + divergence.digests.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        logger.critical("DIVERGENCE: \(message)")
+        publish(Alarm(kind: .divergence, message: message, address: divergence.address, seq: divergence.seq, digests: divergence.digests))
+    }
+
+    private func publish(_ alarm: Alarm) {
+        _ = try? publishSocket.trySend(Message(parts: AlarmMessage(alarm: alarm).frames))
+    }
+}
+
+extension Duration {
+    var microseconds: Int64 {
+        components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000
+    }
+}

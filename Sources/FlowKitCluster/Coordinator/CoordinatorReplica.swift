@@ -1,0 +1,57 @@
+import FlowKit
+import Logging
+
+/// The coordinator's own copy of every instance, applied after each commit and never running
+/// effects. It serves snapshots to joining nodes and reference digests for divergence checks,
+/// and it applies on a task of its own, so neither ever holds up the order.
+actor CoordinatorReplica {
+    private let replicas: ReplicaSet
+    private(set) var applied: UInt64
+    private let feed: AsyncStream<[Entry]>.Continuation
+    private let entries: AsyncStream<[Entry]>
+
+    init(registry: FlowRegistry, applied: UInt64, logger: Logger) {
+        self.replicas = ReplicaSet(registry: registry, context: .passive(logger: logger), logger: logger)
+        self.applied = applied
+        (entries, feed) = AsyncStream.makeStream(of: [Entry].self)
+    }
+
+    /// Queues committed entries for applying, in commit order. Never suspends.
+    nonisolated func enqueue(_ batch: [Entry]) {
+        feed.yield(batch)
+    }
+
+    /// Applies queued entries until the task is cancelled.
+    func run() async {
+        for await batch in entries {
+            for entry in batch where entry.seq > applied {
+                replicas.apply(entry, runEffects: false)
+                applied = entry.seq
+            }
+        }
+    }
+
+    func finish() {
+        feed.finish()
+    }
+
+    /// Every instance's state at ``applied``.
+    func snapshot() -> (seq: UInt64, instances: [SnapshotChunkMessage.Instance]) {
+        (applied, replicas.exportStates())
+    }
+
+    /// Replaces every instance with a snapshot's (when recovering from a durable snapshot).
+    func restore(seq: UInt64, instances: [SnapshotChunkMessage.Instance]) throws {
+        try replicas.importStates(instances)
+        applied = seq
+    }
+
+    /// Digests of the instances changed since the last call, to compare with the nodes' reports.
+    func takeChangedDigests() -> [String: InstanceDigest] {
+        var result: [String: InstanceDigest] = [:]
+        for (address, digest) in replicas.takeChanged() { result[address.description] = digest }
+        return result
+    }
+
+    var instanceCount: Int { replicas.count }
+}

@@ -1,0 +1,61 @@
+/// Where the coordinator keeps the ordered entries: appended in groups, made durable at each
+/// commit, read back for gap repair and late joins, and compacted once a snapshot covers a prefix.
+///
+/// Used from one thread at a time (the coordinator's ``LogWriter``).
+protocol EntryLog: AnyObject {
+    /// The oldest seq still held, or `lastSeq + 1` when the log is empty.
+    var firstSeq: UInt64 { get }
+    /// The newest seq held; 0 when nothing was ever written.
+    var lastSeq: UInt64 { get }
+
+    /// Appends encoded entry records with consecutive seqs after ``lastSeq``.
+    func append(_ records: [(seq: UInt64, record: [UInt8])]) throws
+    /// Makes everything appended durable: the group-commit point. After a failure, nothing since the
+    /// previous commit is in the log.
+    func commit() throws
+    /// Up to `maxCount` records from `seq` on, fewer if `maxBytes` is reached first.
+    func read(from seq: UInt64, maxCount: Int, maxBytes: Int) throws -> [[UInt8]]
+    /// Drops entries up to `seq` (whole segments at most), once a durable snapshot covers them.
+    func removePrefix(through seq: UInt64) throws
+}
+
+/// An in-memory log: for tests and for clusters that need no durability.
+final class MemoryEntryLog: EntryLog {
+    private var records: [[UInt8]] = []
+    private(set) var firstSeq: UInt64 = 1
+    private var uncommitted = 0
+
+    var lastSeq: UInt64 { firstSeq + UInt64(records.count) - 1 }
+
+    func append(_ batch: [(seq: UInt64, record: [UInt8])]) throws {
+        for (seq, record) in batch {
+            precondition(seq == lastSeq + 1, "seq \(seq) does not follow \(lastSeq)")
+            records.append(record)
+            uncommitted += 1
+        }
+    }
+
+    func commit() throws { uncommitted = 0 }
+
+    func read(from seq: UInt64, maxCount: Int, maxBytes: Int) throws -> [[UInt8]] {
+        guard seq >= firstSeq else {
+            throw ProtocolError(.notFound, "entries before \(firstSeq) were compacted; fetch a snapshot")
+        }
+        guard seq <= lastSeq else { return [] }
+        var result: [[UInt8]] = []
+        var bytes = 0
+        for record in records[Int(seq - firstSeq)...] {
+            guard result.count < maxCount, result.isEmpty || bytes + record.count <= maxBytes else { break }
+            result.append(record)
+            bytes += record.count
+        }
+        return result
+    }
+
+    func removePrefix(through seq: UInt64) throws {
+        guard seq >= firstSeq else { return }
+        let drop = Int(min(seq, lastSeq) - firstSeq + 1)
+        records.removeFirst(drop)
+        firstSeq += UInt64(drop)
+    }
+}

@@ -1,0 +1,28 @@
+import Dispatch
+
+/// Runs the coordinator's log on a thread of its own, so that `fdatasync` and disk reads never
+/// block Swift's cooperative pool. Jobs run one at a time, in submission order.
+final class LogWriter: Sendable {
+    /// The log, touched only from `queue`: that confinement is what makes sharing it safe.
+    private final class Confined: @unchecked Sendable {
+        let log: any EntryLog
+        init(_ log: any EntryLog) { self.log = log }
+    }
+
+    private let queue = DispatchQueue(label: "flowkit.coordinator.log")
+    private let confined: Confined
+
+    init(log: any EntryLog) {
+        self.confined = Confined(log)
+    }
+
+    /// Runs `body` with the log on the log thread and returns its result.
+    func run<Value: Sendable>(_ body: @escaping @Sendable (any EntryLog) throws -> Value) async throws -> Value {
+        let confined = self.confined
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                continuation.resume(with: Result { try body(confined.log) })
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import FlowKit
+import Logging
+import ZeroMQ
+
+/// Serves the coordinator's sync socket: log ranges for gap repair, snapshots for late joiners.
+///
+/// Reads go through the log thread between commits, and snapshots come from the coordinator's
+/// replica: neither stops the order.
+struct SyncServer: Sendable {
+    let socket: AsyncSocket
+    let writer: LogWriter
+    let core: CoordinatorCore
+    let maxRangeCount: Int
+    let logger: Logger
+    /// The most state bytes in one snapshot chunk.
+    let maxChunkBytes = 1 << 20
+    let maxRangeBytes = 4 << 20
+
+    func run() async {
+        while let batch = try? await socket.receiveBatch(max: 64) {
+            for message in batch {
+                guard let (peer, body) = RouterEnvelope.split(message) else { continue }
+                do {
+                    switch try SyncRequest(frames: body) {
+                    case .range(let request):
+                        try await serveRange(request, to: peer)
+                    case .snapshot(let request):
+                        try await serveSnapshot(request, to: peer)
+                    }
+                } catch {
+                    let protocolError = error as? ProtocolError ?? ProtocolError(.internalError, "\(error)")
+                    if protocolError.code != .notFound { core.counters.count(rejected: protocolError.code) }
+                    let request = (try? SyncRequest(frames: body))?.request ?? 0
+                    try? await socket.send(peer.reply(ErrorReply(request: request, error: protocolError).frames))
+                }
+            }
+        }
+    }
+
+    private func serveRange(_ request: RangeRequest, to peer: RouterEnvelope) async throws {
+        let count = Int(min(UInt64(min(Int(request.maxCount), maxRangeCount)), request.to - request.from + 1))
+        let maxBytes = maxRangeBytes
+        let records = try await writer.run { log in
+            try log.read(from: request.from, maxCount: count, maxBytes: maxBytes)
+        }
+        let frames = RangeMessage.frames(
+            request: request.request,
+            epoch: await core.epoch,
+            head: await core.durableHead,
+            records: records
+        )
+        try await socket.send(peer.reply(frames))
+    }
+
+    private func serveSnapshot(_ request: SnapshotRequest, to peer: RouterEnvelope) async throws {
+        let (seq, instances) = await core.replica.snapshot()
+        let epoch = await core.epoch
+        logger.info("serving a snapshot", metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances.count)"])
+        var chunk: [SnapshotChunkMessage.Instance] = []
+        var bytes = 0
+        var index: UInt32 = 0
+        for instance in instances {
+            chunk.append(instance)
+            bytes += instance.state.count + instance.address.utf8.count
+            if bytes >= maxChunkBytes {
+                let message = SnapshotChunkMessage(request: request.request, seq: seq, epoch: epoch, chunk: index, isLast: false, instances: chunk)
+                try await socket.send(peer.reply(message.frames))
+                index += 1
+                chunk = []
+                bytes = 0
+            }
+        }
+        let last = SnapshotChunkMessage(request: request.request, seq: seq, epoch: epoch, chunk: index, isLast: true, instances: chunk)
+        try await socket.send(peer.reply(last.frames))
+    }
+}

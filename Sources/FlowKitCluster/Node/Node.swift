@@ -1,0 +1,115 @@
+import FlowKit
+import Logging
+import ZeroMQ
+
+/// A process that hosts flow instances: it applies the coordinator's ordered stream to them, takes
+/// emits from clients, and runs the effects of the entries it submitted.
+///
+/// ```swift
+/// let node = Node(configuration: NodeConfiguration(id: 1, coordinator: endpoints), registry: registry, logger: logger)
+/// try await node.run { clientEndpoint in print("clients connect to \(clientEndpoint)") }
+/// ```
+///
+/// `run` serves until ``shutdown()`` is called or its task is cancelled. The node subscribes
+/// before it asks for anything, so it misses nothing between a snapshot and the live stream, and it
+/// reconnects to a restarted coordinator by itself.
+public final class Node: Sendable {
+    private let configuration: NodeConfiguration
+    private let registry: FlowRegistry
+    private let logger: Logger
+    private let stop = StopSignal()
+
+    public init(configuration: NodeConfiguration, registry: FlowRegistry, logger: Logger) {
+        self.configuration = configuration
+        self.registry = registry
+        var logger = logger
+        logger[metadataKey: "flowkit.node.id"] = "\(configuration.id)"
+        self.logger = logger
+    }
+
+    /// Connects, joins and serves until shut down.
+    ///
+    /// - Parameter onReady: Called with the client endpoint (the port the OS chose included) once
+    ///   clients can connect.
+    public func run(onReady: @Sendable (String) -> Void = { _ in }) async throws {
+        let context = try ZMQContext()
+        let loop = try IOLoop(context: context, name: "node-\(configuration.id)-io", logger: logger)
+        do {
+            try await serve(loop: loop, onReady: onReady)
+        } catch {
+            await loop.shutdown(linger: configuration.transport.linger)
+            await context.terminate()
+            throw error
+        }
+        await loop.shutdown(linger: configuration.transport.linger)
+        await context.terminate()
+    }
+
+    /// Asks a running node to stop; `run` returns once it has closed everything.
+    public func shutdown() {
+        stop.signal()
+    }
+
+    private func serve(loop: IOLoop, onReady: @Sendable (String) -> Void) async throws {
+        let configuration = self.configuration
+        let transport = configuration.transport
+        let socketConfiguration = AsyncSocket.Configuration(receiveBufferCapacity: 8_192, sendQueueCapacity: 65_536)
+        // Subscribe first, so nothing published from here on is missed.
+        let subscriber = try await loop.open(.sub, configuration: socketConfiguration) { socket in
+            try transport.apply(to: socket)
+            try socket.subscribe("")
+            try socket.connect(configuration.coordinator.publish)
+        }
+        let submit = try await loop.open(.dealer, configuration: socketConfiguration) { socket in
+            try transport.apply(to: socket)
+            try socket.connect(configuration.coordinator.submit)
+        }
+        let sync = try await loop.open(.dealer, configuration: socketConfiguration) { socket in
+            try transport.apply(to: socket)
+            try socket.connect(configuration.coordinator.sync)
+        }
+        let (client, clientEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { socket in
+            try transport.apply(to: socket)
+            try socket.setOption(.routerMandatory, true)
+            return try socket.bind(configuration.clientEndpoint)
+        }
+        let sockets = NodeSockets(client: client, clientEndpoint: clientEndpoint, submit: submit, subscriber: subscriber, sync: sync)
+        let core = NodeCore(configuration: configuration, registry: registry, logger: logger, sockets: sockets)
+        await core.start()
+        logger.info(
+            "node ready",
+            metadata: ["flowkit.node.client": "\(clientEndpoint)", "flowkit.node.coordinator": "\(configuration.coordinator.submit)"]
+        )
+        onReady(clientEndpoint)
+
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                while let batch = try? await subscriber.receiveBatch(max: 1_024) { await core.receivePublished(batch) }
+            }
+            group.addTask {
+                while let batch = try? await submit.receiveBatch(max: 1_024) { await core.receiveFromCoordinator(batch) }
+            }
+            group.addTask {
+                while let batch = try? await sync.receiveBatch(max: 64) { await core.receiveSync(batch) }
+            }
+            group.addTask {
+                while let batch = try? await client.receiveBatch(max: 1_024) { await core.receiveFromClients(batch) }
+            }
+            group.addTask {
+                await every(configuration.tickInterval) { await core.tick() }
+            }
+            await stop.wait()
+            logger.info("node stopping")
+            await core.shutDown()
+            group.cancelAll()
+            for socket in [client, submit, sync, subscriber] { await socket.close(linger: transport.linger) }
+        }
+    }
+}
+
+extension NodeCore {
+    /// Stops every effect: the node is going away.
+    func shutDown() {
+        replicas.shutDown()
+    }
+}

@@ -1,0 +1,54 @@
+/// How a node runs: who it is, where clients reach it, where its coordinator is.
+public struct NodeConfiguration: Sendable {
+    /// The node's id in the cluster: unique, 1 or more. Entries name their origin by it.
+    public var id: UInt32
+    /// A name for logs and status; `node-<id>` by default.
+    public var name: String
+    /// Clients connect here (ROUTER) to emit, query and cancel.
+    public var clientEndpoint = "tcp://127.0.0.1:*"
+    /// The coordinator's endpoints.
+    public var coordinator: CoordinatorEndpoints
+    /// How often the node reports its progress and digests to the coordinator.
+    public var reportInterval: Duration = .seconds(1)
+    /// How long a submission waits for its acknowledgement before it is sent again.
+    public var retryInterval: Duration = .seconds(1)
+    /// How long a client's emit may wait to be ordered before it is answered with an error.
+    public var emitTimeout: Duration = .seconds(10)
+    /// How long a query may wait for `min` applied.
+    public var queryTimeout: Duration = .seconds(5)
+    /// Submissions waiting for the coordinator, beyond which emits are refused as overloaded.
+    public var maxPendingSubmissions = 50_000
+    /// No heartbeat for this long means the coordinator is unreachable.
+    public var coordinatorTimeout: Duration = .seconds(2)
+    /// How often timers run: retries, gap repair, timeouts.
+    public var tickInterval: Duration = .milliseconds(50)
+    /// Socket options shared by every socket.
+    public var transport = TransportOptions()
+
+    public init(id: UInt32, coordinator: CoordinatorEndpoints, name: String? = nil) {
+        precondition(id >= 1, "node ids start at 1")
+        self.id = id
+        self.coordinator = coordinator
+        self.name = name ?? "node-\(id)"
+    }
+}
+
+/// What a node answers to `STATUS`, as JSON.
+public struct NodeStatus: Codable, Sendable, Equatable {
+    public var id: UInt32
+    public var name: String
+    public var session: UInt64
+    public var clientEndpoint: String
+    public var epoch: UInt32
+    public var applied: UInt64
+    public var knownHead: UInt64
+    public var connected: Bool
+    public var instances: Int
+    public var runningEffects: Int
+    public var pendingSubmissions: Int
+    public var waitingBehindGap: Int
+    public var digest: String
+    public var flows: [String]
+    public var rejected: [String: Int]
+    public var entriesSkipped: Int
+}

@@ -1,0 +1,427 @@
+import FlowKit
+import Foundation
+import Logging
+import ZeroMQ
+
+/// A node's serial heart: it applies the ordered stream to its instances, submits what clients and
+/// effects emit, and answers clients once their entries are ordered or applied.
+///
+/// Every state change arrives through ``receive(_:)`` as an ordered entry; nothing a client sends
+/// changes an instance directly. Effects run only for entries this node (this session) submitted.
+actor NodeCore {
+    let configuration: NodeConfiguration
+    let session: UInt64
+    private let registry: FlowRegistry
+    let logger: Logger
+    let sockets: NodeSockets
+    private(set) var replicas: ReplicaSet!
+    private var stream = OrderedStream()
+    private var submissions: SubmissionQueue
+    /// Clients waiting for their entry to be applied here, by seq.
+    private var appliedWaiters: [(seq: UInt64, peer: RouterEnvelope, request: UInt64, epoch: UInt32)] = []
+    /// Queries waiting for `min` applied.
+    private var queryWaiters: [(min: UInt64, peer: RouterEnvelope, request: UInt64, address: String, deadline: UInt64)] = []
+    private(set) var epoch: UInt32 = 0
+    private var lastHeartbeat: UInt64 = 0
+    private var helloSent = false
+    private var welcomed = false
+    private var repair: (request: UInt64, sentAt: UInt64)?
+    private var snapshot: SnapshotAssembly?
+    private var nextRequest: UInt64 = 1
+    private var lastReport: UInt64 = 0
+    let counters = ClusterCounters()
+
+    init(configuration: NodeConfiguration, registry: FlowRegistry, logger: Logger, sockets: NodeSockets) {
+        self.configuration = configuration
+        self.registry = registry
+        self.logger = logger
+        self.sockets = sockets
+        self.session = UInt64.random(in: 1...UInt64.max)
+        self.submissions = SubmissionQueue(capacity: configuration.maxPendingSubmissions)
+    }
+
+    /// Builds the replicas; their effects submit back through this actor.
+    func start() {
+        let context = ReplicaContext(
+            dependencies: DependencyValues._current,
+            logger: logger,
+            submit: { [weak self] address, kind, codec, payload in
+                await self?.submitFromEffect(address: address, kind: kind, codec: codec, payload: payload)
+            },
+            effectFailed: { [counters] _, _ in counters.effectFailures.add(1) }
+        )
+        replicas = ReplicaSet(registry: registry, context: context, logger: logger)
+        sendHello()
+    }
+
+    var isConnected: Bool {
+        lastHeartbeat != 0 && WallClock.micros() - lastHeartbeat < UInt64(configuration.coordinatorTimeout.microseconds)
+    }
+
+    // MARK: The ordered stream
+
+    /// Messages from the publish socket: entries and heartbeats.
+    func receivePublished(_ messages: [Message]) {
+        var entries: [Entry] = []
+        for message in messages {
+            let parts = message.parts
+            guard parts.count >= 2, let type = try? WireHeader.read(parts[1], expecting: .entries, .heartbeat, .clusterStatus, .alarm).0 else {
+                counters.count(rejected: .malformed)
+                continue
+            }
+            do {
+                switch type {
+                case .entries:
+                    entries.append(contentsOf: try EntriesMessage(frames: parts).entries)
+                case .heartbeat:
+                    heartbeat(try HeartbeatMessage(frames: parts))
+                default:
+                    break
+                }
+            } catch {
+                counters.count(rejected: (error as? ProtocolError)?.code ?? .malformed)
+                logger.warning("bad message on the publish socket", metadata: ["flowkit.error": "\(error)"])
+            }
+        }
+        if !entries.isEmpty { receive(entries) }
+        requestRepairIfNeeded()
+    }
+
+    private func heartbeat(_ heartbeat: HeartbeatMessage) {
+        let wasConnected = isConnected
+        lastHeartbeat = WallClock.micros()
+        if heartbeat.epoch != epoch {
+            if epoch != 0 {
+                logger.notice("the coordinator began a new term", metadata: ["flowkit.epoch": "\(heartbeat.epoch)"])
+            }
+            epoch = heartbeat.epoch
+            reconnected()
+        } else if !wasConnected {
+            reconnected()
+        }
+        stream.noteHead(heartbeat.head)
+    }
+
+    /// The coordinator is back (or new): say hello and resend everything unacknowledged.
+    private func reconnected() {
+        sendHello()
+        submissions.resendAll()
+        flushSubmissions()
+    }
+
+    /// Applies entries in seq order, holding back those behind a gap.
+    func receive(_ entries: [Entry]) {
+        guard snapshot == nil else {
+            // Joining: keep them until the snapshot is in.
+            pendingDuringSnapshot.append(contentsOf: entries)
+            return
+        }
+        let ready = stream.receive(entries)
+        guard !ready.isEmpty else { return }
+        for entry in ready {
+            let mine = entry.origin == configuration.id && entry.session == session
+            replicas.apply(entry, runEffects: mine)
+            if mine, let acknowledged = submissions.acknowledge(entry.submission) {
+                answer(acknowledged, seq: entry.seq, epoch: entry.epoch)
+            }
+        }
+        counters.applied.add(ready.count)
+        releaseWaiters()
+    }
+
+    private var pendingDuringSnapshot: [Entry] = []
+
+    private func releaseWaiters() {
+        let applied = stream.applied
+        if !appliedWaiters.isEmpty {
+            var remaining: [(seq: UInt64, peer: RouterEnvelope, request: UInt64, epoch: UInt32)] = []
+            for waiter in appliedWaiters {
+                if waiter.seq <= applied {
+                    reply(.emitted(request: waiter.request, seq: waiter.seq, epoch: waiter.epoch, applied: true), to: waiter.peer)
+                } else {
+                    remaining.append(waiter)
+                }
+            }
+            appliedWaiters = remaining
+        }
+        if !queryWaiters.isEmpty {
+            let ready = queryWaiters.filter { $0.min <= applied }
+            queryWaiters.removeAll { $0.min <= applied }
+            for query in ready { answerQuery(request: query.request, address: query.address, to: query.peer) }
+        }
+    }
+
+    // MARK: Gap repair and joining
+
+    private func requestRepairIfNeeded() {
+        guard snapshot == nil, let missing = stream.missing else { return }
+        let now = WallClock.micros()
+        if let repair, now - repair.sentAt < UInt64(configuration.retryInterval.microseconds) { return }
+        let request = nextRequest
+        nextRequest += 1
+        repair = (request, now)
+        let message = RangeRequest(
+            request: request,
+            from: missing.lowerBound,
+            to: missing.upperBound,
+            maxCount: 10_000
+        )
+        _ = try? sockets.sync.trySend(Message(parts: message.frames))
+    }
+
+    /// Replies from the sync socket: ranges and snapshot chunks.
+    func receiveSync(_ messages: [Message]) {
+        for message in messages {
+            let parts = message.parts
+            do {
+                guard let first = parts.first else { throw ProtocolError(.wrongFrameCount, "empty sync reply") }
+                let (type, _) = try WireHeader.read(first, expecting: .range, .snapshotChunk, .error)
+                switch type {
+                case .range:
+                    let range = try RangeMessage(frames: parts)
+                    if range.request == repair?.request { repair = nil }
+                    stream.noteHead(range.head)
+                    if !range.entries.isEmpty { counters.gapsRepaired.add(1) }
+                    receive(range.entries)
+                case .snapshotChunk:
+                    try receiveSnapshotChunk(try SnapshotChunkMessage(frames: parts))
+                default:
+                    let error = try ErrorReply(frames: parts)
+                    if error.error.code == .notFound, snapshot == nil {
+                        logger.notice("the entries to repair were compacted; joining through a snapshot", metadata: ["flowkit.error": "\(error.error.message)"])
+                        requestSnapshot()
+                    } else {
+                        logger.warning("sync request refused", metadata: ["flowkit.error": "\(error.error)"])
+                    }
+                    if error.request == repair?.request { repair = nil }
+                }
+            } catch {
+                counters.count(rejected: (error as? ProtocolError)?.code ?? .malformed)
+                logger.warning("bad message on the sync socket", metadata: ["flowkit.error": "\(error)"])
+            }
+        }
+        requestRepairIfNeeded()
+    }
+
+    /// Asks the coordinator for every instance's state; entries arriving meanwhile wait.
+    func requestSnapshot() {
+        let request = nextRequest
+        nextRequest += 1
+        snapshot = SnapshotAssembly(request: request, requestedAt: WallClock.micros())
+        _ = try? sockets.sync.trySend(Message(parts: SnapshotRequest(request: request).frames))
+        logger.info("joining through a snapshot")
+    }
+
+    private func receiveSnapshotChunk(_ chunk: SnapshotChunkMessage) throws {
+        guard var assembly = snapshot, assembly.request == chunk.request else { return }
+        assembly.instances.append(contentsOf: chunk.instances)
+        guard chunk.isLast else {
+            snapshot = assembly
+            return
+        }
+        try replicas.importStates(assembly.instances)
+        snapshot = nil
+        let waiting = pendingDuringSnapshot
+        pendingDuringSnapshot = []
+        let ready = stream.reset(to: chunk.seq)
+        logger.info(
+            "joined through a snapshot",
+            metadata: ["flowkit.seq": "\(chunk.seq)", "flowkit.instances": "\(assembly.instances.count)"]
+        )
+        for entry in ready { replicas.apply(entry, runEffects: false) }
+        receive(waiting)
+        releaseWaiters()
+    }
+
+    // MARK: Submitting
+
+    private func sendHello() {
+        let hello = HelloMessage(
+            node: configuration.id,
+            session: session,
+            info: NodeInfo(
+                name: configuration.name,
+                clientEndpoint: sockets.clientEndpoint,
+                flows: registry.names,
+                pid: ProcessInfo.processInfo.processIdentifier
+            )
+        )
+        _ = try? sockets.submit.trySend(Message(parts: hello.frames))
+        helloSent = true
+    }
+
+    /// An event or cancel sent by an effect running here.
+    func submitFromEffect(address: Address, kind: EntryKind, codec: PayloadCodec, payload: [UInt8]) {
+        _ = submissions.add(kind: kind, codec: codec, address: address.description, payload: payload, waiter: .effect, now: WallClock.micros())
+        flushSubmissions()
+    }
+
+    /// Queues a client's emit or cancel.
+    func submit(kind: EntryKind, codec: PayloadCodec, address: String, payload: [UInt8], waiter: SubmissionQueue.Waiter) throws {
+        guard !submissions.isFull else {
+            throw ProtocolError(.overloaded, "\(submissions.count) submissions are waiting for the coordinator; retry shortly")
+        }
+        _ = submissions.add(kind: kind, codec: codec, address: address, payload: payload, waiter: waiter, now: WallClock.micros())
+    }
+
+    /// Sends what is due, in one SUBMIT message.
+    func flushSubmissions() {
+        let due = submissions.due(now: WallClock.micros(), retryAfter: UInt64(configuration.retryInterval.microseconds))
+        guard !due.isEmpty else { return }
+        let message = SubmitMessage(origin: configuration.id, session: session, submissions: due)
+        _ = try? sockets.submit.trySend(Message(parts: message.frames))
+    }
+
+    /// Messages from the coordinator on the submit socket: acks, welcome, errors.
+    func receiveFromCoordinator(_ messages: [Message]) {
+        for message in messages {
+            let parts = message.parts
+            do {
+                guard let first = parts.first else { throw ProtocolError(.wrongFrameCount, "empty message") }
+                let (type, _) = try WireHeader.read(first, expecting: .ack, .welcome, .error)
+                switch type {
+                case .ack:
+                    handle(try AckMessage(frames: parts))
+                case .welcome:
+                    let welcome = try WelcomeMessage(frames: parts)
+                    epoch = welcome.epoch
+                    lastHeartbeat = WallClock.micros()
+                    stream.noteHead(welcome.head)
+                    if !welcomed, stream.applied == 0, welcome.head > 0, snapshot == nil {
+                        requestSnapshot()
+                    }
+                    welcomed = true
+                default:
+                    let error = try ErrorReply(frames: parts)
+                    logger.error("the coordinator refused a message", metadata: ["flowkit.error": "\(error.error)"])
+                }
+            } catch {
+                counters.count(rejected: (error as? ProtocolError)?.code ?? .malformed)
+            }
+        }
+        requestRepairIfNeeded()
+    }
+
+    private func handle(_ ack: AckMessage) {
+        if ack.epoch != epoch, epoch != 0 { epoch = ack.epoch }
+        stream.noteHead(ack.head)
+        for item in ack.acks {
+            switch item.status {
+            case .ordered, .duplicate:
+                guard let pending = submissions.acknowledge(item.submission) else { continue }
+                answer(pending, seq: item.seq, epoch: ack.epoch)
+            case .refused:
+                // Retryable refusals (overloaded, log unavailable) stay queued; anything else means
+                // this node and the coordinator disagree about the flows: the client must know.
+                let reason = item.reason ?? .internalError
+                guard reason != .overloaded, reason != .internalError else { continue }
+                guard let pending = submissions.acknowledge(item.submission) else { continue }
+                if case .client(let peer, let request, _, _) = pending.waiter {
+                    reply(.error(request: request, ProtocolError(reason, "the coordinator refused the entry: \(reason)")), to: peer)
+                }
+            }
+        }
+    }
+
+    /// Answers the client waiting on an ordered submission, now or once applied.
+    private func answer(_ pending: SubmissionQueue.Pending, seq: UInt64, epoch: UInt32) {
+        guard case .client(let peer, let request, let wait, _) = pending.waiter else { return }
+        if wait == .ordered || (seq != 0 && seq <= stream.applied) || seq == 0 {
+            reply(.emitted(request: request, seq: seq, epoch: epoch, applied: seq != 0 && seq <= stream.applied), to: peer)
+        } else {
+            appliedWaiters.append((seq, peer, request, epoch))
+        }
+    }
+
+    // MARK: Timers
+
+    /// Retries, repairs, timeouts and reports; run every tick.
+    func tick() {
+        let now = WallClock.micros()
+        flushSubmissions()
+        requestRepairIfNeeded()
+        if let assembly = snapshot, now - assembly.requestedAt > 10_000_000 {
+            logger.warning("no snapshot arrived in 10 s; asking again")
+            snapshot = nil
+            requestSnapshot()
+        }
+        for (pending, wasSent) in submissions.expireWaiters(now: now) {
+            guard case .client(let peer, let request, _, _) = pending.waiter else { continue }
+            let message = wasSent
+                ? "the coordinator did not acknowledge the entry within \(configuration.emitTimeout); it may still be ordered (the node keeps retrying, and the coordinator drops duplicates)"
+                : "the coordinator is unreachable; the entry was not submitted"
+            reply(.error(request: request, ProtocolError(.coordinatorUnavailable, message)), to: peer)
+        }
+        let expiredQueries = queryWaiters.filter { $0.deadline <= now }
+        queryWaiters.removeAll { $0.deadline <= now }
+        for query in expiredQueries {
+            let message = "this node has applied \(stream.applied), not yet \(query.min), after \(configuration.queryTimeout)"
+            reply(.error(request: query.request, ProtocolError(.coordinatorUnavailable, message)), to: query.peer)
+        }
+        if now - lastReport >= UInt64(configuration.reportInterval.microseconds) {
+            lastReport = now
+            sendReport(now: now)
+        }
+        if !isConnected, helloSent, now - lastHeartbeat > UInt64(configuration.coordinatorTimeout.microseconds) * 4 {
+            // Still nothing: say hello again, in case the coordinator restarted without us noticing.
+            lastHeartbeat = now - UInt64(configuration.coordinatorTimeout.microseconds)
+            sendHello()
+        }
+    }
+
+    private func sendReport(now: UInt64) {
+        let changed = replicas.takeChanged()
+        var digests: [String: InstanceDigest] = [:]
+        for (address, digest) in changed { digests[address.description] = digest }
+        let report = NodeReport(
+            name: configuration.name,
+            digest: replicas.combinedDigest.description,
+            digests: digests,
+            instances: replicas.count,
+            runningEffects: replicas.runningEffects,
+            effectsLost: 0,
+            pendingSubmissions: submissions.count,
+            connected: isConnected
+        )
+        let message = NodeReportMessage(node: configuration.id, applied: stream.applied, time: now, report: report)
+        _ = try? sockets.submit.trySend(Message(parts: message.frames))
+    }
+
+    // MARK: Answers
+
+    func reply(_ reply: ClientReply, to peer: RouterEnvelope) {
+        _ = try? sockets.client.trySend(peer.reply(reply.frames))
+    }
+
+    var applied: UInt64 { stream.applied }
+    var registryNames: [String] { registry.names }
+    func registryFlow(for address: Address) throws -> any RegisteredFlow { try registry.flow(for: address) }
+    var knownHead: UInt64 { stream.knownHead }
+    var waitingBehindGap: Int { stream.waitingCount }
+    var pendingSubmissionCount: Int { submissions.count }
+
+    func waitForApplied(_ min: UInt64, peer: RouterEnvelope, request: UInt64, address: String) {
+        let deadline = WallClock.micros() + UInt64(configuration.queryTimeout.microseconds)
+        queryWaiters.append((min, peer, request, address, deadline))
+    }
+
+    func parkUntilApplied(seq: UInt64, peer: RouterEnvelope, request: UInt64) {
+        appliedWaiters.append((seq, peer, request, epoch))
+    }
+}
+
+/// A snapshot arriving in chunks.
+struct SnapshotAssembly {
+    var request: UInt64
+    var requestedAt: UInt64
+    var instances: [SnapshotChunkMessage.Instance] = []
+}
+
+/// The sockets a node talks through.
+struct NodeSockets: Sendable {
+    let client: AsyncSocket
+    let clientEndpoint: String
+    let submit: AsyncSocket
+    let subscriber: AsyncSocket
+    let sync: AsyncSocket
+}

@@ -1,0 +1,105 @@
+/// A node's submissions that the coordinator has not acknowledged yet, in submission order.
+///
+/// A submission stays until an ACK says it was ordered (or was a duplicate of one that was), and
+/// is sent again when unacknowledged for too long or when the coordinator restarts: retries are
+/// safe because the coordinator drops duplicates by `(origin, session, submission)`. The queue is
+/// bounded; ``isFull`` tells the node to refuse new emits as overloaded.
+struct SubmissionQueue {
+    /// Who waits for a submission's outcome.
+    enum Waiter: Sendable {
+        /// A client's emit or cancel, answered when ordered or applied.
+        case client(peer: RouterEnvelope, request: UInt64, wait: WaitMode, deadline: UInt64)
+        /// An effect's event: nobody to answer.
+        case effect
+    }
+
+    struct Pending {
+        var submission: Submission
+        var waiter: Waiter
+        /// When it was last sent; 0 = never.
+        var lastSent: UInt64 = 0
+        var attempts = 0
+    }
+
+    private(set) var pending: [UInt64: Pending] = [:]
+    /// Submission ids in order, for resending in order; acknowledged ids are skipped lazily.
+    private var order: [UInt64] = []
+    private var nextSubmission: UInt64 = 1
+    let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    var count: Int { pending.count }
+    var isFull: Bool { pending.count >= capacity }
+
+    /// Adds a submission, giving it the next id.
+    mutating func add(
+        kind: EntryKind,
+        codec: PayloadCodec,
+        address: String,
+        payload: [UInt8],
+        waiter: Waiter,
+        now: UInt64
+    ) -> Submission {
+        let submission = Submission(
+            submission: nextSubmission,
+            kind: kind,
+            codec: codec,
+            submittedAt: now,
+            address: address,
+            payload: payload
+        )
+        nextSubmission += 1
+        pending[submission.submission] = Pending(submission: submission, waiter: waiter)
+        order.append(submission.submission)
+        return submission
+    }
+
+    /// Removes an acknowledged submission.
+    ///
+    /// - Returns: Its waiter, or `nil` if it was already acknowledged.
+    mutating func acknowledge(_ submission: UInt64) -> Pending? {
+        guard let removed = pending.removeValue(forKey: submission) else { return nil }
+        if order.count > 1_024, order.count > pending.count * 2 { order.removeAll { pending[$0] == nil } }
+        return removed
+    }
+
+    /// The submissions to send now: never sent, or unacknowledged for `retryAfter` microseconds.
+    mutating func due(now: UInt64, retryAfter: UInt64, limit: Int = 4_096) -> [Submission] {
+        var result: [Submission] = []
+        for id in order where result.count < limit {
+            guard var entry = pending[id] else { continue }
+            guard entry.lastSent == 0 || now >= entry.lastSent + retryAfter else { continue }
+            entry.lastSent = now
+            entry.attempts += 1
+            pending[id] = entry
+            result.append(entry.submission)
+        }
+        return result
+    }
+
+    /// Marks everything as never sent, so the next ``due(now:retryAfter:limit:)`` sends it all: the
+    /// coordinator restarted or the node reconnected.
+    mutating func resendAll() {
+        for id in pending.keys { pending[id]!.lastSent = 0 }
+    }
+
+    /// Client waiters whose deadline passed, removed from their submissions (which stay queued:
+    /// an entry already sent may still be ordered, and a later retry must find it a duplicate).
+    mutating func expireWaiters(now: UInt64) -> [(pending: Pending, wasSent: Bool)] {
+        var expired: [(Pending, Bool)] = []
+        for (id, entry) in pending {
+            guard case .client(_, _, _, let deadline) = entry.waiter, now >= deadline else { continue }
+            expired.append((entry, entry.lastSent != 0))
+            if entry.lastSent == 0 {
+                // Never sent: it can never be ordered, so it goes.
+                pending[id] = nil
+            } else {
+                pending[id]!.waiter = .effect
+            }
+        }
+        return expired
+    }
+}

@@ -1,0 +1,65 @@
+extension AsyncSocket {
+    /// Bounds and hooks for one ``AsyncSocket``. The defaults suit small messages at high
+    /// rates; lower the capacities for large messages to bound memory.
+    public struct Configuration: Sendable {
+        /// The most received messages buffered for the consumer. When the buffer is full
+        /// the I/O thread stops reading the socket, so libzmq's `RCVHWM` (and then the
+        /// sender's `SNDHWM`) push back on the peers: memory stays bounded.
+        public var receiveBufferCapacity: Int
+        /// The most messages read from this socket in one loop turn, so one busy socket
+        /// cannot starve the others on the same loop.
+        public var receiveBatchLimit: Int
+        /// The most messages queued for sending; ``AsyncSocket/send(_:)`` suspends and
+        /// ``AsyncSocket/trySend(_:)`` returns `false` while it is full.
+        public var sendQueueCapacity: Int
+        /// The most messages written to this socket in one loop turn.
+        public var sendBatchLimit: Int
+        /// The linger applied when the socket is closed without an explicit one
+        /// (`nil` keeps the socket's `LINGER` option).
+        public var closeLinger: Duration?
+        /// Called on the I/O thread for each message libzmq refused for good, such as
+        /// `EHOSTUNREACH` from a ROUTER with `ROUTER_MANDATORY` whose peer has gone. The
+        /// message is dropped and the queue keeps moving. Keep it short and non-blocking.
+        public var onUndeliverable: (@Sendable (Message, ZMQError) -> Void)?
+
+        /// - Parameters:
+        ///   - receiveBufferCapacity: The inbound buffer bound, in messages.
+        ///   - receiveBatchLimit: Messages read per loop turn.
+        ///   - sendQueueCapacity: The outbound queue bound, in messages.
+        ///   - sendBatchLimit: Messages written per loop turn.
+        ///   - closeLinger: The default linger on close.
+        ///   - onUndeliverable: The hook for dropped messages.
+        public init(
+            receiveBufferCapacity: Int = 8192,
+            receiveBatchLimit: Int = 512,
+            sendQueueCapacity: Int = 8192,
+            sendBatchLimit: Int = 512,
+            closeLinger: Duration? = .zero,
+            onUndeliverable: (@Sendable (Message, ZMQError) -> Void)? = nil
+        ) {
+            precondition(receiveBufferCapacity > 0 && sendQueueCapacity > 0, "capacities must be positive")
+            precondition(receiveBatchLimit > 0 && sendBatchLimit > 0, "batch limits must be positive")
+            self.receiveBufferCapacity = receiveBufferCapacity
+            self.receiveBatchLimit = receiveBatchLimit
+            self.sendQueueCapacity = sendQueueCapacity
+            self.sendBatchLimit = sendBatchLimit
+            self.closeLinger = closeLinger
+            self.onUndeliverable = onUndeliverable
+        }
+    }
+
+    /// Counters for one socket, read without locking the I/O thread.
+    public struct Statistics: Sendable, Hashable {
+        /// Messages the I/O thread has received.
+        public var received: Int
+        /// Messages the I/O thread has handed to libzmq.
+        public var sent: Int
+        /// Messages dropped because libzmq refused them for good (see
+        /// ``Configuration/onUndeliverable``).
+        public var undeliverable: Int
+        /// Received messages waiting for the consumer (never above the buffer capacity).
+        public var bufferedIncoming: Int
+        /// Messages queued for sending and not yet handed to libzmq.
+        public var queuedOutgoing: Int
+    }
+}

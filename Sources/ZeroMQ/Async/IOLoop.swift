@@ -1,0 +1,165 @@
+import Logging
+
+/// A dedicated I/O thread that owns ZeroMQ sockets and drives them with `zmq_poll`.
+///
+/// libzmq sockets must stay on one thread, and their calls block; Swift's cooperative
+/// pool must never block. The loop bridges the two: it runs on a thread of its own
+/// (never a cooperative one), sleeps in `zmq_poll` over its sockets plus an `eventfd`
+/// for wakeups (no busy polling), drains readable sockets in batches into bounded
+/// buffers, and writes queued messages, waiting for `POLLOUT` on `EAGAIN`.
+///
+/// Sockets are created and configured on the loop's thread, through a closure, and come
+/// back as `Sendable` ``AsyncSocket`` handles:
+///
+/// ```swift
+/// let loop = try IOLoop(context: context, logger: logger)
+/// let (sub, _) = try await loop.open(.sub) { socket in
+///     try socket.subscribe("prices.")
+///     try socket.connect(endpoint)
+/// }
+/// ```
+///
+/// The loop is also a `TaskExecutor`. A task that prefers it runs on the I/O thread
+/// between polls, so a message is handed to it with no thread hop at all; that is the
+/// lowest-latency path, for short non-blocking handlers:
+///
+/// ```swift
+/// await withTaskExecutorPreference(loop) {
+///     for try await batch in router.incoming { for m in batch { try router.trySend(reply(m)) } }
+/// }
+/// ```
+///
+/// Code running there must never block (no blocking syscalls, no long computations): it
+/// holds up every socket of the loop. Without a preference, tasks run on the cooperative
+/// pool as usual.
+///
+/// Stop it with ``shutdown(linger:)``; terminating the context stops it too.
+public final class IOLoop: TaskExecutor, Sendable {
+    /// The context the loop's sockets belong to.
+    public let context: ZMQContext
+    /// The loop's name (also its thread's name).
+    public let name: String
+    let queue: LoopCommandQueue
+    private let logger: Logger
+    private let stopped = OneShot<Void>()
+
+    /// Starts a loop thread.
+    /// - Parameters:
+    ///   - context: The context to create sockets in.
+    ///   - name: A name for the thread and the logs.
+    ///   - logger: Where the loop logs; metadata keys start with `flowkit.zmq.`.
+    /// - Throws: ``ZMQError`` if the wakeup fd cannot be made or the context is terminating.
+    public init(context: ZMQContext, name: String = "zmq-io", logger: Logger) throws {
+        self.context = context
+        self.name = name
+        var loopLogger = logger
+        loopLogger[metadataKey: "flowkit.zmq.loop"] = "\(name)"
+        self.logger = loopLogger
+        let logger = loopLogger
+        let queue = try LoopCommandQueue()
+        self.queue = queue
+        let stopped = self.stopped
+        let registered = context.addShutdownHook(ObjectIdentifier(queue)) { [queue] in
+            queue.requestStop(linger: .zero)
+        }
+        guard registered else {
+            queue.wakeup.close()
+            throw ZMQError(.terminated, message: "the context is terminating", operation: "IOLoop.init")
+        }
+        let executor = UnownedTaskExecutor(ordinary: self)
+        IOThread.start(name: name) { [context] in
+            let core = LoopCore(context: context, queue: queue, executor: executor, logger: logger)
+            core.run()
+            context.removeShutdownHook(ObjectIdentifier(queue))
+            queue.wakeup.close()
+            logger.debug("I/O loop stopped")
+            stopped.fulfill(())
+        }
+    }
+
+    deinit {
+        queue.requestStop(linger: .zero)
+    }
+
+    /// Runs a job of a task that prefers this loop as its executor, on the I/O thread.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        queue.enqueue(UnownedJob(job))
+    }
+
+    /// Creates a socket on the loop thread, runs `configure` on it there, and returns the
+    /// handle with whatever `configure` returned (typically the bound endpoint).
+    ///
+    /// If `configure` throws, the socket is closed and the error rethrown.
+    /// - Parameters:
+    ///   - type: The socket pattern.
+    ///   - configuration: Buffer bounds and hooks for the handle.
+    ///   - configure: Sets options and binds/connects, on the loop thread.
+    /// - Returns: The handle and `configure`'s result.
+    /// - Throws: ``ZMQError`` from socket creation or `configure`; ``ZMQError/Code/loopStopped``.
+    public func open<Result: Sendable>(
+        _ type: SocketType,
+        configuration: AsyncSocket.Configuration = AsyncSocket.Configuration(),
+        _ configure: @escaping @Sendable (Socket) throws -> Result
+    ) async throws -> (AsyncSocket, Result) {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.submit { [self] core in
+                guard let core else {
+                    continuation.resume(throwing: ZMQError(.loopStopped, message: "the I/O loop has stopped", operation: "IOLoop.open(\(type))"))
+                    return
+                }
+                do {
+                    let socket = try Socket(context: context, type: type)
+                    let result: Result
+                    do {
+                        result = try configure(socket)
+                    } catch {
+                        socket.close(linger: .zero)
+                        throw error
+                    }
+                    let channel = SocketChannel(type: type, configuration: configuration)
+                    core.add(ChannelDriver(socket: socket, channel: channel, logger: logger))
+                    continuation.resume(returning: (AsyncSocket(loop: self, channel: channel), result))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    /// Creates a socket on the loop thread and configures it (see the generic overload).
+    /// - Returns: The handle.
+    public func open(
+        _ type: SocketType,
+        configuration: AsyncSocket.Configuration = AsyncSocket.Configuration(),
+        _ configure: @escaping @Sendable (Socket) throws -> Void = { _ in }
+    ) async throws -> AsyncSocket {
+        let (socket, _) = try await open(type, configuration: configuration, configure) as (AsyncSocket, Void)
+        return socket
+    }
+
+    /// Closes every socket of the loop with `linger` and ends its thread; waits for both.
+    ///
+    /// Tasks running on the loop as their executor move to the global executor.
+    /// - Parameter linger: How long unsent messages may drain; `nil` uses each handle's
+    ///   ``AsyncSocket/Configuration/closeLinger``.
+    public func shutdown(linger: Duration? = .zero) async {
+        queue.requestStop(linger: linger)
+        await stopped.wait()
+    }
+
+    /// Runs `body` on the loop thread with the loop's core (for ZAP and monitors).
+    func withCore<Result: Sendable>(
+        _ operation: String,
+        _ body: @escaping @Sendable (LoopCore) throws -> Result
+    ) async throws -> Result {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.submit { core in
+                guard let core else {
+                    continuation.resume(throwing: ZMQError(.loopStopped, message: "the I/O loop has stopped", operation: operation))
+                    return
+                }
+                continuation.resume(with: Swift.Result(catching: { try body(core) }))
+            }
+        }
+    }
+}

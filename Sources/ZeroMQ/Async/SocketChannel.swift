@@ -1,0 +1,176 @@
+import Synchronization
+
+/// The state an ``AsyncSocket`` shares with its driver on the loop thread: the bounded
+/// inbound buffer, the bounded outbound queue, and the tasks waiting on either.
+///
+/// All mutable state is behind one `Mutex`; continuations are always resumed after the
+/// lock is released.
+final class SocketChannel: Sendable {
+    typealias ReceiveContinuation = CheckedContinuation<[Message], any Error>
+    typealias SendContinuation = CheckedContinuation<Void, any Error>
+
+    struct ReceiveWaiter {
+        let id: UInt64
+        let max: Int
+        let continuation: ReceiveContinuation
+    }
+
+    struct SendWaiter {
+        let id: UInt64
+        let messages: [Message]
+        let continuation: SendContinuation
+    }
+
+    struct State {
+        var inbound: [Message] = []
+        var receiveWaiters: [ReceiveWaiter] = []
+        /// Set by the loop when the buffer was full and it stopped polling `POLLIN`.
+        var readPaused = false
+        var outbound: [Message] = []
+        /// Messages the loop took from `outbound` and has not finished sending.
+        var inFlight = 0
+        var sendWaiters: [SendWaiter] = []
+        var closedReason: ZMQError?
+        var nextWaiterID: UInt64 = 0
+
+        var queuedOutbound: Int { outbound.count + inFlight }
+    }
+
+    let type: SocketType
+    let configuration: AsyncSocket.Configuration
+    let state = Mutex(State())
+    let receivedCount = Atomic<Int>(0)
+    let sentCount = Atomic<Int>(0)
+    let undeliverableCount = Atomic<Int>(0)
+
+    init(type: SocketType, configuration: AsyncSocket.Configuration) {
+        self.type = type
+        self.configuration = configuration
+    }
+
+    // MARK: Loop side
+
+    /// How many messages the loop may read now; `0` pauses reading (and records that the
+    /// consumer must wake the loop once it has made room).
+    func inboundRoom() -> Int {
+        state.withLock { state in
+            let room = configuration.receiveBufferCapacity - state.inbound.count
+            if room <= 0 { state.readPaused = true }
+            return max(0, room)
+        }
+    }
+
+    /// Appends received messages, handing them straight to waiting consumers.
+    func deliver(_ batch: [Message]) {
+        let count = batch.count
+        let resumptions: [(ReceiveContinuation, [Message])] = state.withLock { state in
+            if state.inbound.isEmpty {
+                state.inbound = batch
+            } else {
+                state.inbound.append(contentsOf: batch)
+            }
+            var resumptions: [(ReceiveContinuation, [Message])] = []
+            while !state.inbound.isEmpty, !state.receiveWaiters.isEmpty {
+                let waiter = state.receiveWaiters.removeFirst()
+                resumptions.append((waiter.continuation, SocketChannel.take(&state.inbound, max: waiter.max)))
+            }
+            return resumptions
+        }
+        receivedCount.add(count, ordering: .relaxed)
+        for (continuation, messages) in resumptions { continuation.resume(returning: messages) }
+    }
+
+    /// Closes the channel: pending senders fail, receivers get what is buffered, then the error.
+    func finish(reason: ZMQError) {
+        let (receivers, senders): ([ReceiveWaiter], [SendWaiter]) = state.withLock { state in
+            guard state.closedReason == nil else { return ([], []) }
+            state.closedReason = reason
+            state.outbound.removeAll()
+            state.inFlight = 0
+            let receivers = state.receiveWaiters
+            let senders = state.sendWaiters
+            state.receiveWaiters.removeAll()
+            state.sendWaiters.removeAll()
+            return (receivers, senders)
+        }
+        for receiver in receivers { receiver.continuation.resume(throwing: reason) }
+        for sender in senders { sender.continuation.resume(throwing: reason) }
+    }
+
+    // MARK: Consumer side
+
+    /// Takes up to `max` buffered messages without waiting.
+    /// - Returns: The messages (possibly empty) and whether the loop must be woken to
+    ///   resume reading.
+    func takeAvailable(max: Int) throws -> (messages: [Message], wake: Bool) {
+        try state.withLock { state in
+            if state.inbound.isEmpty {
+                if let reason = state.closedReason { throw reason }
+                return ([], false)
+            }
+            let messages = SocketChannel.take(&state.inbound, max: max)
+            return (messages, resumeReadingIfRoom(&state))
+        }
+    }
+
+    /// Registers a waiting consumer, unless messages arrived, the channel closed or the
+    /// task was cancelled in the meantime.
+    func addReceiveWaiter(id: UInt64, max: Int, continuation: ReceiveContinuation) -> Bool {
+        enum Outcome { case waiting, ready([Message], wake: Bool), failed(any Error) }
+        let outcome: Outcome = state.withLock { state in
+            if !state.inbound.isEmpty {
+                let messages = SocketChannel.take(&state.inbound, max: max)
+                return .ready(messages, wake: resumeReadingIfRoom(&state))
+            }
+            if let reason = state.closedReason { return .failed(reason) }
+            if Task.isCancelled { return .failed(CancellationError()) }
+            state.receiveWaiters.append(ReceiveWaiter(id: id, max: max, continuation: continuation))
+            return .waiting
+        }
+        switch outcome {
+        case .waiting:
+            return false
+        case .ready(let messages, let wake):
+            continuation.resume(returning: messages)
+            return wake
+        case .failed(let error):
+            continuation.resume(throwing: error)
+            return false
+        }
+    }
+
+    /// Fails a waiting consumer whose task was cancelled.
+    func cancelReceiveWaiter(id: UInt64) {
+        let waiter: ReceiveWaiter? = state.withLock { state in
+            guard let index = state.receiveWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.receiveWaiters.remove(at: index)
+        }
+        waiter?.continuation.resume(throwing: CancellationError())
+    }
+
+    func makeWaiterID() -> UInt64 {
+        state.withLock { state in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+    }
+
+    /// After a consumer took messages: if the loop paused reading and the buffer has
+    /// drained to half, clear the pause and report that the loop must be woken.
+    private func resumeReadingIfRoom(_ state: inout State) -> Bool {
+        guard state.readPaused, state.inbound.count <= configuration.receiveBufferCapacity / 2 else { return false }
+        state.readPaused = false
+        return true
+    }
+
+    static func take(_ buffer: inout [Message], max: Int) -> [Message] {
+        if max >= buffer.count {
+            let all = buffer
+            buffer = []
+            return all
+        }
+        let head = Array(buffer[..<max])
+        buffer.removeFirst(max)
+        return head
+    }
+}
