@@ -17,18 +17,20 @@ let package = Package(
         .library(name: "FlowKitExamples", targets: ["FlowKitExamples"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .library(name: "FlowKitCluster", targets: ["FlowKitCluster"]),
+        .library(name: "FlowKitLog", targets: ["FlowKitLog"]),
         .library(name: "FlowKitCommands", targets: ["FlowKitCommands"]),
         .executable(name: "flowkit", targets: ["flowkit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.0.0"),
         .package(url: "https://github.com/pointfreeco/swift-concurrency-extras", from: "1.4.0"),
         .package(url: "https://github.com/pointfreeco/swift-custom-dump", from: "1.3.0"),
         .package(url: "https://github.com/pointfreeco/swift-dependencies", from: "1.4.0"),
         .package(url: "https://github.com/pointfreeco/xctest-dynamic-overlay", from: "1.4.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         // MARK: The flow library
@@ -83,12 +85,23 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: The durable log
+
+        .target(
+            name: "FlowKitLog",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: The replicated cluster
 
         .target(
             name: "FlowKitCluster",
             dependencies: [
                 "FlowKit",
+                "FlowKitLog",
                 "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -101,7 +114,10 @@ let package = Package(
             name: "FlowKitCommands",
             dependencies: [
                 "FlowKit",
+                "FlowKitCluster",
                 "FlowKitExamples",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "Dependencies", package: "swift-dependencies"),
@@ -111,10 +127,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "flowkit",
-            dependencies: [
-                "FlowKitCommands",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
+            dependencies: ["FlowKitCommands"],
             swiftSettings: swiftSettings
         ),
 
@@ -137,6 +150,14 @@ let package = Package(
                 "FlowKit",
                 "FlowKitCluster",
                 "FlowKitExamples",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FlowKitLogTests",
+            dependencies: [
+                "FlowKitLog",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

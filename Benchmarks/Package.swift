@@ -6,14 +6,25 @@ import PackageDescription
 ///
 ///     swift package benchmark                       # every suite
 ///     swift package benchmark --target FlowStoreBenchmarks
+///     swift run -c release log-perf                 # the coordinator's log
 let package = Package(
     name: "FlowKitBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "FlowKit", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
     ],
     targets: [
+        // Throughput and commit latency of the coordinator's log: `swift run -c release log-perf [dir]`.
+        .executableTarget(
+            name: "log-perf",
+            dependencies: [
+                .product(name: "FlowKitLog", package: "FlowKit"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "LogPerf"
+        ),
         .executableTarget(
             name: "FlowStoreBenchmarks",
             dependencies: [

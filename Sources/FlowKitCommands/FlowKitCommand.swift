@@ -5,7 +5,14 @@ public struct FlowKitCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "flowkit",
         abstract: "Run FlowKit flows locally and across processes.",
-        subcommands: [DemoCommand.self],
+        subcommands: [
+            DemoCommand.self,
+            CoordinatorCommand.self,
+            NodeCommand.self,
+            EmitCommand.self,
+            StateCommand.self,
+            CancelCommand.self,
+        ],
         defaultSubcommand: DemoCommand.self
     )
 

@@ -1,9 +1,8 @@
-import ArgumentParser
 import FlowKitCommands
 
 @main
 enum Entrypoint {
     static func main() async {
-        await FlowKitCommand.main()
+        await FlowKitCLI.main()
     }
 }

@@ -65,16 +65,23 @@ public final class Coordinator: Sendable {
             return try socket.bind(configuration.syncEndpoint)
         }
 
-        let log: any EntryLog = MemoryEntryLog()
-        let writer = LogWriter(log: log)
+        let storage = try CoordinatorStorage.open(configuration, logger: logger)
+        let writer = LogWriter(log: storage.log)
         let (firstSeq, lastSeq) = try await writer.run { log in (log.firstSeq, log.lastSeq) }
-        let epoch: UInt32 = 1
-        let sequencer = Sequencer(
+        let epoch = storage.epoch
+        var sequencer = Sequencer(
             epoch: epoch,
             durableHead: lastSeq,
             dedup: DedupTable(window: configuration.dedupWindow)
         )
-        let replica = CoordinatorReplica(registry: registry, applied: lastSeq, logger: logger)
+        let replica = CoordinatorReplica(registry: registry, applied: 0, logger: logger)
+        let replayed = try await storage.recover(into: replica, sequencer: &sequencer, logger: logger)
+        if lastSeq > 0 {
+            logger.info(
+                "recovered the log",
+                metadata: ["flowkit.first": "\(firstSeq)", "flowkit.last": "\(lastSeq)", "flowkit.replayed": "\(replayed)"]
+            )
+        }
         let core = CoordinatorCore(
             configuration: configuration,
             registry: registry,
@@ -118,12 +125,20 @@ public final class Coordinator: Sendable {
             group.addTask { [configuration] in
                 await every(configuration.statusInterval) { await core.publishStatus() }
             }
+            if let snapshots = storage.snapshots {
+                let compactor = Compactor(
+                    replica: replica, writer: writer, snapshots: snapshots, core: core,
+                    every: configuration.snapshotEvery, retain: configuration.retainEntries, logger: logger
+                )
+                group.addTask { await every(.seconds(1)) { await compactor.compactIfDue() } }
+            }
             await stop.wait()
             logger.info("coordinator stopping")
             group.cancelAll()
             await replica.finish()
             for socket in [submit, publish, sync] { await socket.close(linger: transport.linger) }
         }
+        try? await writer.run { log in (log as? DurableEntryLog)?.close() }
     }
 }
 

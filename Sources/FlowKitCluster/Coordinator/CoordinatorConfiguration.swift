@@ -31,6 +31,13 @@ public struct CoordinatorConfiguration: Sendable {
     public var dedupWindow = 65_536
     /// The most entries in one sync reply.
     public var maxRangeCount = 10_000
+    /// Log segment files roll over past this size; compaction removes whole segments.
+    public var segmentBytes = 64 << 20
+    /// A snapshot of every instance is written after this many entries, so the log can be compacted.
+    public var snapshotEvery: UInt64 = 100_000
+    /// Entries kept in the log below the latest snapshot, so a node that fell behind can still
+    /// repair from the log instead of fetching a whole snapshot.
+    public var retainEntries: UInt64 = 100_000
     /// Socket options shared by every socket.
     public var transport = TransportOptions()
 

@@ -55,6 +55,10 @@ actor CoordinatorCore {
     }
 
     var epoch: UInt32 { sequencer.epoch }
+
+    func noteCompacted(firstSeq: UInt64) {
+        self.firstSeq = firstSeq
+    }
     var durableHead: UInt64 { sequencer.durableHead }
 
     // MARK: Submissions

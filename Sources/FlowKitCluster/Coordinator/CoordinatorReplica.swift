@@ -23,11 +23,14 @@ actor CoordinatorReplica {
 
     /// Applies queued entries until the task is cancelled.
     func run() async {
-        for await batch in entries {
-            for entry in batch where entry.seq > applied {
-                replicas.apply(entry, runEffects: false)
-                applied = entry.seq
-            }
+        for await batch in entries { applyNow(batch) }
+    }
+
+    /// Applies entries at once, during recovery, before the coordinator serves anyone.
+    func applyNow(_ batch: [Entry]) {
+        for entry in batch where entry.seq > applied {
+            replicas.apply(entry, runEffects: false)
+            applied = entry.seq
         }
     }
 

@@ -362,10 +362,18 @@ actor NodeCore {
             lastReport = now
             sendReport(now: now)
         }
-        if !isConnected, helloSent, now - lastHeartbeat > UInt64(configuration.coordinatorTimeout.microseconds) * 4 {
-            // Still nothing: say hello again, in case the coordinator restarted without us noticing.
+        if !isConnected, now - lastHeartbeat > UInt64(configuration.coordinatorTimeout.microseconds) * 4 {
+            // Still nothing: say hello again, in case the coordinator restarted without us noticing,
+            // and tell the operator where we are listening.
             lastHeartbeat = now - UInt64(configuration.coordinatorTimeout.microseconds)
             sendHello()
+            logger.warning(
+                "no heartbeat from the coordinator; emits wait or fail until it is reachable",
+                metadata: [
+                    "flowkit.coordinator.publish": "\(configuration.coordinator.publish)",
+                    "flowkit.coordinator.submit": "\(configuration.coordinator.submit)",
+                ]
+            )
         }
     }
 

@@ -1,0 +1,63 @@
+import Dispatch
+import FlowKit
+import FlowKitLog
+import Logging
+
+/// Keeps the log bounded: every `every` entries it saves a snapshot of the coordinator's replica,
+/// then drops log segments that lie wholly below `snapshot - retain`.
+///
+/// The snapshot is taken from the replica (which pauses its own applying, never the order) and
+/// written on a thread of its own, so commits go on meanwhile.
+actor Compactor {
+    private let replica: CoordinatorReplica
+    private let writer: LogWriter
+    private let snapshots: SnapshotStore
+    private let core: CoordinatorCore
+    private let every: UInt64
+    private let retain: UInt64
+    private let logger: Logger
+    private var lastSnapshot: UInt64 = 0
+    private let queue = DispatchQueue(label: "flowkit.coordinator.snapshots")
+
+    init(
+        replica: CoordinatorReplica, writer: LogWriter, snapshots: SnapshotStore, core: CoordinatorCore,
+        every: UInt64, retain: UInt64, logger: Logger
+    ) {
+        self.replica = replica
+        self.writer = writer
+        self.snapshots = snapshots
+        self.core = core
+        self.every = every
+        self.retain = retain
+        self.logger = logger
+        self.lastSnapshot = (try? snapshots.latest()?.seq) ?? 0
+    }
+
+    func compactIfDue() async {
+        guard await replica.applied >= lastSnapshot + every else { return }
+        let (seq, instances) = await replica.snapshot()
+        let bytes = SnapshotCodec.encode(instances)
+        let snapshots = self.snapshots
+        do {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                queue.async {
+                    continuation.resume(with: Result { try snapshots.save(Snapshot(seq: seq, bytes: bytes)) })
+                }
+            }
+            lastSnapshot = seq
+            guard seq > retain else { return }
+            let through = seq - retain
+            let first = try await writer.run { log in
+                try log.removePrefix(through: through)
+                return log.firstSeq
+            }
+            await core.noteCompacted(firstSeq: first)
+            logger.info(
+                "snapshot saved, log compacted",
+                metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances.count)", "flowkit.first": "\(first)"]
+            )
+        } catch {
+            logger.error("could not save a snapshot or compact the log", metadata: ["flowkit.error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,43 @@
+import FlowKitLog
+import Logging
+
+/// The coordinator's log on disk: a ``SegmentLog`` of entry records, checksummed, group-committed
+/// with `fdatasync` (or relaxed), recovered after a crash to the last record that is whole.
+final class DurableEntryLog: EntryLog {
+    private let log: SegmentLog
+
+    init(directory: String, durability: CoordinatorConfiguration.Durability, segmentBytes: Int, logger: Logger) throws {
+        log = try SegmentLog(
+            directory: directory,
+            options: SegmentLog.Options(segmentBytes: segmentBytes, durability: durability == .synced ? .synced : .relaxed),
+            logger: logger
+        )
+    }
+
+    var lastSeq: UInt64 { log.lastSeq ?? (log.nextSeq.map { $0 - 1 } ?? 0) }
+    var firstSeq: UInt64 { log.firstSeq ?? lastSeq + 1 }
+
+    func append(_ records: [(seq: UInt64, record: [UInt8])]) throws {
+        try log.append(records.map { LogRecord(seq: $0.seq, payload: $0.record) })
+    }
+
+    func commit() throws {
+        try log.commit()
+    }
+
+    func read(from seq: UInt64, maxCount: Int, maxBytes: Int) throws -> [[UInt8]] {
+        do {
+            return try log.read(from: seq, maxCount: maxCount, maxBytes: maxBytes).map(\.payload)
+        } catch let error as LogError where error.code == .compacted {
+            throw ProtocolError(.notFound, "entries before \(firstSeq) were compacted; fetch a snapshot")
+        }
+    }
+
+    func removePrefix(through seq: UInt64) throws {
+        _ = try log.removePrefix(through: seq)
+    }
+
+    func close() {
+        log.close()
+    }
+}

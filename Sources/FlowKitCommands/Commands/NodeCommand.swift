@@ -1,0 +1,56 @@
+import ArgumentParser
+import FlowKitCluster
+import Foundation
+
+/// `flowkit node`: runs a node that hosts flow instances.
+struct NodeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "node",
+        abstract: "Run a node: it hosts flow instances, takes emits from clients and runs their effects.",
+        discussion: """
+            Prints one line 'READY {"client":…,"id":…}' on standard output once clients can connect; \
+            logs go to standard error. SIGTERM or SIGINT shut it down gracefully. Settings come from \
+            flags, then $FLOWKIT_NODE_*, then the config file's "node" section.
+            """
+    )
+
+    @OptionGroup var common: CommonOptions
+    @OptionGroup var target: CoordinatorTargetOptions
+
+    @Option(help: "The node's id: unique in the cluster, 1 or more.")
+    var id: Int?
+
+    @Option(help: "The node's name in logs and status. Default node-<id>.")
+    var name: String?
+
+    @Option(help: "Where clients connect (ROUTER). Default tcp://127.0.0.1:* (a port the OS chooses).")
+    var client: String?
+
+    func run() async throws {
+        let settings = try common.settings()
+        let logger = try common.makeLogger(label: "flowkit.node", settings: settings)
+        guard let id = try settings.int("node", "id", flag: id), id >= 1, id <= Int(UInt32.max) else {
+            throw ValidationError("a node needs --id (1 or more), unique in its cluster")
+        }
+        let endpoints = try target.endpoints(settings: settings, section: "node")
+        var configuration = NodeConfiguration(
+            id: UInt32(id),
+            coordinator: endpoints,
+            name: settings.string("node", "name", flag: name)
+        )
+        configuration.clientEndpoint = settings.string("node", "client", flag: client) ?? configuration.clientEndpoint
+        let node = Node(configuration: configuration, registry: FlowKitCLI.registry, logger: logger)
+        let nodeName = configuration.name
+        do {
+            try await ShutdownService.run(logger: logger) {
+                try await node.run { endpoint in
+                    printFlushed("READY " + jsonLine(["client": endpoint, "id": "\(id)", "name": nodeName]))
+                }
+            } stop: {
+                node.shutdown()
+            }
+        } catch {
+            throw fail(error)
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import ArgumentParser
+import Foundation
+import Logging
+
+/// `--config` and `--log-level`, shared by the commands that run a process.
+struct CommonOptions: ParsableArguments {
+    @Option(name: .customLong("config"), help: "A JSON config file (see deploy/flowkit.json). Also $FLOWKIT_CONFIG.")
+    var configPath: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error or critical. Also $FLOWKIT_LOG_LEVEL.")
+    var logLevel: String?
+
+    func settings() throws -> Settings {
+        try Settings(path: configPath)
+    }
+
+    /// Bootstraps swift-log to standard error at the chosen level and returns a logger.
+    func makeLogger(label: String, settings: Settings) throws -> Logger {
+        let text = settings.string(nil, "log-level", flag: logLevel) ?? "info"
+        guard let level = Logger.Level(rawValue: text.lowercased()) else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical; got \"\(text)\"")
+        }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        var logger = Logger(label: label)
+        logger.logLevel = level
+        return logger
+    }
+}
+
+/// Where a client command finds a node: an explicit endpoint, a node of the local cluster by name,
+/// or by default the first node of the local cluster.
+struct NodeTargetOptions: ParsableArguments {
+    @Option(name: .shortAndLong, help: "The node: a client endpoint (tcp://host:port) or a local cluster node's name (node-2). Default: node-1 of the local cluster.")
+    var node: String?
+
+    @Option(help: "The local cluster's directory, where 'flowkit cluster' writes cluster.json.")
+    var clusterDir: String = LocalClusterFile.defaultDirectory
+
+    @Option(help: "Seconds to wait for an answer.")
+    var timeout: Double = 10
+
+    @Flag(help: "Print the result as one line of JSON.")
+    var json = false
+
+    func endpoint() throws -> String {
+        if let node, node.contains("://") { return node }
+        let file = try LocalClusterFile.read(directory: clusterDir)
+        let name = node ?? file.nodes.first?.name ?? "node-1"
+        guard let match = file.nodes.first(where: { $0.name == name }) else {
+            throw ValidationError("no node named \(name) in \(clusterDir)/cluster.json; it has \(file.nodes.map(\.name).joined(separator: ", "))")
+        }
+        return match.clientEndpoint
+    }
+
+    var timeoutDuration: Duration { .milliseconds(Int(timeout * 1_000)) }
+
+    func makeLogger() -> Logger {
+        var logger = Logger(label: "flowkit.client")
+        logger.logLevel = .error
+        return logger
+    }
+}
+
+/// The endpoints of the local cluster, written by `flowkit cluster` for the other commands.
+struct LocalClusterFile: Codable, Sendable {
+    struct NodeEntry: Codable, Sendable {
+        var id: UInt32
+        var name: String
+        var clientEndpoint: String
+        var pid: Int32
+    }
+
+    var coordinator: CoordinatorEntry
+    var nodes: [NodeEntry]
+
+    struct CoordinatorEntry: Codable, Sendable {
+        var submit: String
+        var publish: String
+        var sync: String
+        var pid: Int32
+    }
+
+    static let defaultDirectory = ".flowkit/cluster"
+
+    static func read(directory: String) throws -> LocalClusterFile {
+        let path = directory + "/cluster.json"
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError(
+                "no local cluster found at \(path): start one with 'flowkit cluster', or pass --node tcp://host:port"
+            )
+        }
+        return try JSONDecoder().decode(LocalClusterFile.self, from: data)
+    }
+
+    func write(directory: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        try encoder.encode(self).write(to: URL(fileURLWithPath: directory + "/cluster.json"), options: .atomic)
+    }
+}

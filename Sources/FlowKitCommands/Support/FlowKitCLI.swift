@@ -1,0 +1,44 @@
+import ArgumentParser
+import FlowKitCluster
+import FlowKitExamples
+import Synchronization
+
+/// Runs the `flowkit` command with your own flows: the same subcommands, on your registry.
+///
+/// ```swift
+/// @main enum Main {
+///     static func main() async {
+///         var registry = FlowRegistry()
+///         registry.register(OrderFlow.self, as: "orders")
+///         await FlowKitCLI.main(registry: registry)
+///     }
+/// }
+/// ```
+public enum FlowKitCLI {
+    private static let current = Mutex<FlowRegistry?>(nil)
+
+    /// Parses the process's arguments and runs the chosen subcommand with `registry`.
+    public static func main(registry: FlowRegistry = FlowKitCLI.builtInRegistry) async {
+        current.withLock { $0 = registry }
+        await FlowKitCommand.main()
+    }
+
+    /// The registry the running command uses.
+    static var registry: FlowRegistry {
+        current.withLock { $0 } ?? builtInRegistry
+    }
+
+    /// The example flows every `flowkit` binary ships: the seeds' counter, timer, countdown, search,
+    /// streaming and movie list, and a key-value flow.
+    public static var builtInRegistry: FlowRegistry {
+        var registry = FlowRegistry()
+        registry.register(CounterFlow.self, as: "counter")
+        registry.register(KeyValueFlow.self, as: "kv")
+        registry.register(TimerFlow.self, as: "timer")
+        registry.register(CountdownFlow.self, as: "countdown")
+        registry.register(SearchFlow.self, as: "search")
+        registry.register(StreamingFlow.self, as: "streaming")
+        registry.register(MovieListFlow.self, as: "movies")
+        return registry
+    }
+}

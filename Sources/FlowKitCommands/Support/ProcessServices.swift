@@ -1,0 +1,32 @@
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// Runs a long-lived part of the process under a `ServiceGroup`, so SIGTERM and SIGINT shut it down
+/// gracefully: `stop` asks it to finish, and `body` returns once it has.
+struct ShutdownService: Service {
+    let body: @Sendable () async throws -> Void
+    let stop: @Sendable () -> Void
+
+    func run() async throws {
+        try await withGracefulShutdownHandler {
+            try await body()
+        } onGracefulShutdown: {
+            stop()
+        }
+    }
+
+    /// Runs `body` until it returns or the process gets SIGTERM or SIGINT.
+    static func run(
+        logger: Logger,
+        body: @escaping @Sendable () async throws -> Void,
+        stop: @escaping @Sendable () -> Void
+    ) async throws {
+        let group = ServiceGroup(
+            services: [ShutdownService(body: body, stop: stop)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        )
+        try await group.run()
+    }
+}

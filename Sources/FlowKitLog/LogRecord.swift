@@ -1,0 +1,16 @@
+/// One entry of a ``SegmentLog``: its global sequence number and opaque payload.
+public struct LogRecord: Sendable, Hashable {
+    /// The record's position in the total order.
+    public var seq: UInt64
+    /// The record's bytes, stored and returned unchanged.
+    public var payload: [UInt8]
+
+    /// Creates a record.
+    /// - Parameters:
+    ///   - seq: The record's position in the total order.
+    ///   - payload: The record's bytes.
+    public init(seq: UInt64, payload: [UInt8]) {
+        self.seq = seq
+        self.payload = payload
+    }
+}

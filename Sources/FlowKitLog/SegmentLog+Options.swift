@@ -1,0 +1,68 @@
+extension SegmentLog {
+    /// How much a ``SegmentLog/commit()`` guarantees.
+    public enum Durability: Sendable, Hashable {
+        /// `commit()` writes the batch and `fdatasync`s every segment it touched; creating or
+        /// removing a segment file also `fsync`s the directory. A committed record survives a
+        /// process crash (`kill -9`) and power loss or a kernel crash.
+        case synced
+        /// `commit()` hands the batch to the OS with `pwrite` but does not sync. A committed
+        /// record survives a process crash (`kill -9`: the kernel still writes the page cache
+        /// out), but power loss or a kernel crash can lose the last seconds of commits; recovery
+        /// then truncates the torn tail. Segments are still synced when sealed, so only the last
+        /// segment can lose records.
+        case relaxed
+    }
+
+    /// Tuning and durability for a ``SegmentLog``.
+    public struct Options: Sendable {
+        /// A new segment file is started when the next record would grow the current one past
+        /// this many bytes (a single larger record still gets a segment of its own).
+        public var segmentBytes: Int
+        /// What ``SegmentLog/commit()`` guarantees.
+        public var durability: Durability
+        /// Distance in bytes between sparse index entries: a read scans at most this far.
+        public var indexIntervalBytes: Int
+        /// Appended records are handed to the OS once this many bytes are buffered, so large
+        /// batches do not grow memory; they become durable only at ``SegmentLog/commit()``.
+        public var writeBufferBytes: Int
+        /// A test hook that makes chosen file operations fail (disk full, I/O error).
+        public var faultInjection: FaultInjection?
+
+        /// Creates options.
+        /// - Parameters:
+        ///   - segmentBytes: Roll to a new segment past this size; default 64 MiB.
+        ///   - durability: What a commit guarantees; default ``Durability/synced``.
+        ///   - indexIntervalBytes: Sparse index spacing; default 4 KiB.
+        ///   - writeBufferBytes: Hand buffered records to the OS past this size; default 1 MiB.
+        ///   - faultInjection: A hook for tests; default none.
+        public init(
+            segmentBytes: Int = 64 << 20,
+            durability: Durability = .synced,
+            indexIntervalBytes: Int = 4096,
+            writeBufferBytes: Int = 1 << 20,
+            faultInjection: FaultInjection? = nil
+        ) {
+            self.segmentBytes = max(segmentBytes, LogFormat.segmentHeaderSize + LogFormat.recordHeaderSize)
+            self.durability = durability
+            self.indexIntervalBytes = max(indexIntervalBytes, 1)
+            self.writeBufferBytes = max(writeBufferBytes, 1)
+            self.faultInjection = faultInjection
+        }
+    }
+
+    /// Counters about commits since the log was opened.
+    public struct Statistics: Sendable, Hashable {
+        /// Successful ``SegmentLog/commit()`` calls that had something to write.
+        public var commits: Int = 0
+        /// Records made durable.
+        public var recordsCommitted: Int = 0
+        /// Record bytes (framing included) made durable.
+        public var bytesCommitted: Int = 0
+        /// Commits that failed and were rolled back.
+        public var failedCommits: Int = 0
+        /// How long the last commit took (write plus sync).
+        public var lastCommitDuration: Duration = .zero
+        /// Bytes cut from a torn or damaged tail when the log was opened.
+        public var bytesTruncatedAtRecovery: Int = 0
+    }
+}

@@ -1,0 +1,151 @@
+import FlowKitLog
+import Logging
+import Testing
+
+@Suite("SegmentLog recovery")
+struct SegmentLogRecoveryTests {
+    /// A one-segment log with records 1...5 (payloads of 40 bytes); returns the file and where record 5 starts.
+    private func pristineSegment(in dir: borrowing TemporaryDirectory) throws -> (bytes: [UInt8], lastRecordStart: Int) {
+        let log = try SegmentLog(directory: dir.file("pristine"), logger: quietLogger)
+        try log.append(records(1...5, size: 40))
+        try log.commit()
+        log.close()
+        let bytes = readFile(dir.file("pristine/" + segmentFiles(in: dir.file("pristine"))[0]))
+        return (bytes, bytes.count - (16 + 40))
+    }
+
+    /// Opens a log whose single segment holds `bytes`; returns it and what it logged.
+    private func open(_ bytes: [UInt8], in dir: borrowing TemporaryDirectory, name: String) throws -> (SegmentLog, LogCapture) {
+        makeDirectory(dir.file(name))
+        writeFile(dir.file(name + "/00000000000000000001.seg"), bytes)
+        let capture = LogCapture()
+        return (try SegmentLog(directory: dir.file(name), logger: capture.logger), capture)
+    }
+
+    @Test func tornTailAtEveryOffsetOfTheLastRecord() throws {
+        let dir = TemporaryDirectory("torn")
+        let (pristine, lastStart) = try pristineSegment(in: dir)
+        for cut in lastStart..<pristine.count {
+            let (log, capture) = try open(Array(pristine[..<cut]), in: dir, name: "cut\(cut)")
+            #expect(log.lastSeq == 4, "cut at \(cut)")
+            #expect(try readAll(log) == records(1...4, size: 40))
+            #expect(log.statistics.bytesTruncatedAtRecovery == cut - lastStart)
+            #expect(fileSize(dir.file("cut\(cut)/00000000000000000001.seg")) == lastStart)
+            #expect(capture.contains(.warning, "truncating") == (cut > lastStart))
+            // The log continues where it was cut.
+            try log.append(records(5...6, size: 40))
+            try log.commit()
+            log.close()
+            let reopened = try SegmentLog(directory: dir.file("cut\(cut)"), logger: quietLogger)
+            #expect(try readAll(reopened) == records(1...6, size: 40))
+        }
+    }
+
+    @Test func garbageAfterTheLastRecordIsCut() throws {
+        let dir = TemporaryDirectory("garbage")
+        let (pristine, _) = try pristineSegment(in: dir)
+        var generator = SeededGenerator(seed: 42)
+        let tails: [[UInt8]] = [
+            (0..<3).map { _ in .random(in: 0...255, using: &generator) },
+            (0..<500).map { _ in .random(in: 0...255, using: &generator) },
+            [UInt8](repeating: 0, count: 4096),  // preallocated, never written
+        ]
+        for (index, tail) in tails.enumerated() {
+            let (log, capture) = try open(pristine + tail, in: dir, name: "g\(index)")
+            #expect(try readAll(log) == records(1...5, size: 40))
+            #expect(log.statistics.bytesTruncatedAtRecovery == tail.count)
+            #expect(capture.contains(.warning, "truncating"))
+        }
+    }
+
+    @Test(arguments: [0, 3, 4, 7, 8, 15, 16, 40, 55])
+    func flippedBitInTheLastRecordDropsOnlyIt(offsetInRecord: Int) throws {
+        let dir = TemporaryDirectory("flip")
+        let (pristine, lastStart) = try pristineSegment(in: dir)
+        var damaged = pristine
+        damaged[lastStart + offsetInRecord] ^= offsetInRecord == 0 ? 0x80 : 0x01
+        let (log, _) = try open(damaged, in: dir, name: "flip")
+        #expect(log.lastSeq == 4)
+        #expect(try readAll(log) == records(1...4, size: 40))
+    }
+
+    @Test func damageInTheMiddleOfTheLastSegmentCutsAndSaysSo() throws {
+        let dir = TemporaryDirectory("midlast")
+        let (pristine, _) = try pristineSegment(in: dir)
+        var damaged = pristine
+        damaged[32 + 56 + 20] ^= 0x10  // payload of record 2
+        let (log, capture) = try open(damaged, in: dir, name: "mid")
+        #expect(log.lastSeq == 1)
+        #expect(capture.contains(.error, "valid-looking records follow"))
+    }
+
+    @Test func damageInAnEarlierSegmentRefusesToOpen() throws {
+        let dir = TemporaryDirectory("middle")
+        let options = SegmentLog.Options(segmentBytes: 2048)
+        do {
+            let log = try SegmentLog(directory: dir.path, options: options, logger: quietLogger)
+            try log.append(records(1...200, size: 40))
+            try log.commit()
+        }
+        let files = segmentFiles(in: dir.path)
+        #expect(files.count > 2)
+        let second = dir.file(files[1])
+        let before = readFile(second)
+        flipBit(in: second, at: 32 + 56 * 3 + 30)
+        let error = #expect(throws: LogError.self) { try SegmentLog(directory: dir.path, options: options, logger: quietLogger) }
+        #expect(error?.code == .corrupt)
+        #expect(error?.path == second)
+        #expect(error?.message.contains("not the last segment") == true)
+        var flipped = before
+        flipped[32 + 56 * 3 + 30] ^= 1
+        #expect(readFile(second) == flipped, "nothing was truncated")
+
+        // A damaged header of a segment with records is refused too.
+        writeFile(second, before)
+        flipBit(in: second, at: 3)
+        let header = #expect(throws: LogError.self) { try SegmentLog(directory: dir.path, options: options, logger: quietLogger) }
+        #expect(header?.code == .corrupt && header?.message.contains("bad magic") == true)
+
+        // So is a missing segment in the middle.
+        writeFile(second, before)
+        removeTree(second)
+        let gap = #expect(throws: LogError.self) { try SegmentLog(directory: dir.path, options: options, logger: quietLogger) }
+        #expect(gap?.code == .corrupt && gap?.message.contains("not contiguous") == true)
+    }
+
+    @Test func halfCreatedLastSegmentIsRemoved() throws {
+        let dir = TemporaryDirectory("halfcreated")
+        do {
+            let log = try SegmentLog(directory: dir.path, logger: quietLogger)
+            try log.append(records(1...10))
+            try log.commit()
+        }
+        // A crash after creating the next segment file but before its header reached the disk.
+        writeFile(dir.file("00000000000000000011.seg"), [UInt8](repeating: 0, count: 20))
+        let capture = LogCapture()
+        let log = try SegmentLog(directory: dir.path, logger: capture.logger)
+        #expect(log.lastSeq == 10 && log.nextSeq == 11)
+        #expect(segmentFiles(in: dir.path) == ["00000000000000000001.seg"])
+        #expect(capture.contains(.warning, "half-created"))
+        try log.append(records(11...12))
+        try log.commit()
+        #expect(try readAll(log) == records(1...12))
+    }
+
+    @Test func emptyLastSegmentKeepsThePosition() throws {
+        let dir = TemporaryDirectory("emptylast")
+        let options = SegmentLog.Options(segmentBytes: 1024)
+        do {
+            let log = try SegmentLog(directory: dir.path, options: options, logger: quietLogger)
+            try log.append(records(1...30, size: 40))
+            try log.commit()
+        }
+        let files = segmentFiles(in: dir.path)
+        let last = dir.file(files.last!)
+        let firstSeqOfLast = UInt64(files.last!.dropLast(4))!
+        truncateFile(last, to: 32)  // only the header survived
+        let log = try SegmentLog(directory: dir.path, options: options, logger: quietLogger)
+        #expect(log.nextSeq == firstSeqOfLast && log.lastSeq == firstSeqOfLast - 1)
+        #expect(try readAll(log) == records(1...(firstSeqOfLast - 1), size: 40))
+    }
+}
