@@ -110,9 +110,11 @@ let package = Package(
 
         // MARK: The command-line front end
 
+        .target(name: "CFlowKitSupport"),
         .target(
             name: "FlowKitCommands",
             dependencies: [
+                "CFlowKitSupport",
                 "FlowKit",
                 "FlowKitCluster",
                 "FlowKitExamples",
@@ -128,6 +130,13 @@ let package = Package(
         .executableTarget(
             name: "flowkit",
             dependencies: ["FlowKitCommands"],
+            swiftSettings: swiftSettings
+        ),
+
+        // The flowkit command with test-only flows, built the way a user's own binary is.
+        .executableTarget(
+            name: "flowkit-testbed",
+            dependencies: ["FlowKit", "FlowKitCluster", "FlowKitCommands"],
             swiftSettings: swiftSettings
         ),
 
@@ -158,6 +167,17 @@ let package = Package(
             name: "FlowKitLogTests",
             dependencies: [
                 "FlowKitLog",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FlowKitIntegrationTests",
+            dependencies: [
+                "FlowKit",
+                "FlowKitCluster",
+                "FlowKitExamples",
+                "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

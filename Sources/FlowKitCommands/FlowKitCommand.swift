@@ -6,6 +6,7 @@ public struct FlowKitCommand: AsyncParsableCommand {
         commandName: "flowkit",
         abstract: "Run FlowKit flows locally and across processes.",
         subcommands: [
+            ClusterCommand.self,
             DemoCommand.self,
             CoordinatorCommand.self,
             NodeCommand.self,
@@ -13,7 +14,7 @@ public struct FlowKitCommand: AsyncParsableCommand {
             StateCommand.self,
             CancelCommand.self,
         ],
-        defaultSubcommand: DemoCommand.self
+        defaultSubcommand: ClusterCommand.self
     )
 
     public init() {}

@@ -78,7 +78,13 @@ actor CoordinatorCore {
                     try handleSubmit(SubmitMessage(frames: body), from: peer, immediate: &immediate)
                 case .hello:
                     let hello = try HelloMessage(frames: body)
-                    membership.hello(node: hello.node, session: hello.session, info: hello.info, now: WallClock.micros())
+                    let lost = membership.hello(node: hello.node, session: hello.session, info: hello.info, now: WallClock.micros())
+                    if lost > 0 {
+                        counters.effectsLost.add(lost)
+                        let message = "\(hello.info.name) restarted: the \(lost) effect(s) its previous process was running were lost"
+                        logger.warning("\(message)")
+                        publish(Alarm(kind: .effectsLost, message: message))
+                    }
                     logger.info(
                         "node said hello",
                         metadata: ["flowkit.node": "\(hello.info.name)", "flowkit.node.endpoint": "\(hello.info.clientEndpoint)"]

@@ -40,8 +40,22 @@ struct Membership {
         self.referenceCapacity = referenceCapacity
     }
 
-    mutating func hello(node: UInt32, session: UInt64, info: NodeInfo, now: UInt64) {
-        members[node] = Member(id: node, session: session, info: info, lastSeen: now)
+    /// Records a node's hello.
+    ///
+    /// - Returns: How many effects the node's previous process was running when it last reported,
+    ///   if this hello is from a new process: those effects were lost with it.
+    mutating func hello(node: UInt32, session: UInt64, info: NodeInfo, now: UInt64) -> Int {
+        var lost = 0
+        if let previous = members[node], previous.session != session, previous.session != 0 {
+            lost = previous.report?.runningEffects ?? 0
+        }
+        if let existing = members[node], existing.session == session {
+            members[node]!.info = info
+            members[node]!.lastSeen = now
+        } else {
+            members[node] = Member(id: node, session: session, info: info, lastSeen: now)
+        }
+        return lost
     }
 
     /// Records a report.

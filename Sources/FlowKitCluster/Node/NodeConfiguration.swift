@@ -22,6 +22,11 @@ public struct NodeConfiguration: Sendable {
     public var coordinatorTimeout: Duration = .seconds(2)
     /// How often timers run: retries, gap repair, timeouts.
     public var tickInterval: Duration = .milliseconds(50)
+    /// Where the node keeps snapshots of its instances, so a restart resumes from the latest one
+    /// plus the log after it. `nil`: a restarted node joins through the coordinator's snapshot.
+    public var dataDirectory: String?
+    /// How often the node saves a local snapshot (when it has a data directory and applied more).
+    public var snapshotInterval: Duration = .seconds(10)
     /// Socket options shared by every socket.
     public var transport = TransportOptions()
 

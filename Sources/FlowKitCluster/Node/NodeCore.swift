@@ -29,6 +29,7 @@ actor NodeCore {
     private var snapshot: SnapshotAssembly?
     private var nextRequest: UInt64 = 1
     private var lastReport: UInt64 = 0
+    var localSnapshots: LocalSnapshots?
     let counters = ClusterCounters()
 
     init(configuration: NodeConfiguration, registry: FlowRegistry, logger: Logger, sockets: NodeSockets) {
@@ -51,6 +52,7 @@ actor NodeCore {
             effectFailed: { [counters] _, _ in counters.effectFailures.add(1) }
         )
         replicas = ReplicaSet(registry: registry, context: context, logger: logger)
+        restoreLocalSnapshot()
         sendHello()
     }
 
@@ -358,6 +360,7 @@ actor NodeCore {
             let message = "this node has applied \(stream.applied), not yet \(query.min), after \(configuration.queryTimeout)"
             reply(.error(request: query.request, ProtocolError(.coordinatorUnavailable, message)), to: query.peer)
         }
+        saveLocalSnapshotIfDue(now: now)
         if now - lastReport >= UInt64(configuration.reportInterval.microseconds) {
             lastReport = now
             sendReport(now: now)
@@ -402,6 +405,11 @@ actor NodeCore {
     }
 
     var applied: UInt64 { stream.applied }
+
+    /// Jumps the ordered stream to a snapshot's seq.
+    func resetStream(to seq: UInt64) -> [Entry] {
+        stream.reset(to: seq)
+    }
     var registryNames: [String] { registry.names }
     func registryFlow(for address: Address) throws -> any RegisteredFlow { try registry.flow(for: address) }
     var knownHead: UInt64 { stream.knownHead }

@@ -212,6 +212,8 @@ public struct Alarm: Codable, Sendable, Equatable {
         case nodeDown
         /// The log cannot take writes (disk full); submissions are refused until it can.
         case logUnavailable
+        /// A node restarted while its effects ran: they were lost with its previous process.
+        case effectsLost
     }
 
     public var kind: Kind

@@ -20,6 +20,7 @@ final class ClusterCounters: Sendable {
     let commitMicros = CounterCell()
     let effectsStarted = CounterCell()
     let effectFailures = CounterCell()
+    let effectsLost = CounterCell()
     let gapsRepaired = CounterCell()
     /// Messages refused at the door, by reason.
     private let rejected: [ProtocolError.Code: CounterCell]

@@ -26,6 +26,12 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "Where clients connect (ROUTER). Default tcp://127.0.0.1:* (a port the OS chooses).")
     var client: String?
 
+    @Option(help: "Where the node keeps local snapshots, to resume from after a restart.")
+    var dataDir: String?
+
+    @Option(help: "Milliseconds between local snapshots (with --data-dir). Default 10000.")
+    var snapshotMs: Int?
+
     func run() async throws {
         let settings = try common.settings()
         let logger = try common.makeLogger(label: "flowkit.node", settings: settings)
@@ -39,6 +45,10 @@ struct NodeCommand: AsyncParsableCommand {
             name: settings.string("node", "name", flag: name)
         )
         configuration.clientEndpoint = settings.string("node", "client", flag: client) ?? configuration.clientEndpoint
+        configuration.dataDirectory = settings.string("node", "data-dir", flag: dataDir)
+        if let interval = try settings.milliseconds("node", "snapshot-ms", flag: snapshotMs) {
+            configuration.snapshotInterval = interval
+        }
         let node = Node(configuration: configuration, registry: FlowKitCLI.registry, logger: logger)
         let nodeName = configuration.name
         do {

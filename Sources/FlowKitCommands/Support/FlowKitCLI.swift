@@ -20,6 +20,7 @@ public enum FlowKitCLI {
     /// Parses the process's arguments and runs the chosen subcommand with `registry`.
     public static func main(registry: FlowRegistry = FlowKitCLI.builtInRegistry) async {
         current.withLock { $0 = registry }
+        ChildProcess.dieWithParentIfAsked()
         await FlowKitCommand.main()
     }
 
@@ -29,7 +30,7 @@ public enum FlowKitCLI {
     }
 
     /// The example flows every `flowkit` binary ships: the seeds' counter, timer, countdown, search,
-    /// streaming and movie list, and a key-value flow.
+    /// streaming and movie list, a key-value flow, and an audit ledger.
     public static var builtInRegistry: FlowRegistry {
         var registry = FlowRegistry()
         registry.register(CounterFlow.self, as: "counter")
@@ -39,6 +40,7 @@ public enum FlowKitCLI {
         registry.register(SearchFlow.self, as: "search")
         registry.register(StreamingFlow.self, as: "streaming")
         registry.register(MovieListFlow.self, as: "movies")
+        registry.register(LedgerFlow.self, as: "ledger")
         return registry
     }
 }

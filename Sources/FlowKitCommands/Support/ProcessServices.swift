@@ -22,11 +22,17 @@ struct ShutdownService: Service {
         body: @escaping @Sendable () async throws -> Void,
         stop: @escaping @Sendable () -> Void
     ) async throws {
-        let group = ServiceGroup(
-            services: [ShutdownService(body: body, stop: stop)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
+        var configuration = ServiceGroupConfiguration(
+            services: [
+                .init(
+                    service: ShutdownService(body: body, stop: stop),
+                    successTerminationBehavior: .gracefullyShutdownGroup
+                )
+            ],
             logger: logger
         )
+        configuration.gracefulShutdownSignals = [.sigterm, .sigint]
+        let group = ServiceGroup(configuration: configuration)
         try await group.run()
     }
 }

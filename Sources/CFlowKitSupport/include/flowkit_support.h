@@ -1,0 +1,9 @@
+#ifndef FLOWKIT_SUPPORT_H
+#define FLOWKIT_SUPPORT_H
+
+/// Asks the kernel to send `signal` to this process when its parent dies (Linux
+/// `prctl(PR_SET_PDEATHSIG)`; a no-op returning -1 elsewhere). Swift cannot call the variadic
+/// `prctl` itself.
+int flowkit_set_parent_death_signal(int signal);
+
+#endif

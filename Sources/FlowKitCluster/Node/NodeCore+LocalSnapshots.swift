@@ -1,0 +1,62 @@
+import Dispatch
+import FlowKit
+import FlowKitLog
+import Logging
+
+extension NodeCore {
+    /// Loads the newest local snapshot, if the node has a data directory and one was saved: the
+    /// node then resumes from its seq and repairs the rest from the coordinator's log.
+    func restoreLocalSnapshot() {
+        guard let directory = configuration.dataDirectory else { return }
+        do {
+            let store = try SnapshotStore(directory: directory + "/snapshots", logger: logger)
+            localSnapshots = LocalSnapshots(store: store)
+            guard let snapshot = try store.latest() else { return }
+            try replicas.importStates(try SnapshotCodec.decode(snapshot.bytes))
+            _ = resetStream(to: snapshot.seq)
+            localSnapshots?.lastSavedSeq = snapshot.seq
+            logger.info(
+                "resumed from a local snapshot; the rest comes from the coordinator's log",
+                metadata: ["flowkit.seq": "\(snapshot.seq)", "flowkit.instances": "\(replicas.count)"]
+            )
+        } catch {
+            logger.error("could not load the local snapshot; joining from the coordinator", metadata: ["flowkit.error": "\(error)"])
+        }
+    }
+
+    /// Saves a snapshot of every instance on a thread of its own, when one is due.
+    func saveLocalSnapshotIfDue(now: UInt64) {
+        guard let snapshots = localSnapshots, !snapshots.saving, applied > snapshots.lastSavedSeq,
+            now - snapshots.lastSaveTime >= UInt64(configuration.snapshotInterval.microseconds)
+        else { return }
+        let seq = applied
+        let bytes = SnapshotCodec.encode(replicas.exportStates())
+        localSnapshots?.saving = true
+        localSnapshots?.lastSaveTime = now
+        let store = snapshots.store
+        snapshots.queue.async { [weak self] in
+            let result = Result { try store.save(Snapshot(seq: seq, bytes: bytes)) }
+            Task { await self?.localSnapshotSaved(seq: seq, result: result) }
+        }
+    }
+
+    private func localSnapshotSaved(seq: UInt64, result: Result<Void, any Error>) {
+        localSnapshots?.saving = false
+        switch result {
+        case .success:
+            localSnapshots?.lastSavedSeq = seq
+            logger.debug("local snapshot saved", metadata: ["flowkit.seq": "\(seq)"])
+        case .failure(let error):
+            logger.error("could not save a local snapshot", metadata: ["flowkit.error": "\(error)"])
+        }
+    }
+}
+
+/// A node's local snapshots and when it last saved one.
+struct LocalSnapshots {
+    let store: SnapshotStore
+    let queue = DispatchQueue(label: "flowkit.node.snapshots")
+    var lastSavedSeq: UInt64 = 0
+    var lastSaveTime: UInt64 = 0
+    var saving = false
+}

@@ -1,0 +1,92 @@
+import ArgumentParser
+import FlowKitCluster
+import Foundation
+import Logging
+
+/// `flowkit cluster`: a coordinator and nodes on loopback, in one command.
+struct ClusterCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cluster",
+        abstract: "Run a local cluster: a coordinator and nodes as child processes, a demo, and a live view.",
+        discussion: """
+            With no arguments: a coordinator and 3 nodes on 127.0.0.1 (ports 7400-7402 and 7411-7413), \
+            their data in .flowkit/cluster, a short demo workload, then a live view until Ctrl-C. \
+            Other commands find this cluster through .flowkit/cluster/cluster.json: \
+            'flowkit emit counter/a {"increment":{}}', 'flowkit monitor', 'flowkit status'. \
+            Children die with this process, even if it is killed.
+            """
+    )
+
+    @Option(help: "How many nodes.")
+    var nodes = 3
+
+    @Option(help: "The cluster's data directory (logs, snapshots, cluster.json, process logs).")
+    var dir = LocalClusterFile.defaultDirectory
+
+    @Option(help: "The coordinator's submit port; publish and sync take the next two, nodes base+11… 0: ports the OS chooses.")
+    var basePort = 7400
+
+    @Flag(help: "Delete the data directory first, starting from an empty log.")
+    var fresh = false
+
+    @Flag(help: "Skip the demo workload.")
+    var noDemo = false
+
+    @Option(help: "Stop after this many seconds instead of waiting for Ctrl-C.")
+    var duration: Double?
+
+    @Option(help: "synced (default) or relaxed.")
+    var durability = "synced"
+
+    @Option(help: "The children's log level (their logs are in the data directory).")
+    var childLogLevel = "notice"
+
+    func validate() throws {
+        guard (1...32).contains(nodes) else { throw ValidationError("--nodes must be 1 to 32") }
+        guard ["synced", "relaxed"].contains(durability) else { throw ValidationError("--durability must be synced or relaxed") }
+    }
+
+    func run() async throws {
+        let logger = {
+            var logger = Logger(label: "flowkit.cluster")
+            logger.logLevel = .warning
+            return logger
+        }()
+        if fresh { try? FileManager.default.removeItem(atPath: dir) }
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let supervisor = LocalCluster(directory: dir, basePort: basePort, childLogLevel: childLogLevel, durability: durability)
+        do {
+            let file = try await supervisor.start(nodes: nodes)
+            printFlushed("cluster up: coordinator \(file.coordinator.submit), nodes " + file.nodes.map { "\($0.name) \($0.clientEndpoint)" }.joined(separator: ", "))
+            printFlushed("data and logs in \(dir); try: flowkit emit counter/a '{\"increment\":{}}' --node node-2")
+            let stop = StopFlag()
+            try await ShutdownService.run(logger: logger) {
+                if !noDemo { try await DemoWorkload(file: file, logger: logger).run() }
+                try await liveView(file: file, logger: logger, stop: stop)
+            } stop: {
+                stop.set()
+            }
+        } catch {
+            await supervisor.stop()
+            throw fail(error)
+        }
+        printFlushed("stopping the cluster")
+        await supervisor.stop()
+        printFlushed("stopped; no child process left")
+    }
+
+    private func liveView(file: LocalClusterFile, logger: Logger, stop: StopFlag) async throws {
+        var view = MonitorView()
+        for node in file.nodes { view.nodeNames[node.id] = node.name }
+        let deadline = duration.map { ContinuousClock.now.advanced(by: .milliseconds(Int($0 * 1_000))) }
+        try await LiveView.run(
+            publishEndpoint: file.coordinator.publish,
+            topics: [],
+            view: view,
+            title: "flowkit cluster — Ctrl-C stops",
+            deadline: deadline,
+            stop: stop,
+            logger: logger
+        )
+    }
+}

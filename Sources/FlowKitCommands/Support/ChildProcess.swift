@@ -1,0 +1,119 @@
+import CFlowKitSupport
+import Dispatch
+import Foundation
+
+/// A `flowkit` child process that `flowkit cluster` (or `bench`, `chaos`) supervises.
+///
+/// Children die with their parent: the parent passes its pid in `FLOWKIT_PARENT_PID`, and a child
+/// that sees it asks the kernel for SIGTERM when the parent dies (``dieWithParentIfAsked()``), so
+/// no orphan survives even a `kill -9` of the parent.
+final class ChildProcess: @unchecked Sendable {
+    let name: String
+    let process: Process
+    /// Where the child's standard error goes.
+    let logPath: String
+    private let output: Pipe
+
+    /// The environment variable that carries the parent's pid to its children.
+    static let parentVariable = "FLOWKIT_PARENT_PID"
+
+    /// Starts `flowkit <arguments>` from this very executable.
+    init(name: String, arguments: [String], logPath: String, environment: [String: String] = [:]) throws {
+        self.name = name
+        self.logPath = logPath
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: ChildProcess.executablePath)
+        process.arguments = arguments
+        var childEnvironment = ProcessInfo.processInfo.environment
+        childEnvironment[Self.parentVariable] = "\(getpid())"
+        for (key, value) in environment { childEnvironment[key] = value }
+        process.environment = childEnvironment
+        output = Pipe()
+        process.standardOutput = output
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+
+    /// This executable, so children run the same build (and the same flow registry).
+    static var executablePath: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
+    /// Waits for the child's `READY {json}` line and returns the JSON.
+    ///
+    /// - Throws: If the child exits or stays silent for `timeout`; the error quotes its log.
+    func waitUntilReady(timeout: Duration = .seconds(30)) async throws -> [String: String] {
+        let handle = output.fileHandleForReading
+        // A child that stays silent too long is killed: its pipe then closes and the read ends.
+        let pid = self.pid
+        let watchdog = Task {
+            try await Task.sleep(for: timeout)
+            kill(pid, SIGKILL)
+        }
+        defer { watchdog.cancel() }
+        let line: String? = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var buffer = Data()
+                while true {
+                    let chunk = handle.availableData
+                    if chunk.isEmpty { break }
+                    buffer.append(chunk)
+                    if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                        continuation.resume(returning: String(decoding: buffer[..<newline], as: UTF8.self))
+                        return
+                    }
+                }
+                continuation.resume(returning: nil)
+            }
+        }
+        guard let line, line.hasPrefix("READY ") else {
+            throw ChildProcessError("\(name) did not start: \(tailOfLog())")
+        }
+        let json = Data(line.dropFirst("READY ".count).utf8)
+        return (try? JSONDecoder().decode([String: String].self, from: json)) ?? [:]
+    }
+
+    /// Asks the child to stop (SIGTERM), waits up to `grace`, then kills it.
+    func stop(grace: Duration = .seconds(5)) async {
+        guard process.isRunning else { return }
+        kill(pid, SIGTERM)
+        let deadline = ContinuousClock.now.advanced(by: grace)
+        while process.isRunning, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        if process.isRunning {
+            kill(pid, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// Kills the child at once (SIGKILL): fault injection.
+    func kill9() {
+        guard process.isRunning else { return }
+        kill(pid, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    func tailOfLog(lines: Int = 15) -> String {
+        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").suffix(lines).joined(separator: "\n")
+    }
+
+    /// In a child started by a supervisor: die when the supervisor dies.
+    static func dieWithParentIfAsked() {
+        guard let text = ProcessInfo.processInfo.environment[parentVariable], let parent = Int32(text) else { return }
+        _ = flowkit_set_parent_death_signal(SIGTERM)
+        // The parent may have died before the request took effect.
+        if getppid() != parent { exit(1) }
+    }
+}
+
+struct ChildProcessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,112 @@
+import FlowKitCluster
+import Foundation
+
+/// Starts, watches and stops a coordinator and nodes as child processes on loopback: what
+/// `flowkit cluster`, `bench` and `chaos` run.
+actor LocalCluster {
+    let directory: String
+    let basePort: Int
+    let childLogLevel: String
+    let durability: String
+    var extraCoordinatorArguments: [String] = []
+    var extraNodeArguments: [String] = []
+    private(set) var coordinator: ChildProcess?
+    private(set) var nodes: [UInt32: ChildProcess] = [:]
+    private(set) var file: LocalClusterFile?
+
+    init(directory: String, basePort: Int, childLogLevel: String = "notice", durability: String = "synced") {
+        self.directory = directory
+        self.basePort = basePort
+        self.childLogLevel = childLogLevel
+        self.durability = durability
+    }
+
+    func setExtraArguments(coordinator: [String], node: [String]) {
+        extraCoordinatorArguments = coordinator
+        extraNodeArguments = node
+    }
+
+    /// Starts the coordinator, then the nodes, and writes `cluster.json`.
+    func start(nodes count: Int) async throws -> LocalClusterFile {
+        let endpoints = try await startCoordinator()
+        var entries: [LocalClusterFile.NodeEntry] = []
+        for id in 1...UInt32(count) {
+            entries.append(try await startNode(id: id, coordinator: endpoints))
+        }
+        let file = LocalClusterFile(
+            coordinator: .init(submit: endpoints.submit, publish: endpoints.publish, sync: endpoints.sync, pid: coordinator!.pid),
+            nodes: entries
+        )
+        try file.write(directory: directory)
+        self.file = file
+        return file
+    }
+
+    private func port(_ offset: Int) -> String {
+        basePort == 0 ? "*" : "\(basePort + offset)"
+    }
+
+    /// Starts (or restarts, on the same endpoints) the coordinator.
+    @discardableResult
+    func startCoordinator() async throws -> CoordinatorEndpoints {
+        let known = file?.coordinator
+        let arguments = [
+            "coordinator",
+            "--submit", known?.submit ?? "tcp://127.0.0.1:\(port(0))",
+            "--publish", known?.publish ?? "tcp://127.0.0.1:\(port(1))",
+            "--sync", known?.sync ?? "tcp://127.0.0.1:\(port(2))",
+            "--data-dir", directory + "/coordinator",
+            "--durability", durability,
+            "--log-level", childLogLevel,
+        ] + extraCoordinatorArguments
+        let child = try ChildProcess(name: "coordinator", arguments: arguments, logPath: directory + "/coordinator.log")
+        let ready = try await child.waitUntilReady()
+        coordinator = child
+        guard let submit = ready["submit"], let publish = ready["publish"], let sync = ready["sync"] else {
+            throw ChildProcessError("the coordinator's READY line lacks endpoints: \(ready)")
+        }
+        if file != nil { file!.coordinator.pid = child.pid }
+        return CoordinatorEndpoints(submit: submit, publish: publish, sync: sync)
+    }
+
+    /// Starts (or restarts, on the same client endpoint) node `id`.
+    @discardableResult
+    func startNode(id: UInt32, coordinator endpoints: CoordinatorEndpoints? = nil) async throws -> LocalClusterFile.NodeEntry {
+        let endpoints = endpoints ?? file.map { CoordinatorEndpoints(submit: $0.coordinator.submit, publish: $0.coordinator.publish, sync: $0.coordinator.sync) }!
+        let known = file?.nodes.first { $0.id == id }
+        let arguments = [
+            "node", "--id", "\(id)",
+            "--coordinator", endpoints.submit,
+            "--coordinator-publish", endpoints.publish,
+            "--coordinator-sync", endpoints.sync,
+            "--client", known?.clientEndpoint ?? "tcp://127.0.0.1:\(port(10 + Int(id)))",
+            "--data-dir", directory + "/node-\(id)",
+            "--log-level", childLogLevel,
+        ] + extraNodeArguments
+        let child = try ChildProcess(name: "node-\(id)", arguments: arguments, logPath: directory + "/node-\(id).log")
+        let ready = try await child.waitUntilReady()
+        nodes[id] = child
+        guard let client = ready["client"] else { throw ChildProcessError("node-\(id)'s READY line lacks its endpoint: \(ready)") }
+        let entry = LocalClusterFile.NodeEntry(id: id, name: "node-\(id)", clientEndpoint: client, pid: child.pid)
+        if let index = file?.nodes.firstIndex(where: { $0.id == id }) { file!.nodes[index] = entry }
+        return entry
+    }
+
+    func killNode(_ id: UInt32) { nodes[id]?.kill9() }
+    func killCoordinator() { coordinator?.kill9() }
+    func pauseNode(_ id: UInt32) { if let pid = nodes[id]?.pid { kill(pid, SIGSTOP) } }
+    func resumeNode(_ id: UInt32) { if let pid = nodes[id]?.pid { kill(pid, SIGCONT) } }
+
+    /// Stops the nodes, then the coordinator, gracefully; removes `cluster.json`.
+    func stop() async {
+        for node in nodes.values { await node.stop() }
+        await coordinator?.stop()
+        nodes = [:]
+        coordinator = nil
+        try? FileManager.default.removeItem(atPath: directory + "/cluster.json")
+    }
+
+    func pids() -> [Int32] {
+        (nodes.values.map(\.pid) + [coordinator?.pid].compactMap { $0 })
+    }
+}

@@ -1,0 +1,142 @@
+import FlowKitCluster
+import Foundation
+
+/// What the live views of `flowkit cluster` and `flowkit monitor` show, built from monitor events.
+struct MonitorView {
+    private(set) var status: ClusterStatus?
+    private(set) var recent: [Entry] = []
+    private(set) var alarms: [(time: Date, alarm: Alarm)] = []
+    private(set) var head: UInt64 = 0
+    private(set) var entriesSeen = 0
+    private(set) var fellBehind = 0
+    var maxRecent = 12
+    var nodeNames: [UInt32: String] = [:]
+
+    mutating func apply(_ event: ClusterMonitor.Event) {
+        switch event {
+        case .entries(let entries):
+            entriesSeen += entries.count
+            recent.append(contentsOf: entries)
+            if recent.count > maxRecent { recent.removeFirst(recent.count - maxRecent) }
+            head = max(head, entries.last?.seq ?? 0)
+        case .heartbeat(let heartbeat):
+            head = max(head, heartbeat.head)
+        case .status(let status):
+            self.status = status
+            head = max(head, status.head)
+            for node in status.nodes { nodeNames[node.id] = node.name }
+        case .alarm(let alarm):
+            alarms.append((Date(), alarm))
+            if alarms.count > 5 { alarms.removeFirst() }
+        case .fellBehind:
+            fellBehind += 1
+        }
+    }
+
+    /// The whole screen, for a terminal.
+    func render(title: String) -> String {
+        var lines: [String] = []
+        let rate = status.map { String(format: "%.0f", $0.entriesPerSecond) } ?? "-"
+        lines.append("\(title)   head \(head)   \(rate) entries/s   epoch \(status?.epoch ?? 0)   divergences \(status?.divergences ?? 0)")
+        lines.append("")
+        lines.append(pad("node", 10) + pad("applied", 10) + pad("lag", 8) + pad("alive", 7) + pad("instances", 11) + pad("effects", 9) + "digest")
+        for node in status?.nodes ?? [] {
+            lines.append(
+                pad(node.name, 10) + pad("\(node.applied)", 10) + pad("\(node.lag)", 8) + pad(node.alive ? "yes" : "NO", 7)
+                    + pad("\(node.instances)", 11) + pad("\(node.runningEffects)", 9) + String(node.digest.prefix(16))
+            )
+        }
+        lines.append("")
+        lines.append("recent entries:")
+        for entry in recent.reversed() { lines.append("  " + describe(entry)) }
+        if !alarms.isEmpty {
+            lines.append("")
+            lines.append("ALARMS:")
+            for (time, alarm) in alarms.reversed() {
+                lines.append("  \(Self.clock(time)) \(alarm.kind.rawValue.uppercased()): \(alarm.message)")
+            }
+        }
+        if fellBehind > 0 { lines.append("(this view fell behind \(fellBehind) time(s) and skipped entries)") }
+        return lines.joined(separator: "\n")
+    }
+
+    /// One entry on one line.
+    func describe(_ entry: Entry) -> String {
+        let origin = nodeNames[entry.origin] ?? "node-\(entry.origin)"
+        let what: String
+        switch entry.kind {
+        case .event:
+            what = entry.codec == .json
+                ? String(decoding: entry.payload, as: UTF8.self)
+                : "binary " + entry.payload.prefix(16).map { String(format: "%02x", $0) }.joined()
+        case .cancel:
+            what = "CANCEL id \(String(decoding: entry.payload, as: UTF8.self))"
+        case .cancelAll:
+            what = "CANCEL every effect"
+        }
+        return "seq \(entry.seq)  \(entry.address)  \(what.prefix(80))  (from \(origin))"
+    }
+
+    /// A line for line-oriented output, or `nil` for events it does not print.
+    func line(for event: ClusterMonitor.Event) -> [String] {
+        switch event {
+        case .entries(let entries):
+            return entries.map { describe($0) }
+        case .status(let status):
+            let nodes = status.nodes.map { "\($0.name) applied=\($0.applied) lag=\($0.lag) \($0.alive ? "alive" : "DOWN")" }
+            return ["status head=\(status.head) rate=\(Int(status.entriesPerSecond))/s " + nodes.joined(separator: "; ")]
+        case .alarm(let alarm):
+            return ["ALARM \(alarm.kind.rawValue): \(alarm.message)"]
+        case .fellBehind(let expected, let got):
+            return ["fell behind: expected seq \(expected), got \(got); entries in between were dropped for this monitor"]
+        case .heartbeat:
+            return []
+        }
+    }
+
+    /// JSON lines with stable field names.
+    static func json(for event: ClusterMonitor.Event) -> [String] {
+        switch event {
+        case .entries(let entries):
+            return entries.map { entry in
+                var object: [String: Any] = [
+                    "type": "entry", "seq": entry.seq, "epoch": entry.epoch, "address": entry.address,
+                    "origin": entry.origin, "kind": ["", "event", "cancel", "cancelAll"][Int(entry.kind.rawValue)],
+                    "codec": entry.codec.description, "committedAt": entry.committedAt,
+                ]
+                if entry.codec == .json, let payload = try? JSONSerialization.jsonObject(with: Data(entry.payload), options: [.fragmentsAllowed]) {
+                    object["payload"] = payload
+                } else {
+                    object["payload"] = String(decoding: entry.payload, as: UTF8.self)
+                }
+                return serialize(object)
+            }
+        case .status(let status):
+            return [#"{"type":"status","status":"# + jsonLine(status) + "}"]
+        case .alarm(let alarm):
+            return [#"{"type":"alarm","alarm":"# + jsonLine(alarm) + "}"]
+        case .fellBehind(let expected, let got):
+            return [serialize(["type": "fellBehind", "expected": expected, "got": got])]
+        case .heartbeat(let heartbeat):
+            return [serialize(["type": "heartbeat", "epoch": heartbeat.epoch, "head": heartbeat.head, "time": heartbeat.time])]
+        }
+    }
+
+    private static func serialize(_ object: [String: Any]) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+    }
+
+    private static func clock(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm:ss"
+        return formatter.string(from: date)
+    }
+}
+
+/// Whether standard output is a terminal: live views redraw there and print lines elsewhere.
+var standardOutputIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }

@@ -1,0 +1,75 @@
+import FlowKitCluster
+import FlowKitExamples
+import Foundation
+import Testing
+
+extension ClusterProcessTests {
+    /// The timer's effect runs at node 1, where it was started; `stop` emitted at node 3 returns
+    /// `.cancel(id:)`, which node 1 evaluates when it applies the entry: the ticks stop everywhere.
+    @Test func stopEmittedAtOneNodeCancelsTheTimerRunningAtAnother() async throws {
+        try await TestCluster.run(nodes: 3) { cluster in
+            let address = "timer/t"
+            let start = try await cluster.client(1).emit(json: #"{"toggleTimerButtonTapped":{}}"#, to: address, wait: .applied)
+            try await Self.waitForTicks(2, at: address, on: [2, 3], after: start.seq, in: cluster)
+            let running = try await cluster.client(1).status().runningEffects
+            #expect(running == 1, "node 1 runs the timer's effect")
+
+            let stop = try await cluster.client(3).emit(json: #"{"stop":{}}"#, to: address, wait: .applied)
+            try await Self.expectFrozen(address, since: stop.seq, in: cluster) { (state: TimerFlow.State) in
+                #expect(!state.isTimerActive)
+                #expect(state.secondsElapsed >= 2)
+            }
+        }
+    }
+
+    /// An operator's cancel (a control entry, `flowkit cancel`) from node 2 stops the timer
+    /// running at node 1. It changes no state: the timer just stops ticking.
+    @Test func operatorCancelAtOneNodeStopsTheTimerRunningAtAnother() async throws {
+        try await TestCluster.run(nodes: 3) { cluster in
+            let address = "timer/x"
+            let start = try await cluster.client(1).emit(json: #"{"toggleTimerButtonTapped":{}}"#, to: address, wait: .applied)
+            try await Self.waitForTicks(2, at: address, on: [2, 3], after: start.seq, in: cluster)
+
+            let cancel = try await cluster.client(2).cancel(at: address, id: "timer", wait: .applied)
+            try await Self.expectFrozen(address, since: cancel.seq, in: cluster) { (state: TimerFlow.State) in
+                #expect(state.isTimerActive, "a cancel entry does not go through the reducer")
+                #expect(state.secondsElapsed >= 2)
+            }
+        }
+    }
+
+    /// Waits until `nodes` have applied at least `ticks` timer ticks of `address`.
+    static func waitForTicks(_ ticks: Int, at address: String, on nodes: [Int], after seq: UInt64, in cluster: TestCluster) async throws {
+        for id in nodes {
+            _ = try await eventually("node \(id) applied \(ticks) ticks of \(address)", timeout: .seconds(10), every: .milliseconds(100)) {
+                let state = try await cluster.client(id).query(address, minApplied: seq).decode(TimerFlow.State.self)
+                return state.secondsElapsed >= ticks ? state : nil
+            }
+        }
+    }
+
+    /// Checks that nothing happens to `address` after the cancelling entry at `seq`: 2.5 s later
+    /// (two and a half tick periods) every node still has the state it had right after `seq`, the
+    /// instance's last entry is `seq`, nothing else was ordered, and no effect runs anywhere.
+    static func expectFrozen<S: Decodable>(
+        _ address: String,
+        since seq: UInt64,
+        in cluster: TestCluster,
+        check: (S) throws -> Void
+    ) async throws {
+        let atCancel = try await cluster.states(of: address, minApplied: seq)
+        try await Task.sleep(for: .milliseconds(2_500))
+        let later = try await cluster.states(of: address, minApplied: seq)
+        let reference = try #require(later[1])
+        for id in cluster.nodeIDs {
+            let state = try #require(later[id])
+            #expect(state.lastSeq == seq, "node \(id): entries for \(address) after the cancel at \(seq): \(state.text)")
+            #expect(state.text == atCancel[id]?.text, "node \(id): \(address) changed after the cancel")
+            #expect(state.text == reference.text && state.digest == reference.digest, "node \(id) differs from node 1")
+            let status = try await cluster.client(id).status()
+            #expect(status.applied == seq, "node \(id): something was ordered after the cancel")
+            #expect(status.runningEffects == 0, "node \(id) still runs \(status.runningEffects) effect(s)")
+        }
+        try check(try reference.decode(S.self))
+    }
+}

@@ -1,0 +1,57 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FlowKitCluster
+import Foundation
+import Testing
+
+extension ClusterProcessTests {
+    /// The harness's last line of defence: when the test process itself is killed (`kill -9`, a
+    /// crash), the kernel kills its `flowkit` children (parent-death signal).
+    @Test func childrenDieWhenTheTestProcessIsKilled() async throws {
+        let record = "\(NSTemporaryDirectory())/flowkit-it-orphans-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        await #expect(processExitsWith: .signal(SIGKILL)) { [record] in
+            let cluster = try await TestCluster.start(nodes: 1)
+            let pids = [cluster.coordinatorProcess?.pid, cluster.node(1)?.process.pid].compactMap { $0 }
+            let line = ([cluster.directory] + pids.map { "\($0)" }).joined(separator: "\n")
+            try line.write(toFile: record, atomically: true, encoding: .utf8)
+            kill(getpid(), SIGKILL)
+        }
+        let lines = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n").map(String.init)
+        try #require(lines.count == 3, "the exit test recorded its cluster: \(lines)")
+        defer { try? FileManager.default.removeItem(atPath: lines[0]) }
+        for pid in lines.dropFirst().compactMap(Int32.init) {
+            _ = try await eventually("flowkit pid \(pid) is gone", timeout: .seconds(5)) {
+                Self.isGoneOrDead(pid) ? true : nil
+            }
+        }
+    }
+
+    /// Both processes shut down gracefully on SIGINT too (SIGTERM is checked at the end of every test).
+    @Test func processesStopGracefullyOnSIGINT() async throws {
+        let cluster = try await TestCluster.start(nodes: 1)
+        let node = try #require(cluster.node(1)?.process)
+        let coordinator = try #require(cluster.coordinatorProcess)
+        _ = try await cluster.client(1).emit(json: #"{"increment":{}}"#, to: "counter/a", wait: .applied)
+        node.signal(SIGINT)
+        let nodeExited = await node.waitForExit(timeout: .seconds(5))
+        coordinator.signal(SIGINT)
+        let coordinatorExited = await coordinator.waitForExit(timeout: .seconds(5))
+        await cluster.shutDown()
+        #expect(nodeExited && node.status == 0, "node: \(node.status.map(ChildProcess.describe) ?? "still running")")
+        #expect(coordinatorExited && coordinator.status == 0, "coordinator: \(coordinator.status.map(ChildProcess.describe) ?? "still running")")
+        #expect(ChildRegistry.flowkitChildren().isEmpty)
+        try? FileManager.default.removeItem(atPath: cluster.directory)
+    }
+
+    /// Whether `pid` no longer runs `flowkit`: gone, a zombie, or reused by another program.
+    static func isGoneOrDead(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
+        else { return true }
+        let command = stat[stat.index(after: open)..<close]
+        let state = stat[stat.index(after: close)...].split(separator: " ").first ?? ""
+        return !command.hasPrefix("flowkit") || state == "Z" || state == "X"
+    }
+}
