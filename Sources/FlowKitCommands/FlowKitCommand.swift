@@ -13,6 +13,8 @@ public struct FlowKitCommand: AsyncParsableCommand {
             EmitCommand.self,
             StateCommand.self,
             CancelCommand.self,
+            StatusCommand.self,
+            MonitorCommand.self,
         ],
         defaultSubcommand: ClusterCommand.self
     )

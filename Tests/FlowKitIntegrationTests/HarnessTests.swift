@@ -11,7 +11,7 @@ extension ClusterProcessTests {
     @Test func childrenDieWhenTheTestProcessIsKilled() async throws {
         let record = "\(NSTemporaryDirectory())/flowkit-it-orphans-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         defer { try? FileManager.default.removeItem(atPath: record) }
-        await #expect(processExitsWith: .signal(SIGKILL)) { [record] in
+        await #expect(processExitsWith: .signal(SIGKILL)) { [record = record as String] in
             let cluster = try await TestCluster.start(nodes: 1)
             let pids = [cluster.coordinatorProcess?.pid, cluster.node(1)?.process.pid].compactMap { $0 }
             let line = ([cluster.directory] + pids.map { "\($0)" }).joined(separator: "\n")

@@ -15,7 +15,7 @@ actor NodeCore {
     let logger: Logger
     let sockets: NodeSockets
     private(set) var replicas: ReplicaSet!
-    private var stream = OrderedStream()
+    private var follower: LogFollower
     private var submissions: SubmissionQueue
     /// Clients waiting for their entry to be applied here, by seq.
     private var appliedWaiters: [(seq: UInt64, peer: RouterEnvelope, request: UInt64, epoch: UInt32)] = []
@@ -25,9 +25,6 @@ actor NodeCore {
     private var lastHeartbeat: UInt64 = 0
     private var helloSent = false
     private var welcomed = false
-    private var repair: (request: UInt64, sentAt: UInt64)?
-    private var snapshot: SnapshotAssembly?
-    private var nextRequest: UInt64 = 1
     private var lastReport: UInt64 = 0
     var localSnapshots: LocalSnapshots?
     let counters = ClusterCounters()
@@ -39,6 +36,7 @@ actor NodeCore {
         self.sockets = sockets
         self.session = UInt64.random(in: 1...UInt64.max)
         self.submissions = SubmissionQueue(capacity: configuration.maxPendingSubmissions)
+        self.follower = LogFollower(retryAfter: UInt64(configuration.retryInterval.microseconds))
     }
 
     /// Builds the replicas; their effects submit back through this actor.
@@ -85,8 +83,7 @@ actor NodeCore {
                 logger.warning("bad message on the publish socket", metadata: ["flowkit.error": "\(error)"])
             }
         }
-        if !entries.isEmpty { receive(entries) }
-        requestRepairIfNeeded()
+        if !entries.isEmpty { perform(follower.receive(entries, now: WallClock.micros())) }
     }
 
     private func heartbeat(_ heartbeat: HeartbeatMessage) {
@@ -101,7 +98,7 @@ actor NodeCore {
         } else if !wasConnected {
             reconnected()
         }
-        stream.noteHead(heartbeat.head)
+        perform(follower.noteHead(heartbeat.head, now: lastHeartbeat))
     }
 
     /// The coordinator is back (or new): say hello and resend everything unacknowledged.
@@ -111,30 +108,50 @@ actor NodeCore {
         flushSubmissions()
     }
 
-    /// Applies entries in seq order, holding back those behind a gap.
-    func receive(_ entries: [Entry]) {
-        guard snapshot == nil else {
-            // Joining: keep them until the snapshot is in.
-            pendingDuringSnapshot.append(contentsOf: entries)
-            return
+    /// Carries out what the log follower asks for.
+    private func perform(_ actions: [LogFollower.Action]) {
+        for action in actions {
+            switch action {
+            case .apply(let entries):
+                apply(entries)
+            case .requestRange(let request):
+                _ = try? sockets.sync.trySend(Message(parts: request.frames))
+            case .requestSnapshot(let request):
+                logger.info("joining through a snapshot")
+                _ = try? sockets.sync.trySend(Message(parts: request.frames))
+            case .restore(let seq, let instances, let then):
+                do {
+                    try replicas.importStates(instances)
+                    logger.info(
+                        "joined through a snapshot",
+                        metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances.count)"]
+                    )
+                } catch {
+                    logger.error("a snapshot did not restore; asking for another", metadata: ["flowkit.error": "\(error)"])
+                    perform(follower.startSnapshot(now: WallClock.micros()))
+                    return
+                }
+                apply(then)
+            }
         }
-        let ready = stream.receive(entries)
-        guard !ready.isEmpty else { return }
-        for entry in ready {
+    }
+
+    /// Applies entries the follower released, in seq order.
+    private func apply(_ entries: [Entry]) {
+        guard !entries.isEmpty else { return }
+        for entry in entries {
             let mine = entry.origin == configuration.id && entry.session == session
             replicas.apply(entry, runEffects: mine)
             if mine, let acknowledged = submissions.acknowledge(entry.submission) {
                 answer(acknowledged, seq: entry.seq, epoch: entry.epoch)
             }
         }
-        counters.applied.add(ready.count)
+        counters.applied.add(entries.count)
         releaseWaiters()
     }
 
-    private var pendingDuringSnapshot: [Entry] = []
-
     private func releaseWaiters() {
-        let applied = stream.applied
+        let applied = follower.applied
         if !appliedWaiters.isEmpty {
             var remaining: [(seq: UInt64, peer: RouterEnvelope, request: UInt64, epoch: UInt32)] = []
             for waiter in appliedWaiters {
@@ -155,24 +172,9 @@ actor NodeCore {
 
     // MARK: Gap repair and joining
 
-    private func requestRepairIfNeeded() {
-        guard snapshot == nil, let missing = stream.missing else { return }
-        let now = WallClock.micros()
-        if let repair, now - repair.sentAt < UInt64(configuration.retryInterval.microseconds) { return }
-        let request = nextRequest
-        nextRequest += 1
-        repair = (request, now)
-        let message = RangeRequest(
-            request: request,
-            from: missing.lowerBound,
-            to: missing.upperBound,
-            maxCount: 10_000
-        )
-        _ = try? sockets.sync.trySend(Message(parts: message.frames))
-    }
-
-    /// Replies from the sync socket: ranges and snapshot chunks.
+    /// Replies from the sync socket: ranges, snapshot chunks, errors.
     func receiveSync(_ messages: [Message]) {
+        let now = WallClock.micros()
         for message in messages {
             let parts = message.parts
             do {
@@ -181,58 +183,24 @@ actor NodeCore {
                 switch type {
                 case .range:
                     let range = try RangeMessage(frames: parts)
-                    if range.request == repair?.request { repair = nil }
-                    stream.noteHead(range.head)
                     if !range.entries.isEmpty { counters.gapsRepaired.add(1) }
-                    receive(range.entries)
+                    perform(follower.receive(range, now: now))
                 case .snapshotChunk:
-                    try receiveSnapshotChunk(try SnapshotChunkMessage(frames: parts))
+                    perform(follower.receive(try SnapshotChunkMessage(frames: parts), now: now))
                 default:
                     let error = try ErrorReply(frames: parts)
-                    if error.error.code == .notFound, snapshot == nil {
+                    if error.error.code == .notFound {
                         logger.notice("the entries to repair were compacted; joining through a snapshot", metadata: ["flowkit.error": "\(error.error.message)"])
-                        requestSnapshot()
                     } else {
                         logger.warning("sync request refused", metadata: ["flowkit.error": "\(error.error)"])
                     }
-                    if error.request == repair?.request { repair = nil }
+                    perform(follower.receive(error, now: now))
                 }
             } catch {
                 counters.count(rejected: (error as? ProtocolError)?.code ?? .malformed)
                 logger.warning("bad message on the sync socket", metadata: ["flowkit.error": "\(error)"])
             }
         }
-        requestRepairIfNeeded()
-    }
-
-    /// Asks the coordinator for every instance's state; entries arriving meanwhile wait.
-    func requestSnapshot() {
-        let request = nextRequest
-        nextRequest += 1
-        snapshot = SnapshotAssembly(request: request, requestedAt: WallClock.micros())
-        _ = try? sockets.sync.trySend(Message(parts: SnapshotRequest(request: request).frames))
-        logger.info("joining through a snapshot")
-    }
-
-    private func receiveSnapshotChunk(_ chunk: SnapshotChunkMessage) throws {
-        guard var assembly = snapshot, assembly.request == chunk.request else { return }
-        assembly.instances.append(contentsOf: chunk.instances)
-        guard chunk.isLast else {
-            snapshot = assembly
-            return
-        }
-        try replicas.importStates(assembly.instances)
-        snapshot = nil
-        let waiting = pendingDuringSnapshot
-        pendingDuringSnapshot = []
-        let ready = stream.reset(to: chunk.seq)
-        logger.info(
-            "joined through a snapshot",
-            metadata: ["flowkit.seq": "\(chunk.seq)", "flowkit.instances": "\(assembly.instances.count)"]
-        )
-        for entry in ready { replicas.apply(entry, runEffects: false) }
-        receive(waiting)
-        releaseWaiters()
     }
 
     // MARK: Submitting
@@ -288,9 +256,11 @@ actor NodeCore {
                     let welcome = try WelcomeMessage(frames: parts)
                     epoch = welcome.epoch
                     lastHeartbeat = WallClock.micros()
-                    stream.noteHead(welcome.head)
-                    if !welcomed, stream.applied == 0, welcome.head > 0, snapshot == nil {
-                        requestSnapshot()
+                    let now = WallClock.micros()
+                    if !welcomed, follower.applied == 0, welcome.head > 0, !follower.isJoining {
+                        perform(follower.startSnapshot(now: now))
+                    } else {
+                        perform(follower.noteHead(welcome.head, now: now))
                     }
                     welcomed = true
                 default:
@@ -301,12 +271,11 @@ actor NodeCore {
                 counters.count(rejected: (error as? ProtocolError)?.code ?? .malformed)
             }
         }
-        requestRepairIfNeeded()
     }
 
     private func handle(_ ack: AckMessage) {
         if ack.epoch != epoch, epoch != 0 { epoch = ack.epoch }
-        stream.noteHead(ack.head)
+        perform(follower.noteHead(ack.head, now: WallClock.micros()))
         for item in ack.acks {
             switch item.status {
             case .ordered, .duplicate:
@@ -328,8 +297,8 @@ actor NodeCore {
     /// Answers the client waiting on an ordered submission, now or once applied.
     private func answer(_ pending: SubmissionQueue.Pending, seq: UInt64, epoch: UInt32) {
         guard case .client(let peer, let request, let wait, _) = pending.waiter else { return }
-        if wait == .ordered || (seq != 0 && seq <= stream.applied) || seq == 0 {
-            reply(.emitted(request: request, seq: seq, epoch: epoch, applied: seq != 0 && seq <= stream.applied), to: peer)
+        if wait == .ordered || (seq != 0 && seq <= follower.applied) || seq == 0 {
+            reply(.emitted(request: request, seq: seq, epoch: epoch, applied: seq != 0 && seq <= follower.applied), to: peer)
         } else {
             appliedWaiters.append((seq, peer, request, epoch))
         }
@@ -341,12 +310,7 @@ actor NodeCore {
     func tick() {
         let now = WallClock.micros()
         flushSubmissions()
-        requestRepairIfNeeded()
-        if let assembly = snapshot, now - assembly.requestedAt > 10_000_000 {
-            logger.warning("no snapshot arrived in 10 s; asking again")
-            snapshot = nil
-            requestSnapshot()
-        }
+        perform(follower.tick(now: now))
         for (pending, wasSent) in submissions.expireWaiters(now: now) {
             guard case .client(let peer, let request, _, _) = pending.waiter else { continue }
             let message = wasSent
@@ -357,7 +321,7 @@ actor NodeCore {
         let expiredQueries = queryWaiters.filter { $0.deadline <= now }
         queryWaiters.removeAll { $0.deadline <= now }
         for query in expiredQueries {
-            let message = "this node has applied \(stream.applied), not yet \(query.min), after \(configuration.queryTimeout)"
+            let message = "this node has applied \(follower.applied), not yet \(query.min), after \(configuration.queryTimeout)"
             reply(.error(request: query.request, ProtocolError(.coordinatorUnavailable, message)), to: query.peer)
         }
         saveLocalSnapshotIfDue(now: now)
@@ -394,7 +358,7 @@ actor NodeCore {
             pendingSubmissions: submissions.count,
             connected: isConnected
         )
-        let message = NodeReportMessage(node: configuration.id, applied: stream.applied, time: now, report: report)
+        let message = NodeReportMessage(node: configuration.id, applied: follower.applied, time: now, report: report)
         _ = try? sockets.submit.trySend(Message(parts: message.frames))
     }
 
@@ -404,16 +368,16 @@ actor NodeCore {
         _ = try? sockets.client.trySend(peer.reply(reply.frames))
     }
 
-    var applied: UInt64 { stream.applied }
+    var applied: UInt64 { follower.applied }
 
-    /// Jumps the ordered stream to a snapshot's seq.
-    func resetStream(to seq: UInt64) -> [Entry] {
-        stream.reset(to: seq)
+    /// Starts following the log from a local snapshot's seq.
+    func resumeFollowing(from seq: UInt64) {
+        follower = LogFollower(applied: seq, retryAfter: UInt64(configuration.retryInterval.microseconds))
     }
     var registryNames: [String] { registry.names }
     func registryFlow(for address: Address) throws -> any RegisteredFlow { try registry.flow(for: address) }
-    var knownHead: UInt64 { stream.knownHead }
-    var waitingBehindGap: Int { stream.waitingCount }
+    var knownHead: UInt64 { follower.knownHead }
+    var waitingBehindGap: Int { follower.waitingCount }
     var pendingSubmissionCount: Int { submissions.count }
 
     func waitForApplied(_ min: UInt64, peer: RouterEnvelope, request: UInt64, address: String) {
@@ -424,13 +388,6 @@ actor NodeCore {
     func parkUntilApplied(seq: UInt64, peer: RouterEnvelope, request: UInt64) {
         appliedWaiters.append((seq, peer, request, epoch))
     }
-}
-
-/// A snapshot arriving in chunks.
-struct SnapshotAssembly {
-    var request: UInt64
-    var requestedAt: UInt64
-    var instances: [SnapshotChunkMessage.Instance] = []
 }
 
 /// The sockets a node talks through.

@@ -15,6 +15,7 @@ enum LiveView {
         title: String,
         format: Format? = nil,
         deadline: ContinuousClock.Instant?,
+        heartbeats: Bool = false,
         stop: StopFlag,
         logger: Logger,
         onEvent: @escaping @Sendable (ClusterMonitor.Event) -> Void = { _ in }
@@ -37,7 +38,9 @@ enum LiveView {
                 onEvent(event)
                 switch format {
                 case .lines: view.line(for: event).forEach(printFlushed)
-                case .json: MonitorView.json(for: event).forEach(printFlushed)
+                case .json:
+                    if case .heartbeat = event, !heartbeats { break }
+                    MonitorView.json(for: event).forEach(printFlushed)
                 case .screen: break
                 }
                 view.apply(event)

@@ -62,7 +62,7 @@ final class ChildProcess: Sendable, CustomStringConvertible {
             .filter { !$0.key.hasPrefix("FLOWKIT_") }
             .map { "\($0.key)=\($0.value)" }
         let pid = try await SpawnThread.shared.run {
-            try posixSpawn(argv: argv, environment: environment, stdoutPath: stdoutPath, stderrPath: stderrPath, directory: directory)
+            try posixSpawn(argv: argv, environment: environment, stdoutPath: stdoutPath, stderrPath: stderrPath)
         }
         return ChildProcess(pid: pid, name: name, stdoutPath: stdoutPath, stderrPath: stderrPath)
     }
@@ -71,8 +71,7 @@ final class ChildProcess: Sendable, CustomStringConvertible {
         argv: [String],
         environment: [String],
         stdoutPath: String,
-        stderrPath: String,
-        directory: String
+        stderrPath: String
     ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -80,7 +79,6 @@ final class ChildProcess: Sendable, CustomStringConvertible {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addchdir_np(&actions, directory)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

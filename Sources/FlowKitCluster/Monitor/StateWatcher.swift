@@ -1,0 +1,143 @@
+import FlowKit
+import Logging
+import ZeroMQ
+
+/// Replays the ordered log into a passive replica, without asking any node, and reports each new
+/// state of one instance: what `flowkit monitor --state` shows.
+///
+/// It joins like a node (subscribe, snapshot, entries after it, gap repair) but never submits and
+/// never runs effects.
+public final class StateWatcher: Sendable {
+    /// A state of the watched instance, after the entry at `seq`.
+    public struct Update: Sendable {
+        public var seq: UInt64
+        public var state: [UInt8]
+        public var digest: StateDigest
+    }
+
+    private let endpoints: CoordinatorEndpoints
+    private let address: Address
+    private let registry: FlowRegistry
+    private let logger: Logger
+
+    public init(endpoints: CoordinatorEndpoints, address: String, registry: FlowRegistry, logger: Logger) throws {
+        self.endpoints = endpoints
+        self.address = try Address(parsing: address)
+        _ = try registry.flow(for: self.address)
+        self.registry = registry
+        self.logger = logger
+    }
+
+    /// The instance's states as they change, until the task is cancelled.
+    public func updates() async throws -> AsyncThrowingStream<Update, any Error> {
+        let context = try ZMQContext()
+        let loop = try IOLoop(context: context, name: "watcher-io", logger: logger)
+        let endpoints = self.endpoints
+        let subscriber = try await loop.open(.sub) { socket in
+            try socket.subscribe("")
+            try socket.connect(endpoints.publish)
+        }
+        let sync = try await loop.open(.dealer) { socket in try socket.connect(endpoints.sync) }
+        let replicas = ReplicaSet(registry: registry, context: .passive(logger: logger), logger: logger)
+        let core = WatcherCore(address: address, replicas: replicas, sync: sync)
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: Update.self)
+        let task = Task {
+            await core.start(continuation)
+            await withDiscardingTaskGroup { group in
+                group.addTask {
+                    while let batch = try? await subscriber.receiveBatch() { await core.published(batch) }
+                }
+                group.addTask {
+                    while let batch = try? await sync.receiveBatch() { await core.synced(batch) }
+                }
+                group.addTask { await every(.milliseconds(100)) { await core.tick() } }
+            }
+        }
+        continuation.onTermination = { _ in
+            task.cancel()
+            Task {
+                await subscriber.close(linger: .zero)
+                await sync.close(linger: .zero)
+                await loop.shutdown(linger: .zero)
+                await context.terminate()
+            }
+        }
+        return stream
+    }
+}
+
+/// The watcher's serial state: the follower, the passive replicas and who to tell.
+private actor WatcherCore {
+    let address: Address
+    let replicas: ReplicaSet
+    let sync: AsyncSocket
+    var follower = LogFollower()
+    var continuation: AsyncThrowingStream<StateWatcher.Update, any Error>.Continuation?
+    var lastReported: UInt64 = 0
+
+    init(address: Address, replicas: ReplicaSet, sync: AsyncSocket) {
+        self.address = address
+        self.replicas = replicas
+        self.sync = sync
+    }
+
+    func start(_ continuation: AsyncThrowingStream<StateWatcher.Update, any Error>.Continuation) {
+        self.continuation = continuation
+        perform(follower.startSnapshot(now: WallClock.micros()))
+    }
+
+    func published(_ messages: [Message]) {
+        let now = WallClock.micros()
+        for message in messages {
+            let parts = message.parts
+            if let entries = try? EntriesMessage(frames: parts) {
+                perform(follower.receive(entries.entries, now: now))
+            } else if let heartbeat = try? HeartbeatMessage(frames: parts) {
+                perform(follower.noteHead(heartbeat.head, now: now))
+            }
+        }
+    }
+
+    func synced(_ messages: [Message]) {
+        let now = WallClock.micros()
+        for message in messages {
+            let parts = message.parts
+            if let range = try? RangeMessage(frames: parts) {
+                perform(follower.receive(range, now: now))
+            } else if let chunk = try? SnapshotChunkMessage(frames: parts) {
+                perform(follower.receive(chunk, now: now))
+            } else if let error = try? ErrorReply(frames: parts) {
+                perform(follower.receive(error, now: now))
+            }
+        }
+    }
+
+    func tick() {
+        perform(follower.tick(now: WallClock.micros()))
+    }
+
+    private func perform(_ actions: [LogFollower.Action]) {
+        for action in actions {
+            switch action {
+            case .apply(let entries):
+                for entry in entries { replicas.apply(entry, runEffects: false) }
+            case .requestRange(let request):
+                _ = try? sync.trySend(Message(parts: request.frames))
+            case .requestSnapshot(let request):
+                _ = try? sync.trySend(Message(parts: request.frames))
+            case .restore(_, let instances, let then):
+                try? replicas.importStates(instances)
+                for entry in then { replicas.apply(entry, runEffects: false) }
+            }
+        }
+        report()
+    }
+
+    private func report() {
+        guard let replica = replicas.replica(at: address), replica.lastSeq > lastReported,
+            let state = try? replica.stateJSON(), let digest = try? replica.digest()
+        else { return }
+        lastReported = replica.lastSeq
+        continuation?.yield(StateWatcher.Update(seq: replica.lastSeq, state: state, digest: digest))
+    }
+}

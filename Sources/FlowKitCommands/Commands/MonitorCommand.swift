@@ -1,0 +1,109 @@
+import ArgumentParser
+import FlowKitCluster
+import Foundation
+import Logging
+
+/// `flowkit monitor`: watches a cluster without touching it.
+struct MonitorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "monitor",
+        abstract: "Watch a cluster: entries as they are ordered, nodes' progress, alarms; or one instance's state.",
+        discussion: """
+            On a terminal the view redraws; piped, it prints one line per entry, status and alarm; \
+            with --json, JSON lines with stable fields. A monitor only subscribes: if it reads too \
+            slowly the coordinator drops what it cannot take, and the monitor says it fell behind. \
+            With --state flow/key it replays the log itself into a local replica (no node is asked) \
+            and prints the instance's state each time it changes.
+              flowkit monitor --flow counter
+              flowkit monitor --instance counter/room-1 --json
+              flowkit monitor --state timer/kitchen
+            """
+    )
+
+    @OptionGroup var target: CoordinatorTargetOptions
+
+    @Option(help: "The local cluster's directory, when --coordinator is not given.")
+    var clusterDir = LocalClusterFile.defaultDirectory
+
+    @Option(help: "Only entries of this flow.")
+    var flow: String?
+
+    @Option(help: "Only entries of this instance (flow/key).")
+    var instance: String?
+
+    @Option(help: "Replay the log and print this instance's state (flow/key) as it changes.")
+    var state: String?
+
+    @Flag(help: "JSON lines.")
+    var json = false
+
+    @Flag(help: "With --json, also print heartbeats (10 a second).")
+    var heartbeats = false
+
+    @Option(help: "Stop after this many seconds.")
+    var duration: Double?
+
+    @Option(help: "Messages that may queue for this monitor before the coordinator drops the rest.")
+    var receiveHighWaterMark: Int32 = 10_000
+
+    func run() async throws {
+        let logger = {
+            var logger = Logger(label: "flowkit.monitor")
+            logger.logLevel = .error
+            return logger
+        }()
+        let endpoints = try target.endpoints(settings: try Settings(path: nil), section: "monitor", clusterDir: clusterDir)
+        let deadline = duration.map { ContinuousClock.now.advanced(by: .milliseconds(Int($0 * 1_000))) }
+        let stop = StopFlag()
+        do {
+            try await ShutdownService.run(logger: logger) {
+                if let state {
+                    try await watchState(state, endpoints: endpoints, deadline: deadline, stop: stop, logger: logger)
+                } else {
+                    let topics = [instance, flow.map { $0 + "/" }].compactMap { $0 }
+                    try await LiveView.run(
+                        publishEndpoint: endpoints.publish,
+                        topics: Array(topics.prefix(1)),
+                        view: MonitorView(),
+                        title: "flowkit monitor \(endpoints.publish) — Ctrl-C stops",
+                        format: json ? .json : nil,
+                        deadline: deadline,
+                        heartbeats: heartbeats,
+                        stop: stop,
+                        logger: logger
+                    )
+                }
+            } stop: {
+                stop.set()
+            }
+        } catch {
+            throw fail(error)
+        }
+    }
+
+    private func watchState(
+        _ address: String,
+        endpoints: CoordinatorEndpoints,
+        deadline: ContinuousClock.Instant?,
+        stop: StopFlag,
+        logger: Logger
+    ) async throws {
+        let watcher = try StateWatcher(endpoints: endpoints, address: address, registry: FlowKitCLI.registry, logger: logger)
+        let updates = try await watcher.updates()
+        let reader = Task {
+            for try await update in updates {
+                let text = String(decoding: update.state, as: UTF8.self)
+                if json {
+                    printFlushed(#"{"address":"\#(address)","seq":\#(update.seq),"digest":"\#(update.digest)","state":\#(text)}"#)
+                } else {
+                    printFlushed("\(address) after seq \(update.seq): \(text)")
+                }
+            }
+        }
+        while !stop.isSet {
+            if let deadline, ContinuousClock.now >= deadline { break }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        reader.cancel()
+    }
+}
