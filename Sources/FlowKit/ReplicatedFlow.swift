@@ -15,6 +15,12 @@ public protocol ReplicatedFlow: Flow where State: Codable, Event: Codable {
     init()
     /// The state of an instance before its first event.
     static var initialState: State { get }
+    /// A few events, shown (as JSON) in the error a client gets for an event that does not decode.
+    static var sampleEvents: [Event] { get }
+}
+
+extension ReplicatedFlow {
+    public static var sampleEvents: [Event] { [] }
 }
 
 /// An event with a compact binary encoding, for clusters that need more speed than JSON gives.

@@ -15,6 +15,7 @@ public struct FlowKitCommand: AsyncParsableCommand {
             CancelCommand.self,
             StatusCommand.self,
             MonitorCommand.self,
+            KeysCommand.self,
         ],
         defaultSubcommand: ClusterCommand.self
     )

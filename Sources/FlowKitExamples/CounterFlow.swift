@@ -32,6 +32,8 @@ public struct CounterFlow: Flow {
 
 extension CounterFlow: ReplicatedFlow {
     public static var initialState: State { State() }
+    public static var sampleEvents: [Event] { [.increment, .add(5), .decrement, .reset] }
+
 }
 
 extension CounterFlow.Event: BinaryEventCodable {

@@ -34,4 +34,6 @@ public struct KeyValueFlow: Flow {
 
 extension KeyValueFlow: ReplicatedFlow {
     public static var initialState: State { State() }
+    public static var sampleEvents: [Event] { [.set(key: "mode", value: "fast"), .remove(key: "mode"), .clear] }
+
 }

@@ -29,4 +29,6 @@ public struct LedgerFlow: Flow {
 
 extension LedgerFlow: ReplicatedFlow {
     public static var initialState: State { State() }
+    public static var sampleEvents: [Event] { [.record("order-1")] }
+
 }

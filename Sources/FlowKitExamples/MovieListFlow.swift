@@ -102,4 +102,6 @@ extension DependencyValues {
 
 extension MovieListFlow: ReplicatedFlow {
     public static var initialState: State { .initial }
+    public static var sampleEvents: [Event] { [.fetchMovies(page: 1), .reset] }
+
 }

@@ -122,4 +122,6 @@ extension DependencyValues {
 
 extension SearchFlow: ReplicatedFlow {
     public static var initialState: State { State() }
+    public static var sampleEvents: [Event] { [.searchTextChanged("mat"), .filterChanged(.shortTitles), .sortOrderChanged(.descending)] }
+
 }

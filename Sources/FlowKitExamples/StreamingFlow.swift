@@ -101,4 +101,6 @@ extension DependencyValues {
 
 extension StreamingFlow: ReplicatedFlow {
     public static var initialState: State { State() }
+    public static var sampleEvents: [Event] { [.startStreaming, .stopStreaming] }
+
 }

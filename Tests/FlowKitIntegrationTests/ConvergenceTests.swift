@@ -1,3 +1,4 @@
+import FlowKit
 import FlowKitCluster
 import FlowKitExamples
 import Foundation
@@ -113,6 +114,92 @@ extension ClusterProcessTests {
                     #expect(store.version == expectedWrites[address, default: 0], "\(address): writes acknowledged vs applied")
                     #expect(store.entries == expectedEntries[address, default: [:]], "\(address): each task's last write wins")
                 }
+            }
+        }
+    }
+}
+
+extension ClusterProcessTests {
+    /// A node killed with `kill -9` while the others keep taking emits comes back on its old port,
+    /// joins, and ends with the same states; nothing acknowledged is lost or applied twice.
+    @Test func nodeKilledAndRestartedUnderLoadCatchesUp() async throws {
+        try await TestCluster.run(nodes: 3) { cluster in
+            let addresses = (0..<7).map { "counter/n\($0)" }
+            /// Emits `count` increments from each of `nodes`, concurrently; returns the acks.
+            @Sendable func load(_ nodes: [Int], _ count: Int, seed: UInt64) async throws -> [(String, UInt64)] {
+                try await withThrowingTaskGroup(of: [(String, UInt64)].self) { group in
+                    for id in nodes {
+                        let client = cluster.client(id)
+                        group.addTask {
+                            var random = SplitMix64(state: seed &+ UInt64(id))
+                            var acks: [(String, UInt64)] = []
+                            for _ in 0..<count {
+                                let address = addresses.randomElement(using: &random)!
+                                acks.append((address, try await client.emit(json: #"{"increment":{}}"#, to: address).seq))
+                            }
+                            return acks
+                        }
+                    }
+                    return try await group.reduce(into: []) { $0 += $1 }
+                }
+            }
+            var acks = try await load([1, 2, 3], 100, seed: 1)
+            await cluster.killNode(2)
+            async let during = load([1, 3], 150, seed: 2)
+            try await Task.sleep(for: .milliseconds(300))
+            try await cluster.startNodes([2])
+            acks += try await during
+            acks += try await load([1, 2, 3], 100, seed: 3)
+
+            let seqs = acks.map(\.1).sorted()
+            try #require(seqs == Array(1...UInt64(acks.count)), "acknowledged seqs are not exactly 1…\(acks.count)")
+            let head = seqs.last!
+            try await cluster.waitUntilApplied(head)
+            var expected: [String: Int] = [:]
+            for (address, _) in acks { expected[address, default: 0] += 1 }
+            for address in addresses {
+                let states = try await cluster.states(of: address, minApplied: head)
+                let reference = try #require(states[1])
+                for (id, state) in states {
+                    #expect(state.text == reference.text && state.digest == reference.digest, "\(address) on node \(id)")
+                }
+                #expect(try reference.decode(CounterFlow.State.self).count == expected[address, default: 0], "\(address)")
+            }
+            let restarted = try await cluster.client(2).status()
+            #expect(restarted.applied == head && restarted.instances == addresses.count)
+        }
+    }
+
+    /// STATUS's `digest` is "the combined digest of every instance" next to `applied`: right after
+    /// the node applied an entry, it must cover that entry, or nodes at the same `applied` cannot be
+    /// compared.
+    @Test func statusDigestCoversWhatTheNodeHasApplied() async throws {
+        try await TestCluster.run(nodes: 1) { cluster in
+            let client = cluster.client(1)
+            var addresses: [String] = []
+            var mismatches: [String] = []
+            for index in 0..<3 {
+                let address = "counter/d\(index)"
+                addresses.append(address)
+                let ordered = try await client.emit(json: #"{"increment":{}}"#, to: address, wait: .applied)
+                let status = try await client.status()
+                try #require(status.applied == ordered.seq)
+                var combined = [UInt8](repeating: 0, count: 16)
+                for address in addresses {
+                    let digest = try await client.query(address).digest
+                    let pair = StateDigest(combining: [(key: address, digest: digest)])
+                    for byte in 0..<16 { combined[byte] ^= pair.bytes[byte] }
+                }
+                let expected = StateDigest(bytes: combined).description
+                if status.digest != expected {
+                    mismatches.append("at applied \(status.applied) (\(status.instances) instances): \(status.digest), expected \(expected)")
+                }
+            }
+            withKnownIssue(
+                "STATUS's digest is refreshed only when the node reports (every second), so it lags 'applied'",
+                isIntermittent: true
+            ) {
+                #expect(mismatches.isEmpty, "\(mismatches)")
             }
         }
     }

@@ -49,18 +49,20 @@ public final class ClusterClient: Sendable {
     /// - Parameters:
     ///   - endpoint: The node's client endpoint, such as `tcp://127.0.0.1:7410`.
     ///   - timeout: How long each request waits for its answer.
-    ///   - transport: Socket options.
+    ///   - transport: Socket options, CURVE included.
+    ///   - serverPublicKey: The node's CURVE public key, when CURVE is on.
     ///   - logger: Where the client's I/O loop logs.
     public init(
         endpoint: String,
         timeout: Duration = .seconds(10),
         transport: TransportOptions = TransportOptions(),
+        serverPublicKey: CurveKey? = nil,
         logger: Logger
     ) async throws {
         let context = try ZMQContext()
         let loop = try IOLoop(context: context, name: "client-io", logger: logger)
         let socket = try await loop.open(.dealer) { socket in
-            try transport.apply(to: socket)
+            try transport.applyClient(to: socket, serverKey: serverPublicKey)
             try socket.connect(endpoint)
         }
         self.context = context

@@ -49,18 +49,19 @@ public final class Coordinator: Sendable {
 
     private func serve(loop: IOLoop, onReady: @Sendable (CoordinatorEndpoints) -> Void) async throws {
         let transport = configuration.transport
+        let authentication = try await transport.startAuthentication(on: loop, logger: logger)
         let socketConfiguration = AsyncSocket.Configuration(receiveBufferCapacity: 4_096, sendQueueCapacity: 65_536)
         let (submit, submitEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { [configuration] socket in
-            try transport.apply(to: socket)
+            try transport.applyServer(to: socket)
             try socket.setOption(.routerMandatory, true)
             return try socket.bind(configuration.submitEndpoint)
         }
         let (publish, publishEndpoint) = try await loop.open(.pub, configuration: socketConfiguration) { [configuration] socket in
-            try transport.apply(to: socket)
+            try transport.applyServer(to: socket)
             return try socket.bind(configuration.publishEndpoint)
         }
         let (sync, syncEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { [configuration] socket in
-            try transport.apply(to: socket)
+            try transport.applyServer(to: socket)
             try socket.setOption(.routerMandatory, true)
             return try socket.bind(configuration.syncEndpoint)
         }
@@ -139,6 +140,7 @@ public final class Coordinator: Sendable {
             for socket in [submit, publish, sync] { await socket.close(linger: transport.linger) }
         }
         try? await writer.run { log in (log as? DurableEntryLog)?.close() }
+        await authentication?.stop()
     }
 }
 

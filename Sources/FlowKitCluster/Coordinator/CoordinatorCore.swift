@@ -1,3 +1,4 @@
+import CoreMetrics
 import FlowKit
 import Logging
 import ZeroMQ
@@ -251,6 +252,10 @@ actor CoordinatorCore {
             }
         }
         let status = membership.status(epoch: sequencer.epoch, head: head, firstSeq: firstSeq, entriesPerSecond: rate, now: now)
+        counters.gauges.head.record(Double(head))
+        counters.gauges.pendingCommit.record(Double(pending.entries.count))
+        counters.gauges.nodesAlive.record(Double(status.nodes.filter(\.alive).count))
+        counters.gauges.instances.record(Double(await replica.instanceCount))
         _ = try? publishSocket.trySend(Message(parts: ClusterStatusMessage(status: status).frames))
     }
 

@@ -44,6 +44,7 @@ public final class ClusterMonitor: Sendable {
         topics: [String] = [],
         receiveHighWaterMark: Int32 = 10_000,
         transport: TransportOptions = TransportOptions(),
+        serverPublicKey: CurveKey? = nil,
         logger: Logger
     ) async throws {
         context = try ZMQContext()
@@ -51,7 +52,7 @@ public final class ClusterMonitor: Sendable {
         seesEveryEntry = topics.isEmpty
         let subscriptions = topics.isEmpty ? [""] : topics + [ControlTopic.heartbeat, ControlTopic.status, ControlTopic.alarm]
         socket = try await loop.open(.sub, configuration: AsyncSocket.Configuration(receiveBufferCapacity: 1_024)) { socket in
-            try transport.apply(to: socket)
+            try transport.applyClient(to: socket, serverKey: serverPublicKey)
             try socket.setOption(.receiveHighWaterMark, receiveHighWaterMark)
             for topic in subscriptions { try socket.subscribe(topic) }
             try socket.connect(publishEndpoint)

@@ -20,8 +20,20 @@ public final class StateWatcher: Sendable {
     private let registry: FlowRegistry
     private let logger: Logger
 
-    public init(endpoints: CoordinatorEndpoints, address: String, registry: FlowRegistry, logger: Logger) throws {
+    private let transport: TransportOptions
+    private let serverPublicKey: CurveKey?
+
+    public init(
+        endpoints: CoordinatorEndpoints,
+        address: String,
+        registry: FlowRegistry,
+        transport: TransportOptions = TransportOptions(),
+        serverPublicKey: CurveKey? = nil,
+        logger: Logger
+    ) throws {
         self.endpoints = endpoints
+        self.transport = transport
+        self.serverPublicKey = serverPublicKey
         self.address = try Address(parsing: address)
         _ = try registry.flow(for: self.address)
         self.registry = registry
@@ -33,11 +45,17 @@ public final class StateWatcher: Sendable {
         let context = try ZMQContext()
         let loop = try IOLoop(context: context, name: "watcher-io", logger: logger)
         let endpoints = self.endpoints
+        let transport = self.transport
+        let key = serverPublicKey
         let subscriber = try await loop.open(.sub) { socket in
+            try transport.applyClient(to: socket, serverKey: key)
             try socket.subscribe("")
             try socket.connect(endpoints.publish)
         }
-        let sync = try await loop.open(.dealer) { socket in try socket.connect(endpoints.sync) }
+        let sync = try await loop.open(.dealer) { socket in
+            try transport.applyClient(to: socket, serverKey: key)
+            try socket.connect(endpoints.sync)
+        }
         let replicas = ReplicaSet(registry: registry, context: .passive(logger: logger), logger: logger)
         let core = WatcherCore(address: address, replicas: replicas, sync: sync)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Update.self)

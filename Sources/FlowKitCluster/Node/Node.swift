@@ -53,23 +53,25 @@ public final class Node: Sendable {
     private func serve(loop: IOLoop, onReady: @Sendable (String) -> Void) async throws {
         let configuration = self.configuration
         let transport = configuration.transport
+        let coordinatorKey = configuration.coordinatorPublicKey
+        let authentication = try await transport.startAuthentication(on: loop, logger: logger)
         let socketConfiguration = AsyncSocket.Configuration(receiveBufferCapacity: 8_192, sendQueueCapacity: 65_536)
         // Subscribe first, so nothing published from here on is missed.
         let subscriber = try await loop.open(.sub, configuration: socketConfiguration) { socket in
-            try transport.apply(to: socket)
+            try transport.applyClient(to: socket, serverKey: coordinatorKey)
             try socket.subscribe("")
             try socket.connect(configuration.coordinator.publish)
         }
         let submit = try await loop.open(.dealer, configuration: socketConfiguration) { socket in
-            try transport.apply(to: socket)
+            try transport.applyClient(to: socket, serverKey: coordinatorKey)
             try socket.connect(configuration.coordinator.submit)
         }
         let sync = try await loop.open(.dealer, configuration: socketConfiguration) { socket in
-            try transport.apply(to: socket)
+            try transport.applyClient(to: socket, serverKey: coordinatorKey)
             try socket.connect(configuration.coordinator.sync)
         }
         let (client, clientEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { socket in
-            try transport.apply(to: socket)
+            try transport.applyServer(to: socket)
             try socket.setOption(.routerMandatory, true)
             return try socket.bind(configuration.clientEndpoint)
         }
@@ -104,6 +106,7 @@ public final class Node: Sendable {
             group.cancelAll()
             for socket in [client, submit, sync, subscriber] { await socket.close(linger: transport.linger) }
         }
+        await authentication?.stop()
     }
 }
 

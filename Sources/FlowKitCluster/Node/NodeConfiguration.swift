@@ -1,3 +1,5 @@
+import ZeroMQ
+
 /// How a node runs: who it is, where clients reach it, where its coordinator is.
 public struct NodeConfiguration: Sendable {
     /// The node's id in the cluster: unique, 1 or more. Entries name their origin by it.
@@ -27,6 +29,8 @@ public struct NodeConfiguration: Sendable {
     public var dataDirectory: String?
     /// How often the node saves a local snapshot (when it has a data directory and applied more).
     public var snapshotInterval: Duration = .seconds(10)
+    /// The coordinator's CURVE public key, when CURVE is on.
+    public var coordinatorPublicKey: CurveKey?
     /// Socket options shared by every socket.
     public var transport = TransportOptions()
 

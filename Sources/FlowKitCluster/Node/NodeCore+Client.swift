@@ -21,9 +21,12 @@ extension NodeCore {
         flushSubmissions()
     }
 
-    /// The request id of a message too broken to decode, when its header got that far.
+    /// The request id of a message too broken to decode, when it has a valid header and gets that
+    /// far; otherwise 0, as the protocol says (the id of a garbage frame is garbage).
     private static func requestID(in body: [[UInt8]]) -> UInt64 {
-        guard let first = body.first, first.count >= WireHeader.size + 8 else { return 0 }
+        guard let first = body.first, first.count >= WireHeader.size + 8,
+            first[0] == WireHeader.magic.0, first[1] == WireHeader.magic.1, first[2] == WireHeader.version
+        else { return 0 }
         return first[WireHeader.size..<WireHeader.size + 8].reduce(0) { $0 << 8 | UInt64($1) }
     }
 

@@ -1,3 +1,4 @@
+import CoreMetrics
 import FlowKit
 import Foundation
 import Logging
@@ -344,7 +345,18 @@ actor NodeCore {
         }
     }
 
+    private func updateGauges() {
+        let gauges = counters.gauges
+        gauges.applied.record(Double(follower.applied))
+        gauges.head.record(Double(follower.knownHead))
+        gauges.lag.record(Double(follower.knownHead - min(follower.knownHead, follower.applied)))
+        gauges.runningEffects.record(Double(replicas.runningEffects))
+        gauges.pendingSubmissions.record(Double(submissions.count))
+        gauges.instances.record(Double(replicas.count))
+    }
+
     private func sendReport(now: UInt64) {
+        updateGauges()
         let changed = replicas.takeChanged()
         var digests: [String: InstanceDigest] = [:]
         for (address, digest) in changed { digests[address.description] = digest }

@@ -27,6 +27,7 @@ public struct FlowRegistry: Sendable {
     ///     that conforms to ``BinaryEventCodable``. Clients may always send JSON.
     public mutating func register<F: ReplicatedFlow>(_ type: F.Type, as name: String, codec: PayloadCodec = .json) {
         register(type, as: name, codec: codec, initialState: { _ in F.initialState }, flow: { F() })
+        flows[name] = (flows[name] as? TypedFlowRegistration<F>)?.withSamples(F.sampleEvents)
     }
 
     /// Registers a flow with explicit construction.
@@ -119,7 +120,7 @@ struct EventCodecs<Event: Codable & Sendable>: Sendable {
         } catch let error as ProtocolError {
             throw error
         } catch {
-            throw ProtocolError(.undecodableEvent, "the payload is not a \(Event.self) in \(codec): \(Self.describe(error))")
+            throw ProtocolError(.undecodableEvent, "the \(codec) payload does not decode as \(String(reflecting: Event.self)) (\(Self.describe(error)))")
         }
     }
 
@@ -154,9 +155,26 @@ struct TypedFlowRegistration<F: Flow>: RegisteredFlow where F.State: Codable, F.
 
     var wireCodec: PayloadCodec { codecs.wire }
 
+    /// Sample events as JSON, for error messages.
+    var samples: [String] = []
+
+    func withSamples(_ events: [F.Event]) -> Self {
+        var copy = self
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        copy.samples = events.compactMap { try? String(decoding: encoder.encode($0), as: UTF8.self) }
+        return copy
+    }
+
     func normalise(_ payload: [UInt8], codec: PayloadCodec) throws -> [UInt8] {
-        let event = try codecs.decode(payload, codec: codec)
-        return codec == codecs.wire ? payload : codecs.encode(event)
+        do {
+            let event = try codecs.decode(payload, codec: codec)
+            return codec == codecs.wire ? payload : codecs.encode(event)
+        } catch let error as ProtocolError where error.code == .undecodableEvent {
+            var message = "not an event of flow \"\(name)\": \(error.message)"
+            if !samples.isEmpty { message += ". Events look like: " + samples.joined(separator: ", ") }
+            throw ProtocolError(.undecodableEvent, message)
+        }
     }
 
     func makeReplica(address: Address, context: ReplicaContext) -> any FlowReplica {

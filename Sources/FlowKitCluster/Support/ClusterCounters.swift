@@ -1,37 +1,56 @@
+import CoreMetrics
 import Synchronization
 
-/// A counter that many threads bump without locks.
+/// A counter that many threads bump without locks, exported through swift-metrics.
 final class CounterCell: Sendable {
     private let value = Atomic<Int>(0)
+    private let metric: CoreMetrics.Counter
 
-    func add(_ amount: Int) { value.add(amount, ordering: .relaxed) }
+    /// - Parameters:
+    ///   - label: The metric's name, `flowkit_…_total`.
+    ///   - dimensions: Its labels.
+    init(_ label: String, dimensions: [(String, String)] = []) {
+        metric = CoreMetrics.Counter(label: label, dimensions: dimensions)
+    }
+
+    func add(_ amount: Int) {
+        value.add(amount, ordering: .relaxed)
+        metric.increment(by: Int64(amount))
+    }
+
     var load: Int { value.load(ordering: .relaxed) }
 }
 
-/// What a coordinator or node counts: exported as metrics and shown in status.
+/// What a coordinator or node counts: shown in status, exported as Prometheus metrics (through
+/// swift-metrics, once the process bootstraps a metrics backend; until then the metrics are
+/// no-ops and only the in-process counts remain).
 final class ClusterCounters: Sendable {
-    let ordered = CounterCell()
-    let applied = CounterCell()
-    let duplicates = CounterCell()
-    let acksDropped = CounterCell()
-    let publishDropped = CounterCell()
-    let divergences = CounterCell()
-    let commits = CounterCell()
-    let commitMicros = CounterCell()
-    let effectsStarted = CounterCell()
-    let effectFailures = CounterCell()
-    let effectsLost = CounterCell()
-    let gapsRepaired = CounterCell()
+    let ordered = CounterCell("flowkit_entries_ordered_total")
+    let applied = CounterCell("flowkit_entries_applied_total")
+    let duplicates = CounterCell("flowkit_submissions_duplicate_total")
+    let acksDropped = CounterCell("flowkit_acks_dropped_total")
+    let publishDropped = CounterCell("flowkit_publish_dropped_total")
+    let divergences = CounterCell("flowkit_divergences_total")
+    let commits = CounterCell("flowkit_log_commits_total")
+    let commitMicros = CounterCell("flowkit_log_commit_microseconds_total")
+    let effectsStarted = CounterCell("flowkit_effects_started_total")
+    let effectFailures = CounterCell("flowkit_effect_failures_total")
+    let effectsLost = CounterCell("flowkit_effects_lost_total")
+    let gapsRepaired = CounterCell("flowkit_gap_repairs_total")
     /// Messages refused at the door, by reason.
     private let rejected: [ProtocolError.Code: CounterCell]
     /// Submissions refused (overloaded, log unavailable), by reason.
     private let refused: [ProtocolError.Code: CounterCell]
-    /// The latest commit's duration and size, for metrics.
-    private let lastCommit = Mutex<(entries: Int, micros: Int64)>((0, 0))
+    private let commitLatency = CoreMetrics.Timer(label: "flowkit_log_commit_seconds")
+    let gauges = ClusterGauges()
 
     init() {
-        rejected = Dictionary(uniqueKeysWithValues: ProtocolError.Code.allCases.map { ($0, CounterCell()) })
-        refused = Dictionary(uniqueKeysWithValues: ProtocolError.Code.allCases.map { ($0, CounterCell()) })
+        rejected = Dictionary(uniqueKeysWithValues: ProtocolError.Code.allCases.map {
+            ($0, CounterCell("flowkit_rejected_total", dimensions: [("reason", $0.metricLabel)]))
+        })
+        refused = Dictionary(uniqueKeysWithValues: ProtocolError.Code.allCases.map {
+            ($0, CounterCell("flowkit_refused_total", dimensions: [("reason", $0.metricLabel)]))
+        })
     }
 
     func count(rejected code: ProtocolError.Code) { rejected[code]!.add(1) }
@@ -39,9 +58,8 @@ final class ClusterCounters: Sendable {
 
     func recordCommit(entries: Int, duration: Duration) {
         commits.add(1)
-        let micros = duration.microseconds
-        commitMicros.add(Int(micros))
-        lastCommit.withLock { $0 = (entries, micros) }
+        commitMicros.add(Int(duration.microseconds))
+        commitLatency.recordNanoseconds(duration.microseconds * 1_000)
     }
 
     /// Rejections so far, by reason label, only the non-zero ones.
@@ -58,4 +76,16 @@ final class ClusterCounters: Sendable {
     }
 
     var totalRejected: Int { rejected.values.reduce(0) { $0 + $1.load } }
+}
+
+/// Levels, set on every tick or status interval: lag, queue depths, running effects.
+final class ClusterGauges: Sendable {
+    let head = Gauge(label: "flowkit_head_seq")
+    let applied = Gauge(label: "flowkit_applied_seq")
+    let lag = Gauge(label: "flowkit_lag_entries")
+    let runningEffects = Gauge(label: "flowkit_effects_running")
+    let pendingSubmissions = Gauge(label: "flowkit_pending_submissions")
+    let pendingCommit = Gauge(label: "flowkit_pending_commit_entries")
+    let instances = Gauge(label: "flowkit_instances")
+    let nodesAlive = Gauge(label: "flowkit_nodes_alive")
 }

@@ -1,3 +1,4 @@
+import Logging
 import ZeroMQ
 
 /// The socket options every FlowKit socket gets, set before bind or connect as libzmq requires.
@@ -14,8 +15,32 @@ public struct TransportOptions: Sendable {
     public var handshakeInterval: Duration = .seconds(5)
     /// Send and receive high-water marks, in messages.
     public var highWaterMark: Int32 = 100_000
+    /// CURVE encryption and authentication; `nil` (the default, for loopback) sends plain text.
+    public var curve: CurveSecurity?
 
     public init() {}
+
+    /// The options of a socket that binds: a CURVE server when CURVE is on.
+    func applyServer(to socket: Socket) throws {
+        try apply(to: socket)
+        if let curve { try socket.configureCurveServer(CurveServerOptions(keyPair: curve.keyPair)) }
+    }
+
+    /// The options of a socket that connects to a server with the given public key.
+    func applyClient(to socket: Socket, serverKey: CurveKey?) throws {
+        try apply(to: socket)
+        guard let curve else { return }
+        guard let serverKey else {
+            throw CurveSecurityError("CURVE is on but the server's public key is unknown: pass it (e.g. --server-key)")
+        }
+        try socket.configureCurveClient(CurveClientOptions(keyPair: curve.keyPair, serverPublicKey: serverKey))
+    }
+
+    /// Starts the ZAP handler that enforces the allow-list, when CURVE is on.
+    func startAuthentication(on loop: IOLoop, logger: Logger) async throws -> ZAPHandler? {
+        guard let curve else { return nil }
+        return try await ZAPHandler.start(on: loop, allowing: curve.allowedClients, logger: logger)
+    }
 
     func apply(to socket: Socket) throws {
         try socket.setOption(.maxMessageSize, maxMessageBytes)

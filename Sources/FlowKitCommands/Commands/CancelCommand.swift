@@ -30,7 +30,7 @@ struct CancelCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let client = try await ClusterClient(endpoint: try target.endpoint(), timeout: target.timeoutDuration, logger: target.makeLogger())
+        let client = try await target.makeClient()
         do {
             let ordered = try await client.cancel(at: address, id: all ? nil : id, wait: .applied)
             await client.close()

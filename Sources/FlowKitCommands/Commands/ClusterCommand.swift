@@ -41,6 +41,9 @@ struct ClusterCommand: AsyncParsableCommand {
     @Option(help: "The children's log level (their logs are in the data directory).")
     var childLogLevel = "notice"
 
+    @Flag(help: "Encrypt and authenticate every socket with CURVE: keys are generated in <dir>/keys.")
+    var curve = false
+
     func validate() throws {
         guard (1...32).contains(nodes) else { throw ValidationError("--nodes must be 1 to 32") }
         guard ["synced", "relaxed"].contains(durability) else { throw ValidationError("--durability must be synced or relaxed") }
@@ -56,9 +59,11 @@ struct ClusterCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let supervisor = LocalCluster(directory: dir, basePort: basePort, childLogLevel: childLogLevel, durability: durability)
         do {
+            if curve { try await supervisor.enableCurve(nodes: nodes) }
             let file = try await supervisor.start(nodes: nodes)
             printFlushed("cluster up: coordinator \(file.coordinator.submit), nodes " + file.nodes.map { "\($0.name) \($0.clientEndpoint)" }.joined(separator: ", "))
             printFlushed("data and logs in \(dir); try: flowkit emit counter/a '{\"increment\":{}}' --node node-2")
+            if curve { printFlushed("CURVE on: keys in \(dir)/keys, allow-list \(dir)/keys/authorized") }
             let stop = StopFlag()
             try await ShutdownService.run(logger: logger) {
                 if !noDemo { try await DemoWorkload(file: file, logger: logger).run() }
@@ -79,9 +84,12 @@ struct ClusterCommand: AsyncParsableCommand {
         var view = MonitorView()
         for node in file.nodes { view.nodeNames[node.id] = node.name }
         let deadline = duration.map { ContinuousClock.now.advanced(by: .milliseconds(Int($0 * 1_000))) }
+        let (transport, serverKey) = try CurveClientOptions.resolve(localCluster: file) { $0.curve?.coordinatorPublicKey }
         try await LiveView.run(
             publishEndpoint: file.coordinator.publish,
             topics: [],
+            transport: transport,
+            serverKey: serverKey,
             view: view,
             title: "flowkit cluster — Ctrl-C stops",
             deadline: deadline,

@@ -16,6 +16,10 @@ struct CoordinatorCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var common: CommonOptions
+    @OptionGroup var curve: CurveServerOptions
+
+    @Option(help: "Serve Prometheus metrics at http://<host:port>/metrics (port 0: one the OS chooses).")
+    var metrics: String?
 
     @Option(help: "Where nodes submit (ROUTER). Default tcp://127.0.0.1:7400.")
     var submit: String?
@@ -38,6 +42,8 @@ struct CoordinatorCommand: AsyncParsableCommand {
     func run() async throws {
         let settings = try common.settings()
         let logger = try common.makeLogger(label: "flowkit.coordinator", settings: settings)
+        let metricsServer = try settings.string("coordinator", "metrics", flag: metrics).map { try MetricsServer.start(address: $0, logger: logger) }
+        let metricsEndpoint = metricsServer?.endpoint ?? ""
         var configuration = CoordinatorConfiguration()
         configuration.submitEndpoint = settings.string("coordinator", "submit", flag: submit) ?? configuration.submitEndpoint
         // Publish and sync follow submit on the next two ports unless given: the convention nodes
@@ -57,10 +63,18 @@ struct CoordinatorCommand: AsyncParsableCommand {
         if let interval = try settings.milliseconds("coordinator", "heartbeat-ms", flag: heartbeatMs) {
             configuration.heartbeatInterval = interval
         }
+        configuration.transport.curve = try curve.security(settings: settings, section: "coordinator")
         let coordinator = Coordinator(configuration: configuration, registry: FlowKitCLI.registry, logger: logger)
         do {
             try await ShutdownService.run(logger: logger) {
-                try await coordinator.run { endpoints in printFlushed("READY " + jsonLine(endpoints)) }
+                try await coordinator.run { endpoints in
+                    printFlushed(
+                        "READY " + jsonLine([
+                            "submit": endpoints.submit, "publish": endpoints.publish, "sync": endpoints.sync,
+                            "metrics": metricsEndpoint,
+                        ])
+                    )
+                }
             } stop: {
                 coordinator.shutdown()
             }

@@ -30,7 +30,7 @@ struct EmitCommand: AsyncParsableCommand {
         guard let mode = ["ordered": WaitMode.ordered, "applied": .applied][wait] else {
             throw ValidationError("--wait must be ordered or applied; got \(wait)")
         }
-        let client = try await ClusterClient(endpoint: try target.endpoint(), timeout: target.timeoutDuration, logger: target.makeLogger())
+        let client = try await target.makeClient()
         do {
             let ordered = try await client.emit(json: event, to: address, wait: mode)
             await client.close()

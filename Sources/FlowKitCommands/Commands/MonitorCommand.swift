@@ -2,6 +2,7 @@ import ArgumentParser
 import FlowKitCluster
 import Foundation
 import Logging
+import ZeroMQ
 
 /// `flowkit monitor`: watches a cluster without touching it.
 struct MonitorCommand: AsyncParsableCommand {
@@ -21,6 +22,7 @@ struct MonitorCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var target: CoordinatorTargetOptions
+    @OptionGroup var curve: CurveClientOptions
 
     @Option(help: "The local cluster's directory, when --coordinator is not given.")
     var clusterDir = LocalClusterFile.defaultDirectory
@@ -53,17 +55,25 @@ struct MonitorCommand: AsyncParsableCommand {
             return logger
         }()
         let endpoints = try target.endpoints(settings: try Settings(path: nil), section: "monitor", clusterDir: clusterDir)
+        let (transport, serverKey) = try curve.resolve(localCluster: try? LocalClusterFile.read(directory: clusterDir)) {
+            $0.curve?.coordinatorPublicKey
+        }
         let deadline = duration.map { ContinuousClock.now.advanced(by: .milliseconds(Int($0 * 1_000))) }
         let stop = StopFlag()
         do {
             try await ShutdownService.run(logger: logger) {
                 if let state {
-                    try await watchState(state, endpoints: endpoints, deadline: deadline, stop: stop, logger: logger)
+                    try await watchState(
+                        state, endpoints: endpoints, transport: transport, serverKey: serverKey,
+                        deadline: deadline, stop: stop, logger: logger
+                    )
                 } else {
                     let topics = [instance, flow.map { $0 + "/" }].compactMap { $0 }
                     try await LiveView.run(
                         publishEndpoint: endpoints.publish,
                         topics: Array(topics.prefix(1)),
+                        transport: transport,
+                        serverKey: serverKey,
                         view: MonitorView(),
                         title: "flowkit monitor \(endpoints.publish) — Ctrl-C stops",
                         format: json ? .json : nil,
@@ -84,11 +94,16 @@ struct MonitorCommand: AsyncParsableCommand {
     private func watchState(
         _ address: String,
         endpoints: CoordinatorEndpoints,
+        transport: TransportOptions,
+        serverKey: CurveKey?,
         deadline: ContinuousClock.Instant?,
         stop: StopFlag,
         logger: Logger
     ) async throws {
-        let watcher = try StateWatcher(endpoints: endpoints, address: address, registry: FlowKitCLI.registry, logger: logger)
+        let watcher = try StateWatcher(
+            endpoints: endpoints, address: address, registry: FlowKitCLI.registry,
+            transport: transport, serverPublicKey: serverKey, logger: logger
+        )
         let updates = try await watcher.updates()
         let reader = Task {
             for try await update in updates {

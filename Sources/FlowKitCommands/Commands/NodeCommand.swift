@@ -15,6 +15,13 @@ struct NodeCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var common: CommonOptions
+    @OptionGroup var curve: CurveServerOptions
+
+    @Option(help: "With CURVE: the coordinator's public key (a .pub file or Z85 text).")
+    var coordinatorKey: String?
+
+    @Option(help: "Serve Prometheus metrics at http://<host:port>/metrics (port 0: one the OS chooses).")
+    var metrics: String?
     @OptionGroup var target: CoordinatorTargetOptions
 
     @Option(help: "The node's id: unique in the cluster, 1 or more.")
@@ -35,6 +42,8 @@ struct NodeCommand: AsyncParsableCommand {
     func run() async throws {
         let settings = try common.settings()
         let logger = try common.makeLogger(label: "flowkit.node", settings: settings)
+        let metricsServer = try settings.string("node", "metrics", flag: metrics).map { try MetricsServer.start(address: $0, logger: logger) }
+        let metricsEndpoint = metricsServer?.endpoint ?? ""
         guard let id = try settings.int("node", "id", flag: id), id >= 1, id <= Int(UInt32.max) else {
             throw ValidationError("a node needs --id (1 or more), unique in its cluster")
         }
@@ -49,12 +58,19 @@ struct NodeCommand: AsyncParsableCommand {
         if let interval = try settings.milliseconds("node", "snapshot-ms", flag: snapshotMs) {
             configuration.snapshotInterval = interval
         }
+        configuration.transport.curve = try curve.security(settings: settings, section: "node")
+        if configuration.transport.curve != nil {
+            guard let key = settings.string("node", "coordinator-key", flag: coordinatorKey) else {
+                throw ValidationError("with CURVE a node needs --coordinator-key, the coordinator's public key")
+            }
+            configuration.coordinatorPublicKey = try CurveSecurity.publicKey(key)
+        }
         let node = Node(configuration: configuration, registry: FlowKitCLI.registry, logger: logger)
         let nodeName = configuration.name
         do {
             try await ShutdownService.run(logger: logger) {
                 try await node.run { endpoint in
-                    printFlushed("READY " + jsonLine(["client": endpoint, "id": "\(id)", "name": nodeName]))
+                    printFlushed("READY " + jsonLine(["client": endpoint, "id": "\(id)", "name": nodeName, "metrics": metricsEndpoint]))
                 }
             } stop: {
                 node.shutdown()

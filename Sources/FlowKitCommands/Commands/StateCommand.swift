@@ -18,7 +18,7 @@ struct StateCommand: AsyncParsableCommand {
     @OptionGroup var target: NodeTargetOptions
 
     func run() async throws {
-        let client = try await ClusterClient(endpoint: try target.endpoint(), timeout: target.timeoutDuration, logger: target.makeLogger())
+        let client = try await target.makeClient()
         do {
             let state = try await client.query(address, minApplied: minSeq)
             await client.close()

@@ -12,6 +12,7 @@ struct StatusCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var target: CoordinatorTargetOptions
+    @OptionGroup var curve: CurveClientOptions
 
     @Option(help: "The local cluster's directory, when --coordinator is not given.")
     var clusterDir = LocalClusterFile.defaultDirectory
@@ -29,7 +30,13 @@ struct StatusCommand: AsyncParsableCommand {
             return logger
         }()
         let endpoints = try target.endpoints(settings: try Settings(path: nil), section: "monitor", clusterDir: clusterDir)
-        let monitor = try await ClusterMonitor(publishEndpoint: endpoints.publish, topics: [ControlTopic.status], logger: logger)
+        let (transport, serverKey) = try curve.resolve(localCluster: try? LocalClusterFile.read(directory: clusterDir)) {
+            $0.curve?.coordinatorPublicKey
+        }
+        let monitor = try await ClusterMonitor(
+            publishEndpoint: endpoints.publish, topics: [ControlTopic.status], transport: transport,
+            serverPublicKey: serverKey, logger: logger
+        )
         let events = monitor.events
         let waiter = Task { () -> ClusterStatus? in
             for try await event in events { if case .status(let status) = event { return status } }

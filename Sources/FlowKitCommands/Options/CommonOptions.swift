@@ -1,4 +1,5 @@
 import ArgumentParser
+import FlowKitCluster
 import Foundation
 import Logging
 
@@ -46,14 +47,36 @@ struct NodeTargetOptions: ParsableArguments {
     @Flag(help: "Print the result as one line of JSON.")
     var json = false
 
+    @OptionGroup var curve: CurveClientOptions
+
     func endpoint() throws -> String {
-        if let node, node.contains("://") { return node }
+        try resolve().endpoint
+    }
+
+    /// The node's endpoint, and its name in the local cluster if it is one of its nodes.
+    private func resolve() throws -> (endpoint: String, name: String?, file: LocalClusterFile?) {
+        if let node, node.contains("://") { return (node, nil, try? LocalClusterFile.read(directory: clusterDir)) }
         let file = try LocalClusterFile.read(directory: clusterDir)
         let name = node ?? file.nodes.first?.name ?? "node-1"
         guard let match = file.nodes.first(where: { $0.name == name }) else {
             throw ValidationError("no node named \(name) in \(clusterDir)/cluster.json; it has \(file.nodes.map(\.name).joined(separator: ", "))")
         }
-        return match.clientEndpoint
+        return (match.clientEndpoint, name, file)
+    }
+
+    /// A client for the chosen node, with CURVE when the flags or the local cluster call for it.
+    func makeClient() async throws -> ClusterClient {
+        let (endpoint, name, file) = try resolve()
+        let (transport, serverKey) = try curve.resolve(localCluster: name == nil ? nil : file) { file in
+            name.flatMap { file.curve?.nodePublicKeys[$0] }
+        }
+        return try await ClusterClient(
+            endpoint: endpoint,
+            timeout: timeoutDuration,
+            transport: transport,
+            serverPublicKey: serverKey,
+            logger: makeLogger()
+        )
     }
 
     var timeoutDuration: Duration { .milliseconds(Int(timeout * 1_000)) }
@@ -72,16 +95,28 @@ struct LocalClusterFile: Codable, Sendable {
         var name: String
         var clientEndpoint: String
         var pid: Int32
+        /// `host:port` of the node's Prometheus endpoint.
+        var metrics: String?
     }
 
     var coordinator: CoordinatorEntry
     var nodes: [NodeEntry]
+    /// Present when the cluster runs with CURVE: where the client key is, and every server's
+    /// public key, so the client commands can connect without flags.
+    var curve: CurveFiles?
+
+    struct CurveFiles: Codable, Sendable {
+        var clientSecretKey: String
+        var coordinatorPublicKey: String
+        var nodePublicKeys: [String: String]
+    }
 
     struct CoordinatorEntry: Codable, Sendable {
         var submit: String
         var publish: String
         var sync: String
         var pid: Int32
+        var metrics: String?
     }
 
     static let defaultDirectory = ".flowkit/cluster"

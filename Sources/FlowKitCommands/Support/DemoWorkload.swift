@@ -10,7 +10,13 @@ struct DemoWorkload {
     func run() async throws {
         var clients: [ClusterClient] = []
         for node in file.nodes {
-            clients.append(try await ClusterClient(endpoint: node.clientEndpoint, timeout: .seconds(10), logger: logger))
+            let (transport, serverKey) = try CurveClientOptions.resolve(localCluster: file) { $0.curve?.nodePublicKeys[node.name] }
+            clients.append(
+                try await ClusterClient(
+                    endpoint: node.clientEndpoint, timeout: .seconds(10), transport: transport,
+                    serverPublicKey: serverKey, logger: logger
+                )
+            )
         }
         do {
             try await steps(clients)

@@ -2,6 +2,7 @@ import FlowKitCluster
 import Foundation
 import Logging
 import Synchronization
+import ZeroMQ
 
 /// Shows a cluster as it runs: on a terminal a screen redrawn twice a second, elsewhere one line per
 /// entry, status and alarm (or JSON lines).
@@ -11,6 +12,8 @@ enum LiveView {
     static func run(
         publishEndpoint: String,
         topics: [String],
+        transport: TransportOptions = TransportOptions(),
+        serverKey: CurveKey? = nil,
         view: MonitorView,
         title: String,
         format: Format? = nil,
@@ -21,7 +24,9 @@ enum LiveView {
         onEvent: @escaping @Sendable (ClusterMonitor.Event) -> Void = { _ in }
     ) async throws {
         let format = format ?? (standardOutputIsTerminal ? .screen : .lines)
-        let monitor = try await ClusterMonitor(publishEndpoint: publishEndpoint, topics: topics, logger: logger)
+        let monitor = try await ClusterMonitor(
+            publishEndpoint: publishEndpoint, topics: topics, transport: transport, serverPublicKey: serverKey, logger: logger
+        )
         let buffer = EventBuffer()
         let events = monitor.events
         let reader = Task {

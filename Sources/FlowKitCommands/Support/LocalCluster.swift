@@ -1,5 +1,6 @@
 import FlowKitCluster
 import Foundation
+import ZeroMQ
 
 /// Starts, watches and stops a coordinator and nodes as child processes on loopback: what
 /// `flowkit cluster`, `bench` and `chaos` run.
@@ -8,11 +9,14 @@ actor LocalCluster {
     let basePort: Int
     let childLogLevel: String
     let durability: String
+    /// With CURVE: the keys generated for this cluster.
+    private(set) var curve: LocalClusterFile.CurveFiles?
     var extraCoordinatorArguments: [String] = []
     var extraNodeArguments: [String] = []
     private(set) var coordinator: ChildProcess?
     private(set) var nodes: [UInt32: ChildProcess] = [:]
     private(set) var file: LocalClusterFile?
+    private var coordinatorMetrics: String?
 
     init(directory: String, basePort: Int, childLogLevel: String = "notice", durability: String = "synced") {
         self.directory = directory
@@ -26,6 +30,42 @@ actor LocalCluster {
         extraNodeArguments = node
     }
 
+    /// Generates a key pair per process and one for clients, and an allow-list admitting all of them.
+    func enableCurve(nodes count: Int) throws {
+        let keys = directory + "/keys"
+        let coordinator = try CurveSecurity.generate(name: "coordinator", directory: keys)
+        var allowed: [String] = []
+        var nodePublicKeys: [String: String] = [:]
+        for id in 1...count {
+            let pair = try CurveSecurity.generate(name: "node-\(id)", directory: keys)
+            nodePublicKeys["node-\(id)"] = pair.publicKey.z85
+            allowed.append("\(pair.publicKey.z85)  # node-\(id)")
+        }
+        let client = try CurveSecurity.generate(name: "client", directory: keys)
+        allowed.append("\(client.publicKey.z85)  # client (flowkit emit, monitor, bench)")
+        try (["# CURVE public keys admitted by this cluster's servers, one per line"] + allowed)
+            .joined(separator: "\n").appending("\n")
+            .write(toFile: keys + "/authorized", atomically: true, encoding: .utf8)
+        curve = LocalClusterFile.CurveFiles(
+            clientSecretKey: keys + "/client.key",
+            coordinatorPublicKey: coordinator.publicKey.z85,
+            nodePublicKeys: nodePublicKeys
+        )
+    }
+
+    private var curveCoordinatorArguments: [String] {
+        guard curve != nil else { return [] }
+        return ["--curve-secret", directory + "/keys/coordinator.key", "--curve-allow", directory + "/keys/authorized"]
+    }
+
+    private func curveNodeArguments(_ id: UInt32) -> [String] {
+        guard curve != nil else { return [] }
+        return [
+            "--curve-secret", directory + "/keys/node-\(id).key", "--curve-allow", directory + "/keys/authorized",
+            "--coordinator-key", directory + "/keys/coordinator.pub",
+        ]
+    }
+
     /// Starts the coordinator, then the nodes, and writes `cluster.json`.
     func start(nodes count: Int) async throws -> LocalClusterFile {
         let endpoints = try await startCoordinator()
@@ -34,8 +74,12 @@ actor LocalCluster {
             entries.append(try await startNode(id: id, coordinator: endpoints))
         }
         let file = LocalClusterFile(
-            coordinator: .init(submit: endpoints.submit, publish: endpoints.publish, sync: endpoints.sync, pid: coordinator!.pid),
-            nodes: entries
+            coordinator: .init(
+                submit: endpoints.submit, publish: endpoints.publish, sync: endpoints.sync, pid: coordinator!.pid,
+                metrics: coordinatorMetrics
+            ),
+            nodes: entries,
+            curve: curve
         )
         try file.write(directory: directory)
         self.file = file
@@ -58,13 +102,15 @@ actor LocalCluster {
             "--data-dir", directory + "/coordinator",
             "--durability", durability,
             "--log-level", childLogLevel,
-        ] + extraCoordinatorArguments
+            "--metrics", "127.0.0.1:\(basePort == 0 ? 0 : basePort + 3)",
+        ] + curveCoordinatorArguments + extraCoordinatorArguments
         let child = try ChildProcess(name: "coordinator", arguments: arguments, logPath: directory + "/coordinator.log")
         let ready = try await child.waitUntilReady()
         coordinator = child
         guard let submit = ready["submit"], let publish = ready["publish"], let sync = ready["sync"] else {
             throw ChildProcessError("the coordinator's READY line lacks endpoints: \(ready)")
         }
+        coordinatorMetrics = ready["metrics"]
         if file != nil { file!.coordinator.pid = child.pid }
         return CoordinatorEndpoints(submit: submit, publish: publish, sync: sync)
     }
@@ -82,12 +128,13 @@ actor LocalCluster {
             "--client", known?.clientEndpoint ?? "tcp://127.0.0.1:\(port(10 + Int(id)))",
             "--data-dir", directory + "/node-\(id)",
             "--log-level", childLogLevel,
-        ] + extraNodeArguments
+            "--metrics", "127.0.0.1:\(basePort == 0 ? 0 : basePort + 20 + Int(id))",
+        ] + curveNodeArguments(id) + extraNodeArguments
         let child = try ChildProcess(name: "node-\(id)", arguments: arguments, logPath: directory + "/node-\(id).log")
         let ready = try await child.waitUntilReady()
         nodes[id] = child
         guard let client = ready["client"] else { throw ChildProcessError("node-\(id)'s READY line lacks its endpoint: \(ready)") }
-        let entry = LocalClusterFile.NodeEntry(id: id, name: "node-\(id)", clientEndpoint: client, pid: child.pid)
+        let entry = LocalClusterFile.NodeEntry(id: id, name: "node-\(id)", clientEndpoint: client, pid: child.pid, metrics: ready["metrics"])
         if let index = file?.nodes.firstIndex(where: { $0.id == id }) { file!.nodes[index] = entry }
         return entry
     }

@@ -14,8 +14,9 @@ extension AsyncSocket {
         public var sendQueueCapacity: Int
         /// The most messages written to this socket in one loop turn.
         public var sendBatchLimit: Int
-        /// The linger applied when the socket is closed without an explicit one
-        /// (`nil` keeps the socket's `LINGER` option).
+        /// The linger applied when the socket is closed without an explicit one. `nil`
+        /// (the default) keeps the socket's own `LINGER` option, which is 0 unless you set
+        /// it (see ``ZMQContext/Configuration/blocky``).
         public var closeLinger: Duration?
         /// Called on the I/O thread for each message libzmq refused for good, such as
         /// `EHOSTUNREACH` from a ROUTER with `ROUTER_MANDATORY` whose peer has gone. The
@@ -34,7 +35,7 @@ extension AsyncSocket {
             receiveBatchLimit: Int = 512,
             sendQueueCapacity: Int = 8192,
             sendBatchLimit: Int = 512,
-            closeLinger: Duration? = .zero,
+            closeLinger: Duration? = nil,
             onUndeliverable: (@Sendable (Message, ZMQError) -> Void)? = nil
         ) {
             precondition(receiveBufferCapacity > 0 && sendQueueCapacity > 0, "capacities must be positive")

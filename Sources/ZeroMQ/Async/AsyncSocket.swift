@@ -53,7 +53,7 @@ public final class AsyncSocket: Sendable {
         let channel = self.channel
         let wakeup = loop.queue.wakeup
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+            try await withUnsafeThrowingContinuation { continuation in
                 if channel.addReceiveWaiter(id: id, max: max, continuation: continuation) { wakeup.signal() }
             }
         } onCancel: {
@@ -124,7 +124,7 @@ public final class AsyncSocket: Sendable {
         let channel = self.channel
         let wakeup = loop.queue.wakeup
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+            try await withUnsafeThrowingContinuation { continuation in
                 if channel.addSendWaiter(id: id, messages: messages, continuation: continuation) { wakeup.signal() }
             }
         } onCancel: {

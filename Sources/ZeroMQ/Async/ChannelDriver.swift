@@ -7,8 +7,10 @@ import Synchronization
 final class ChannelDriver: LoopDriver {
     let socket: Socket
     let channel: SocketChannel
+    let fileDescriptor: Int32
     private let logger: Logger
     private(set) var isFinished = false
+    private(set) var isQuiescent = false
 
     /// Messages taken from the channel and not yet fully sent; `sendIndex` is the next one,
     /// `frameIndex` the next frame of it (after `EAGAIN` mid-message).
@@ -21,10 +23,13 @@ final class ChannelDriver: LoopDriver {
     /// head message's peer is still full); from 2 on, retry on a timer instead of spinning.
     private var fruitlessWakeups = 0
     private var retryAt: ContinuousClock.Instant?
+    /// The size of the last batch read, to size the next one.
+    private var lastBatchSize = 0
 
     init(socket: Socket, channel: SocketChannel, logger: Logger) {
         self.socket = socket
         self.channel = channel
+        self.fileDescriptor = (try? socket.fileDescriptor()) ?? -1
         var logger = logger
         logger[metadataKey: "flowkit.zmq.socket"] = "\(socket.type)"
         self.logger = logger
@@ -75,11 +80,14 @@ final class ChannelDriver: LoopDriver {
     private func receive() -> Bool {
         let limit = min(channel.configuration.receiveBatchLimit, channel.inboundRoom())
         guard limit > 0 else { return false }
+        // Size the array like the last batch: one allocation per batch in steady state
+        // (growing it step by step made glibc consolidate its bins at every step).
         var batch: [Message] = []
-        batch.reserveCapacity(min(limit, 64))
+        batch.reserveCapacity(min(limit, max(16, lastBatchSize)))
         do {
             try socket.receiveAvailable(into: &batch, limit: limit)
         } catch let error as ZMQError {
+            isQuiescent = false
             if !batch.isEmpty { channel.deliver(batch) }
             // REQ/REP: after one message the socket must send before it may read again;
             // libzmq reports that as EFSM. It is not a failure, just the end of this turn.
@@ -89,6 +97,9 @@ final class ChannelDriver: LoopDriver {
             return false
         }
         let full = batch.count == limit
+        // Fewer than asked for means libzmq said EAGAIN (REQ/REP stop after one instead).
+        isQuiescent = !full && channel.type != .req && channel.type != .rep
+        lastBatchSize = batch.count
         if !batch.isEmpty { channel.deliver(batch) }
         return full
     }
@@ -96,9 +107,25 @@ final class ChannelDriver: LoopDriver {
     /// Sends queued messages until the batch limit, `EAGAIN`, or the queue is empty.
     /// - Returns: Whether at least one message left the queue.
     private func flush() -> Bool {
+        guard let handle = socket.handle else { return false }
+        // Work on locals: each access to a class's stored `var` costs a dynamic
+        // exclusivity check, which adds up per message.
+        var sending = self.sending
+        var sendIndex = self.sendIndex
+        var frameIndex = self.frameIndex
+        self.sending = []
+        defer {
+            self.sending = sending
+            self.sendIndex = sendIndex
+            self.frameIndex = frameIndex
+        }
         var budget = channel.configuration.sendBatchLimit
         var completed = 0
-        defer { if completed > 0 { channel.completeOutbound(completed) } }
+        var sent = 0
+        defer {
+            if sent > 0 { channel.sentCount.add(sent, ordering: .relaxed) }
+            if completed > 0 { channel.completeOutbound(completed) }
+        }
         while budget > 0 {
             if sendIndex == sending.count {
                 sending.removeAll(keepingCapacity: true)
@@ -107,10 +134,11 @@ final class ChannelDriver: LoopDriver {
                 if sending.isEmpty { break }
             }
             let message = sending[sendIndex]
+            isQuiescent = false  // a send may process libzmq commands and drain ZMQ_FD
             do {
-                switch try socket.send(message, from: frameIndex, dontWait: true) {
+                switch try socket.send(message, from: frameIndex, dontWait: true, socket: handle) {
                 case .complete:
-                    channel.sentCount.add(1, ordering: .relaxed)
+                    sent += 1
                 case .wouldBlock(let frame):
                     frameIndex = frame
                     sendBlocked = true

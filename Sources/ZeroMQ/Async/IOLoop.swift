@@ -63,7 +63,6 @@ public final class IOLoop: TaskExecutor, Sendable {
             queue.requestStop(linger: .zero)
         }
         guard registered else {
-            queue.wakeup.close()
             throw ZMQError(.terminated, message: "the context is terminating", operation: "IOLoop.init")
         }
         let executor = UnownedTaskExecutor(ordinary: self)
@@ -71,7 +70,6 @@ public final class IOLoop: TaskExecutor, Sendable {
             let core = LoopCore(context: context, queue: queue, executor: executor, logger: logger)
             core.run()
             context.removeShutdownHook(ObjectIdentifier(queue))
-            queue.wakeup.close()
             logger.debug("I/O loop stopped")
             stopped.fulfill(())
         }

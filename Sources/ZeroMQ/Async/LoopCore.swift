@@ -14,9 +14,16 @@ import Darwin
 final class LoopCore {
     let context: ZMQContext
     let logger: Logger
-    private let queue: LoopCommandQueue
-    private var drivers: [any LoopDriver] = []
-    private var items: [zmq_pollitem_t] = []
+    let queue: LoopCommandQueue
+    private(set) var drivers: [any LoopDriver] = []
+    /// What each driver (in `drivers` order at the last wait) is ready for.
+    var readiness: [Int16] = []
+    /// The `poll()` set: the wakeup eventfd, then the `ZMQ_FD` of each driver with interest.
+    var pollSet: [pollfd] = []
+    /// For each entry of `pollSet` after the first, the index of its driver.
+    var pollOwners: [Int] = []
+    /// Each driver's interest in the current turn.
+    var interests: [Int16] = []
     private let executor: UnownedTaskExecutor
 
     init(context: ZMQContext, queue: LoopCommandQueue, executor: UnownedTaskExecutor, logger: Logger) {
@@ -50,23 +57,24 @@ final class LoopCore {
         }
     }
 
-    /// Runs until a stop is requested or the context is terminated, then closes every socket.
+    /// Runs until a stop is requested (``IOLoop/shutdown(linger:)``, or the context's
+    /// shutdown hook), then closes every socket.
     func run() {
         queue.wakeup.adoptCurrentThread()
         var immediate = false
-        var linger: Duration? = .zero
+        var linger: Duration?
         turns: while true {
             let localWork = queue.wakeup.takeLocalSignal()
-            guard poll(timeoutZero: immediate || localWork) else { break turns }
+            let wakeupSignalled = waitForReadiness(timeoutZero: immediate || localWork)
             immediate = false
             let polled = drivers
             var pass = 0
             repeat {
-                // Pass 0 handles what zmq_poll reported; later passes run work the loop
+                // Pass 0 handles what the wait reported; later passes run work the loop
                 // queued for itself (jobs of tasks on this executor, their sends) without
-                // another zmq_poll, which saves several syscalls per message round trip.
-                if pass > 0 || localWork || items[0].revents != 0 {
-                    if pass == 0, items[0].revents != 0 { queue.wakeup.reset() }
+                // waiting again, which saves several syscalls per message round trip.
+                if pass > 0 || localWork || wakeupSignalled {
+                    if pass == 0, wakeupSignalled { queue.wakeup.reset() }
                     let work = queue.drain()
                     for command in work.commands { command(self) }
                     for job in work.jobs { job.runSynchronously(on: executor) }
@@ -77,7 +85,7 @@ final class LoopCore {
                 }
                 let now = ContinuousClock.now
                 for (index, driver) in polled.enumerated() where !driver.isFinished {
-                    let revents = pass == 0 ? items[index + 1].revents : 0
+                    let revents = pass == 0 ? readiness[index] : 0
                     if driver.service(revents: revents, now: now) { immediate = true }
                 }
                 pass += 1
@@ -85,32 +93,6 @@ final class LoopCore {
             drivers.removeAll { $0.isFinished }
         }
         closeAll(linger: linger)
-    }
-
-    /// Polls the wakeup fd and every driver's socket; fills `items` with the results.
-    /// - Returns: `false` when the loop must stop (`ETERM` or an unexpected failure).
-    private func poll(timeoutZero: Bool) -> Bool {
-        let now = ContinuousClock.now
-        items.removeAll(keepingCapacity: true)
-        items.append(zmq_pollitem_t(socket: nil, fd: queue.wakeup.fileDescriptor, events: Int16(ZMQ_POLLIN), revents: 0))
-        var timeout = timeoutZero ? 0 : -1
-        for driver in drivers {
-            items.append(zmq_pollitem_t(socket: driver.socket.handle, fd: 0, events: driver.interest(now: now), revents: 0))
-            if !timeoutZero, let deadline = driver.deadline {
-                let wait = max(0, Int((deadline - now).milliseconds) + 1)
-                timeout = timeout < 0 ? wait : min(timeout, wait)
-            }
-        }
-        while items.withUnsafeMutableBufferPointer({ zmq_poll($0.baseAddress, Int32($0.count), timeout) }) < 0 {
-            let code = zmq_errno()
-            if code == EINTR { continue }
-            if code != ETERM {
-                let error = ZMQError(errno: code, operation: "zmq_poll")
-                logger.error("zmq_poll failed; stopping the I/O loop", metadata: ["flowkit.zmq.error": "\(error)"])
-            }
-            return false
-        }
-        return true
     }
 
     private func closeAll(linger: Duration?) {

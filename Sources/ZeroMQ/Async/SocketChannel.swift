@@ -6,8 +6,11 @@ import Synchronization
 /// All mutable state is behind one `Mutex`; continuations are always resumed after the
 /// lock is released.
 final class SocketChannel: Sendable {
-    typealias ReceiveContinuation = CheckedContinuation<[Message], any Error>
-    typealias SendContinuation = CheckedContinuation<Void, any Error>
+    // Unsafe continuations on the per-batch paths (a checked one allocates per wait). Each
+    // is resumed exactly once: it lives in one waiter list, and is removed from it under
+    // the lock before it is resumed; when it is not stored it is resumed on the spot.
+    typealias ReceiveContinuation = UnsafeContinuation<[Message], any Error>
+    typealias SendContinuation = UnsafeContinuation<Void, any Error>
 
     struct ReceiveWaiter {
         let id: UInt64
@@ -22,7 +25,7 @@ final class SocketChannel: Sendable {
     }
 
     struct State {
-        var inbound: [Message] = []
+        var inbound = BatchQueue()
         var receiveWaiters: [ReceiveWaiter] = []
         /// Set by the loop when the buffer was full and it stopped polling `POLLIN`.
         var readPaused = false
@@ -64,15 +67,11 @@ final class SocketChannel: Sendable {
     func deliver(_ batch: [Message]) {
         let count = batch.count
         let resumptions: [(ReceiveContinuation, [Message])] = state.withLock { state in
-            if state.inbound.isEmpty {
-                state.inbound = batch
-            } else {
-                state.inbound.append(contentsOf: batch)
-            }
+            state.inbound.append(batch)
             var resumptions: [(ReceiveContinuation, [Message])] = []
             while !state.inbound.isEmpty, !state.receiveWaiters.isEmpty {
                 let waiter = state.receiveWaiters.removeFirst()
-                resumptions.append((waiter.continuation, SocketChannel.take(&state.inbound, max: waiter.max)))
+                resumptions.append((waiter.continuation, state.inbound.take(max: waiter.max)))
             }
             return resumptions
         }
@@ -108,7 +107,7 @@ final class SocketChannel: Sendable {
                 if let reason = state.closedReason { throw reason }
                 return ([], false)
             }
-            let messages = SocketChannel.take(&state.inbound, max: max)
+            let messages = state.inbound.take(max: max)
             return (messages, resumeReadingIfRoom(&state))
         }
     }
@@ -119,7 +118,7 @@ final class SocketChannel: Sendable {
         enum Outcome { case waiting, ready([Message], wake: Bool), failed(any Error) }
         let outcome: Outcome = state.withLock { state in
             if !state.inbound.isEmpty {
-                let messages = SocketChannel.take(&state.inbound, max: max)
+                let messages = state.inbound.take(max: max)
                 return .ready(messages, wake: resumeReadingIfRoom(&state))
             }
             if let reason = state.closedReason { return .failed(reason) }

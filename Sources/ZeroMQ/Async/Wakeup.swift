@@ -57,13 +57,19 @@ final class Wakeup: Sendable {
         _ = pending.exchange(false, ordering: .acquiringAndReleasing)
     }
 
+    /// Whether a signal from another thread is pending (no syscall: reads the flag).
+    var isSignalled: Bool {
+        pending.load(ordering: .acquiring)
+    }
+
     /// Takes the flag set by signals from the loop thread itself.
     func takeLocalSignal() -> Bool {
         localPending.exchange(false, ordering: .relaxed)
     }
 
-    /// Closes the fd; only after the loop thread has stopped polling it.
-    func close() {
+    deinit {
+        // Closed only when nothing can signal any more: closing earlier could make a late
+        // signal write into whatever file reused the descriptor number.
         _ = Glibc.close(fileDescriptor)
     }
 }

@@ -95,8 +95,13 @@ public final class ZAPHandler: Sendable {
         Statistics(accepted: acceptedCount.load(ordering: .relaxed), refused: refusedCount.load(ordering: .relaxed))
     }
 
-    /// Unbinds the handler. Later CURVE handshakes in the context are no longer checked.
+    /// Unbinds the handler.
+    ///
+    /// - Important: libzmq 4.3 then admits **any** CURVE client that knows a server's
+    ///   public key (there is no stable "ZAP required" option). Close the CURVE servers of
+    ///   the context first; stopping the loop or terminating the context does that.
     public func stop() async {
+        logger.notice("ZAP handler stopping; CURVE servers in this context no longer check client keys")
         _ = try? await loop.withCore("ZAPHandler.stop") { [self] core in
             core.closeHandler(owner: ObjectIdentifier(self))
         }

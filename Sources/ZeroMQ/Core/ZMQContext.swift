@@ -19,13 +19,19 @@ public final class ZMQContext: Sendable {
         public var ioThreads: Int32
         /// The maximum number of sockets (`ZMQ_MAX_SOCKETS`), or `nil` for libzmq's default.
         public var maxSockets: Int32?
+        /// `ZMQ_BLOCKY`. `false` (the default here, unlike libzmq) gives new sockets a
+        /// `LINGER` of 0, so termination never waits for messages no peer will take; set
+        /// ``SocketOption/linger`` on a socket that must drain before it closes.
+        public var blocky: Bool
 
         /// - Parameters:
         ///   - ioThreads: The number of libzmq I/O threads.
         ///   - maxSockets: The socket limit, or `nil` for libzmq's default (1023).
-        public init(ioThreads: Int32 = 1, maxSockets: Int32? = nil) {
+        ///   - blocky: Whether new sockets linger forever by default (libzmq's default).
+        public init(ioThreads: Int32 = 1, maxSockets: Int32? = nil, blocky: Bool = false) {
             self.ioThreads = ioThreads
             self.maxSockets = maxSockets
+            self.blocky = blocky
         }
     }
 
@@ -47,6 +53,11 @@ public final class ZMQContext: Sendable {
         self.handle = handle
         if zmq_ctx_set(handle, ZMQ_IO_THREADS, configuration.ioThreads) != 0 {
             let error = ZMQError.last("zmq_ctx_set(ZMQ_IO_THREADS, \(configuration.ioThreads))")
+            zmq_ctx_term(handle)
+            throw error
+        }
+        if zmq_ctx_set(handle, ZMQ_BLOCKY, configuration.blocky ? 1 : 0) != 0 {
+            let error = ZMQError.last("zmq_ctx_set(ZMQ_BLOCKY)")
             zmq_ctx_term(handle)
             throw error
         }

@@ -99,29 +99,3 @@ public struct MonitorEvent: Sendable, Hashable, CustomStringConvertible {
         "\(kind)(\(value)) \(endpoint)"
     }
 }
-
-/// Which monitor events to ask libzmq for.
-public struct MonitorEventMask: OptionSet, Sendable, Hashable {
-    public let rawValue: Int32
-    public init(rawValue: Int32) { self.rawValue = rawValue }
-
-    public static let connected = MonitorEventMask(rawValue: ZMQ_EVENT_CONNECTED)
-    public static let connectDelayed = MonitorEventMask(rawValue: ZMQ_EVENT_CONNECT_DELAYED)
-    public static let connectRetried = MonitorEventMask(rawValue: ZMQ_EVENT_CONNECT_RETRIED)
-    public static let listening = MonitorEventMask(rawValue: ZMQ_EVENT_LISTENING)
-    public static let bindFailed = MonitorEventMask(rawValue: ZMQ_EVENT_BIND_FAILED)
-    public static let accepted = MonitorEventMask(rawValue: ZMQ_EVENT_ACCEPTED)
-    public static let acceptFailed = MonitorEventMask(rawValue: ZMQ_EVENT_ACCEPT_FAILED)
-    public static let closed = MonitorEventMask(rawValue: ZMQ_EVENT_CLOSED)
-    public static let closeFailed = MonitorEventMask(rawValue: ZMQ_EVENT_CLOSE_FAILED)
-    public static let disconnected = MonitorEventMask(rawValue: ZMQ_EVENT_DISCONNECTED)
-    public static let monitorStopped = MonitorEventMask(rawValue: ZMQ_EVENT_MONITOR_STOPPED)
-    public static let handshakeFailedNoDetail = MonitorEventMask(rawValue: ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
-    public static let handshakeSucceeded = MonitorEventMask(rawValue: ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
-    public static let handshakeFailedProtocol = MonitorEventMask(rawValue: ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
-    public static let handshakeFailedAuth = MonitorEventMask(rawValue: ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-    /// All handshake outcomes.
-    public static let handshakes: MonitorEventMask = [.handshakeSucceeded, .handshakeFailedAuth, .handshakeFailedProtocol, .handshakeFailedNoDetail]
-    /// Every event libzmq 4.3 can report.
-    public static let all = MonitorEventMask(rawValue: ZMQ_EVENT_ALL)
-}

@@ -62,7 +62,12 @@ extension Socket {
     /// Sends the frames of `message` from index `first`. Used by the I/O loop to resume a
     /// message after `EAGAIN` without re-sending frames libzmq already took.
     func send(_ message: Message, from first: Int, dontWait: Bool) throws -> SendProgress {
-        let socket = try open("zmq_msg_send")
+        try send(message, from: first, dontWait: dontWait, socket: try open("zmq_msg_send"))
+    }
+
+    /// As ``send(_:from:dontWait:)`` with the handle already read (for batch loops).
+    @inline(__always)
+    func send(_ message: Message, from first: Int, dontWait: Bool, socket: UnsafeMutableRawPointer) throws -> SendProgress {
         let last = message.count - 1
         guard first <= last else { return .complete }
         let wait = dontWait ? ZMQ_DONTWAIT : 0

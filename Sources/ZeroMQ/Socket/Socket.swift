@@ -33,6 +33,10 @@ public final class Socket {
     /// - Throws: ``ZMQError`` (`ETERM` if the context is shutting down, `EMFILE` at the
     ///   socket limit).
     public init(context: ZMQContext, type: SocketType) throws {
+        // After termination the raw context is freed: never hand it to libzmq again.
+        guard !context.isTerminating else {
+            throw ZMQError(errno: ETERM, operation: "zmq_socket(\(type))")
+        }
         guard let handle = zmq_socket(context.handle, type.rawValue) else {
             throw ZMQError.last("zmq_socket(\(type))")
         }

@@ -45,4 +45,9 @@ public struct SocketType: Hashable, Sendable, CustomStringConvertible {
     public var canSend: Bool { self != .sub && self != .pull }
 
     public var description: String { name }
+
+    // Identity is the ZMQ_* constant alone (the name only describes it); comparing it is
+    // an integer compare on hot paths.
+    public static func == (lhs: SocketType, rhs: SocketType) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 }
