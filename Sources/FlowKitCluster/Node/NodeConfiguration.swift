@@ -8,6 +8,9 @@ public struct NodeConfiguration: Sendable {
     public var name: String
     /// Clients connect here (ROUTER) to emit, query and cancel.
     public var clientEndpoint = "tcp://127.0.0.1:*"
+    /// The client endpoint others are told (in status), when the bound one is not reachable as is:
+    /// `tcp://0.0.0.0:7410` bound, `tcp://10.1.2.3:7410` advertised.
+    public var advertisedEndpoint: String?
     /// The coordinator's endpoints.
     public var coordinator: CoordinatorEndpoints
     /// How often the node reports its progress and digests to the coordinator.

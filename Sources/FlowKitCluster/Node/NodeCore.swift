@@ -212,7 +212,7 @@ actor NodeCore {
             session: session,
             info: NodeInfo(
                 name: configuration.name,
-                clientEndpoint: sockets.clientEndpoint,
+                clientEndpoint: configuration.advertisedEndpoint ?? sockets.clientEndpoint,
                 flows: registry.names,
                 pid: ProcessInfo.processInfo.processIdentifier
             )

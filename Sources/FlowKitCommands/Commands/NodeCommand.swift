@@ -24,14 +24,17 @@ struct NodeCommand: AsyncParsableCommand {
     var metrics: String?
     @OptionGroup var target: CoordinatorTargetOptions
 
-    @Option(help: "The node's id: unique in the cluster, 1 or more.")
-    var id: Int?
+    @Option(help: "The node's id: unique in the cluster, 1 or more; 'auto' derives one from the host name (for replicas of a Deployment).")
+    var id: String?
 
     @Option(help: "The node's name in logs and status. Default node-<id>.")
     var name: String?
 
     @Option(help: "Where clients connect (ROUTER). Default tcp://127.0.0.1:* (a port the OS chooses).")
     var client: String?
+
+    @Option(help: "The client endpoint to tell others, when the bound one (0.0.0.0) is not reachable as is.")
+    var advertise: String?
 
     @Option(help: "Where the node keeps local snapshots, to resume from after a restart.")
     var dataDir: String?
@@ -44,8 +47,17 @@ struct NodeCommand: AsyncParsableCommand {
         let logger = try common.makeLogger(label: "flowkit.node", settings: settings)
         let metricsServer = try settings.string("node", "metrics", flag: metrics).map { try MetricsServer.start(address: $0, logger: logger) }
         let metricsEndpoint = metricsServer?.endpoint ?? ""
-        guard let id = try settings.int("node", "id", flag: id), id >= 1, id <= Int(UInt32.max) else {
-            throw ValidationError("a node needs --id (1 or more), unique in its cluster")
+        guard let idText = settings.string("node", "id", flag: id) else {
+            throw ValidationError("a node needs --id (1 or more, or auto), unique in its cluster")
+        }
+        let id: Int
+        if idText == "auto" {
+            id = Int(Self.automaticID(hostName: ProcessInfo.processInfo.hostName))
+        } else {
+            guard let number = Int(idText), number >= 1, number <= Int(UInt32.max) else {
+                throw ValidationError("--id must be a number from 1 to \(UInt32.max), or auto; got \(idText)")
+            }
+            id = number
         }
         let endpoints = try target.endpoints(settings: settings, section: "node")
         var configuration = NodeConfiguration(
@@ -55,6 +67,7 @@ struct NodeCommand: AsyncParsableCommand {
         )
         configuration.clientEndpoint = settings.string("node", "client", flag: client) ?? configuration.clientEndpoint
         configuration.dataDirectory = settings.string("node", "data-dir", flag: dataDir)
+        configuration.advertisedEndpoint = settings.string("node", "advertise", flag: advertise)
         if let interval = try settings.milliseconds("node", "snapshot-ms", flag: snapshotMs) {
             configuration.snapshotInterval = interval
         }
@@ -78,5 +91,16 @@ struct NodeCommand: AsyncParsableCommand {
         } catch {
             throw fail(error)
         }
+    }
+
+    /// A node id from a host name: FNV-1a, 31 bits, never 0. Pods of a Deployment get distinct
+    /// names, so distinct ids (a collision among a handful of nodes is vanishingly unlikely).
+    static func automaticID(hostName: String) -> UInt32 {
+        var hash: UInt32 = 2_166_136_261
+        for byte in hostName.utf8 {
+            hash ^= UInt32(byte)
+            hash = hash &* 16_777_619
+        }
+        return (hash & 0x7FFF_FFFF) | 1
     }
 }
