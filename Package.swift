@@ -170,6 +170,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "ZeroMQTests",
+            dependencies: [
+                "ZeroMQ",
+                "CZeroMQ",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "FlowKitLogTests",
             dependencies: [
                 "FlowKitLog",

@@ -16,6 +16,21 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
     ],
     targets: [
+        // The raw libzmq baseline: the transport measurements in plain C (Benchmarks/zmq-compare.sh).
+        .executableTarget(
+            name: "zmq-c-baseline",
+            path: "ZeroMQ/zmq-c-baseline",
+            cSettings: [.unsafeFlags(["-O2"])],
+            linkerSettings: [.linkedLibrary("zmq")]
+        ),
+        // The same measurements through the Swift ZeroMQ module (sync and async paths).
+        .executableTarget(
+            name: "zmq-perf",
+            dependencies: [
+                .product(name: "ZeroMQ", package: "FlowKit"),
+            ],
+            path: "ZeroMQ/zmq-perf"
+        ),
         // Throughput and commit latency of the coordinator's log: `swift run -c release log-perf [dir]`.
         .executableTarget(
             name: "log-perf",

@@ -53,7 +53,6 @@ public final class Coordinator: Sendable {
         let socketConfiguration = AsyncSocket.Configuration(receiveBufferCapacity: 4_096, sendQueueCapacity: 65_536)
         let (submit, submitEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { [configuration] socket in
             try transport.applyServer(to: socket)
-            try socket.setOption(.routerMandatory, true)
             return try socket.bind(configuration.submitEndpoint)
         }
         let (publish, publishEndpoint) = try await loop.open(.pub, configuration: socketConfiguration) { [configuration] socket in
@@ -62,7 +61,6 @@ public final class Coordinator: Sendable {
         }
         let (sync, syncEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { [configuration] socket in
             try transport.applyServer(to: socket)
-            try socket.setOption(.routerMandatory, true)
             return try socket.bind(configuration.syncEndpoint)
         }
 

@@ -72,7 +72,6 @@ public final class Node: Sendable {
         }
         let (client, clientEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { socket in
             try transport.applyServer(to: socket)
-            try socket.setOption(.routerMandatory, true)
             return try socket.bind(configuration.clientEndpoint)
         }
         let sockets = NodeSockets(client: client, clientEndpoint: clientEndpoint, submit: submit, subscriber: subscriber, sync: sync)

@@ -4,6 +4,9 @@ import ZeroMQ
 #if canImport(Glibc)
 import Glibc
 #endif
+#if canImport(CoreFoundation)
+import CoreFoundation
+#endif
 
 /// CURVE encryption and authentication for one process: its own key pair, and the client keys
 /// its bound sockets admit.

@@ -2,6 +2,11 @@ import Logging
 import ZeroMQ
 
 /// The socket options every FlowKit socket gets, set before bind or connect as libzmq requires.
+///
+/// ROUTER sockets deliberately leave `ZMQ_ROUTER_MANDATORY` off: a reply to a peer that has gone,
+/// or whose queue is full, is dropped rather than held, so one slow or vanished client can never
+/// stall the replies to everyone else. Every reply that matters is retried by its requester (nodes
+/// resend unacknowledged submissions; clients time out and retry).
 public struct TransportOptions: Sendable {
     /// The largest message accepted; a peer that sends more is disconnected by libzmq.
     public var maxMessageBytes: Int64 = 64 << 20

@@ -30,26 +30,57 @@ extension Socket {
     /// Receives without blocking until no message is ready or `limit` messages were taken.
     ///
     /// REQ and REP sockets stop after one message: they must send before reading again.
+    /// Frames under 1 KiB share one buffer per call (see ``Frame``).
     /// - Parameters:
     ///   - messages: Where received messages are appended.
     ///   - limit: The most messages to take in this call.
     /// - Returns: How many messages were appended.
-    /// - Throws: ``ZMQError`` as for ``receive(dontWait:)``.
+    /// - Throws: ``ZMQError`` as for ``receive(dontWait:)``; messages received before the
+    ///   error are appended first.
     @discardableResult
     public func receiveAvailable(into messages: inout [Message], limit: Int) throws -> Int {
         // The handle is read once: every read of a class's `var` pays a dynamic
         // exclusivity check, which showed up at several percent of a receive.
         let socket = try open("zmq_msg_recv")
+        let strict = type == .req || type == .rep
+        var batch = ReceiveBatch(capacity: batchBytesHint)
         var received = 0
+        defer {
+            batchBytesHint = min(max(batch.sharedBytes, 256), 256 * 1024)
+            batch.finish(into: &messages)
+        }
         while received < limit {
             // REQ/REP must send before reading again; that EFSM just means "nothing more
             // to read now", so it is checked without building an error (every round trip).
-            if received > 0, (type == .req || type == .rep) { break }
-            guard let message = try receiveMessage(socket, flags: ZMQ_DONTWAIT) else { break }
-            messages.append(message)
+            if received > 0, strict { break }
+            guard try receiveInto(&batch, socket) else { break }
             received += 1
         }
         return received
+    }
+
+    /// Receives one whole message into `batch`; `false` if none is ready.
+    private func receiveInto(_ batch: inout ReceiveBatch, _ socket: UnsafeMutableRawPointer) throws -> Bool {
+        let message = receiveMessage
+        var flags = ZMQ_DONTWAIT
+        while true {
+            while zmq_msg_recv(message, socket, flags) < 0 {
+                let code = zmq_errno()
+                if code == EINTR { continue }
+                if code == EAGAIN, flags != 0 { return false }
+                throw ZMQError(errno: code, operation: "zmq_msg_recv(\(type))")
+            }
+            let size = zmq_msg_size(message)
+            let more = zmq_msg_more(message) != 0
+            batch.add(UnsafeRawBufferPointer(start: zmq_msg_data(message), count: size), last: !more)
+            if size > 256 {
+                zmq_msg_close(message)
+                zmq_msg_init(message)
+            }
+            // Frames of a message arrive together, so the rest never waits.
+            guard more else { return true }
+            flags = 0
+        }
     }
 
     @inline(__always)

@@ -93,7 +93,7 @@ extension Socket {
     static func sendFrame(_ frame: Frame, socket: UnsafeMutableRawPointer, flags: Int32) -> Int32 {
         if frame.count < Frame.zeroCopyThreshold {
             // zmq_send copies into a fresh zmq_msg_t: for small frames that is the cheapest path.
-            let rc = frame.bytes.withUnsafeBytes { zmq_send(socket, $0.baseAddress, $0.count, flags) }
+            let rc = frame.withUnsafeBytes { zmq_send(socket, $0.baseAddress, $0.count, flags) }
             return rc < 0 ? zmq_errno() : 0
         }
         return sendWithoutCopy(frame, socket: socket, flags: flags)
@@ -101,7 +101,7 @@ extension Socket {
 
     /// Hands a large frame's storage to libzmq, which calls back to release it.
     private static func sendWithoutCopy(_ frame: Frame, socket: UnsafeMutableRawPointer, flags: Int32) -> Int32 {
-        let owner = FrameOwner(frame.bytes)
+        let owner = FrameOwner(frame.bytesView)
         let base = owner.baseAddress
         let hint = Unmanaged.passRetained(owner).toOpaque()
         var message = zmq_msg_t()
@@ -122,14 +122,14 @@ extension Socket {
 
 /// Keeps a frame's bytes alive while libzmq holds a pointer to them.
 ///
-/// The array is a `let` that nothing can mutate, so its native contiguous storage is never
+/// The slice is a `let` that nothing can mutate, so its native contiguous storage is never
 /// reallocated or written while this object lives; the pointer stays valid until libzmq's
 /// free callback releases the object on one of its I/O threads.
 private final class FrameOwner {
-    let bytes: [UInt8]
+    let bytes: ArraySlice<UInt8>
     let baseAddress: UnsafeMutableRawPointer
 
-    init(_ bytes: [UInt8]) {
+    init(_ bytes: ArraySlice<UInt8>) {
         self.bytes = bytes
         baseAddress = UnsafeMutableRawPointer(mutating: bytes.withUnsafeBytes { $0.baseAddress! })
     }

@@ -25,6 +25,8 @@ public final class Socket {
 
     /// A reusable `zmq_msg_t` for receiving, so the hot path allocates nothing of its own.
     let receiveMessage: UnsafeMutablePointer<zmq_msg_t>
+    /// How many bytes of small frames the last batch receive needed (sizes the next one).
+    var batchBytesHint = 256
 
     /// Creates a socket of `type` in `context`.
     /// - Parameters:
