@@ -74,10 +74,15 @@ public final class ClusterClient: Sendable {
             while let batch = try? await socket.receiveBatch() {
                 for message in batch {
                     guard let reply = try? ClientReply(frames: message.parts) else { continue }
-                    waiters.take(reply.request)?.resume(returning: reply)
+                    if case .progress(let request, let applied, let time) = reply {
+                        waiters.progress(request)?.yield(Progress(applied: applied, time: time))
+                    } else {
+                        waiters.take(reply.request)?.resume(returning: reply)
+                    }
                 }
             }
             for orphan in waiters.takeAll() { orphan.resume(throwing: ClusterClientError.closed) }
+            waiters.finishProgress()
         }
     }
 
@@ -123,6 +128,24 @@ public final class ClusterClient: Sendable {
         case let other:
             throw ClusterClientError.unexpectedReply("\(other)")
         }
+    }
+
+    /// The node's progress, as it applies entries.
+    public struct Progress: Sendable, Equatable {
+        /// The node's applied seq.
+        public var applied: UInt64
+        /// When it got there: microseconds since the Unix epoch, the node's clock.
+        public var time: UInt64
+    }
+
+    /// A PROGRESS after every batch the node applies, for `duration` (at most an hour).
+    public func watchProgress(for duration: Duration) async throws -> AsyncStream<Progress> {
+        let id = nextID()
+        let (stream, continuation) = AsyncStream.makeStream(of: Progress.self, bufferingPolicy: .bufferingNewest(4_096))
+        waiters.addProgress(id, continuation)
+        let seconds = UInt32(min(3_600, max(1, duration.components.seconds)))
+        try await socket.send(Message(parts: ClientRequest.watch(request: id, seconds: seconds).frames))
+        return stream
     }
 
     /// The node's status.
@@ -206,5 +229,23 @@ final class ReplyWaiters: Sendable {
             defer { waiters = [:] }
             return Array(waiters.values)
         }
+    }
+
+    private let progressStreams = Mutex<[UInt64: AsyncStream<ClusterClient.Progress>.Continuation]>([:])
+
+    func addProgress(_ id: UInt64, _ continuation: AsyncStream<ClusterClient.Progress>.Continuation) {
+        progressStreams.withLock { $0[id] = continuation }
+    }
+
+    func progress(_ id: UInt64) -> AsyncStream<ClusterClient.Progress>.Continuation? {
+        progressStreams.withLock { $0[id] }
+    }
+
+    func finishProgress() {
+        let streams = progressStreams.withLock { streams in
+            defer { streams = [:] }
+            return Array(streams.values)
+        }
+        for stream in streams { stream.finish() }
     }
 }

@@ -15,7 +15,10 @@ struct CoordinatorStorage {
     /// Opens storage: on disk when the configuration names a data directory, in memory otherwise.
     static func open(_ configuration: CoordinatorConfiguration, logger: Logger) throws -> CoordinatorStorage {
         guard let directory = configuration.dataDirectory else {
-            return CoordinatorStorage(log: MemoryEntryLog(), snapshots: nil, epoch: 1)
+            // Nothing remembers the last term, so the clock names this one: every start differs,
+            // and nodes see that the log they knew is gone.
+            let epoch = UInt32(truncatingIfNeeded: WallClock.micros() / 1_000_000)
+            return CoordinatorStorage(log: MemoryEntryLog(), snapshots: nil, epoch: epoch)
         }
         let meta = try MetaStore(directory: directory + "/meta", logger: logger)
         let epoch = try meta.increment("epoch")

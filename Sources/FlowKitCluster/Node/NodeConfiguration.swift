@@ -21,6 +21,9 @@ public struct NodeConfiguration: Sendable {
     public var emitTimeout: Duration = .seconds(10)
     /// How long a query may wait for `min` applied.
     public var queryTimeout: Duration = .seconds(5)
+    /// The largest event payload a client may emit; larger ones are refused as `oversize`. (The
+    /// transport's own limit, far above it, disconnects a peer that sends more.)
+    public var maxEventBytes = 1 << 20
     /// Submissions waiting for the coordinator, beyond which emits are refused as overloaded.
     public var maxPendingSubmissions = 50_000
     /// No heartbeat for this long means the coordinator is unreachable.

@@ -33,6 +33,12 @@ extension NodeCore {
     private func handle(_ request: ClientRequest, from peer: RouterEnvelope) throws {
         switch request {
         case .emit(let id, let wait, let codec, let address, let payload):
+            guard payload.count <= configuration.maxEventBytes else {
+                throw ProtocolError(
+                    .oversize,
+                    "the event is \(payload.count) bytes; this node takes events of at most \(configuration.maxEventBytes) bytes"
+                )
+            }
             let parsed = try Address(parsing: address)
             let flow = try registryFlow(for: parsed)
             let normalised = try flow.normalise(payload, codec: codec)
@@ -66,6 +72,9 @@ extension NodeCore {
 
         case .status(let id):
             reply(.status(request: id, json: JSONFrame.encode(status())), to: peer)
+
+        case .watch(let id, let seconds):
+            watch(peer: peer, request: id, seconds: seconds)
         }
     }
 
@@ -107,7 +116,7 @@ extension NodeCore {
             runningEffects: replicas.runningEffects,
             pendingSubmissions: pendingSubmissionCount,
             waitingBehindGap: waitingBehindGap,
-            digest: replicas.combinedDigest.description,
+            digest: replicas.combinedDigest().description,
             flows: registryNames,
             rejected: counters.rejections,
             entriesSkipped: replicas.skippedEntries

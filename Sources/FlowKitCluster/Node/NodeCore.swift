@@ -27,6 +27,8 @@ actor NodeCore {
     private var helloSent = false
     private var welcomed = false
     private var lastReport: UInt64 = 0
+    /// Clients that asked for a PROGRESS after every applied batch, until their deadline.
+    private var watchers: [(peer: RouterEnvelope, request: UInt64, until: UInt64)] = []
     var localSnapshots: LocalSnapshots?
     let counters = ClusterCounters()
 
@@ -95,11 +97,28 @@ actor NodeCore {
                 logger.notice("the coordinator began a new term", metadata: ["flowkit.epoch": "\(heartbeat.epoch)"])
             }
             epoch = heartbeat.epoch
+            if heartbeat.head < follower.applied {
+                coordinatorLostEntries(head: heartbeat.head)
+            }
             reconnected()
         } else if !wasConnected {
             reconnected()
         }
         perform(follower.noteHead(heartbeat.head, now: lastHeartbeat))
+    }
+
+    /// A new coordinator term whose log ends before what this node applied: entries this node holds
+    /// are gone from the order (an in-memory log, or a relaxed one after a machine crash). Keeping
+    /// them would make this node diverge from every node that joins later, so it drops its state
+    /// and rejoins from the coordinator's.
+    private func coordinatorLostEntries(head: UInt64) {
+        logger.critical(
+            "the coordinator's log ends before what this node applied: entries were lost with the coordinator; rejoining from its state",
+            metadata: ["flowkit.head": "\(head)", "flowkit.applied": "\(follower.applied)"]
+        )
+        counters.logLossesSeen.add(1)
+        follower = LogFollower(retryAfter: UInt64(configuration.retryInterval.microseconds))
+        perform(follower.startSnapshot(now: WallClock.micros()))
     }
 
     /// The coordinator is back (or new): say hello and resend everything unacknowledged.
@@ -149,6 +168,24 @@ actor NodeCore {
         }
         counters.applied.add(entries.count)
         releaseWaiters()
+        if !watchers.isEmpty { pushProgress() }
+    }
+
+    /// Registers a progress watcher (at most 64; the oldest goes first).
+    func watch(peer: RouterEnvelope, request: UInt64, seconds: UInt32) {
+        let until = WallClock.micros() + UInt64(min(seconds, 3_600)) * 1_000_000
+        watchers.removeAll { $0.peer.identity == peer.identity && $0.request == request }
+        watchers.append((peer, request, until))
+        if watchers.count > 64 { watchers.removeFirst(watchers.count - 64) }
+        pushProgress()
+    }
+
+    private func pushProgress() {
+        let now = WallClock.micros()
+        watchers.removeAll { $0.until < now }
+        for watcher in watchers {
+            reply(.progress(request: watcher.request, applied: follower.applied, time: now), to: watcher.peer)
+        }
     }
 
     private func releaseWaiters() {
@@ -237,10 +274,14 @@ actor NodeCore {
 
     /// Sends what is due, in one SUBMIT message.
     func flushSubmissions() {
-        let due = submissions.due(now: WallClock.micros(), retryAfter: UInt64(configuration.retryInterval.microseconds))
-        guard !due.isEmpty else { return }
-        let message = SubmitMessage(origin: configuration.id, session: session, submissions: due)
-        _ = try? sockets.submit.trySend(Message(parts: message.frames))
+        let now = WallClock.micros()
+        while true {
+            let due = submissions.due(now: now, retryAfter: UInt64(configuration.retryInterval.microseconds))
+            guard !due.isEmpty else { return }
+            let message = SubmitMessage(origin: configuration.id, session: session, submissions: due)
+            // A full queue drops the message; the submissions go again after the retry interval.
+            _ = try? sockets.submit.trySend(Message(parts: message.frames))
+        }
     }
 
     /// Messages from the coordinator on the submit socket: acks, welcome, errors.
@@ -362,7 +403,7 @@ actor NodeCore {
         for (address, digest) in changed { digests[address.description] = digest }
         let report = NodeReport(
             name: configuration.name,
-            digest: replicas.combinedDigest.description,
+            digest: replicas.combinedDigest().description,
             digests: digests,
             instances: replicas.count,
             runningEffects: replicas.runningEffects,

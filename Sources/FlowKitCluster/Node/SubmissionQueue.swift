@@ -66,12 +66,17 @@ struct SubmissionQueue {
         return removed
     }
 
-    /// The submissions to send now: never sent, or unacknowledged for `retryAfter` microseconds.
-    mutating func due(now: UInt64, retryAfter: UInt64, limit: Int = 4_096) -> [Submission] {
+    /// The submissions to send now (never sent, or unacknowledged for `retryAfter` microseconds),
+    /// at most `limit` of them and about `maxBytes` of payload: one SUBMIT message stays far below
+    /// the transport's message size limit.
+    mutating func due(now: UInt64, retryAfter: UInt64, limit: Int = 4_096, maxBytes: Int = 4 << 20) -> [Submission] {
         var result: [Submission] = []
+        var bytes = 0
         for id in order where result.count < limit {
             guard var entry = pending[id] else { continue }
             guard entry.lastSent == 0 || now >= entry.lastSent + retryAfter else { continue }
+            guard result.isEmpty || bytes + entry.submission.payload.count <= maxBytes else { break }
+            bytes += entry.submission.payload.count
             entry.lastSent = now
             entry.attempts += 1
             pending[id] = entry

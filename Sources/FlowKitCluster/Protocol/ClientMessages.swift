@@ -21,10 +21,14 @@ public enum ClientRequest: Sendable, Equatable {
     case cancel(request: UInt64, wait: WaitMode, address: String, id: String?)
     /// `STATUS`: `[header request:u64]`.
     case status(request: UInt64)
+    /// `WATCH`: `[header request:u64 seconds:u32]`: push a `PROGRESS` after every batch this node
+    /// applies, for `seconds` (at most 3600). Load tools measure apply latency with it.
+    case watch(request: UInt64, seconds: UInt32)
 
     public var request: UInt64 {
         switch self {
-        case .emit(let request, _, _, _, _), .query(let request, _, _), .cancel(let request, _, _, _), .status(let request):
+        case .emit(let request, _, _, _, _), .query(let request, _, _), .cancel(let request, _, _, _), .status(let request),
+            .watch(let request, _):
             request
         }
     }
@@ -32,6 +36,10 @@ public enum ClientRequest: Sendable, Equatable {
     public var frames: [[UInt8]] {
         var writer = ByteWriter(capacity: 64)
         switch self {
+        case .watch(let request, let seconds):
+            WireHeader.write(.watch, into: &writer)
+            writer.write(request)
+            writer.write(seconds)
         case .emit(let request, let wait, let codec, let address, let payload):
             WireHeader.write(.emit, into: &writer)
             writer.write(request)
@@ -62,7 +70,7 @@ public enum ClientRequest: Sendable, Equatable {
         guard let first = frames.first else {
             throw ProtocolError(.wrongFrameCount, "a request has at least one frame")
         }
-        var (type, reader) = try WireHeader.read(first, expecting: .emit, .query, .cancel, .status)
+        var (type, reader) = try WireHeader.read(first, expecting: .emit, .query, .cancel, .status, .watch)
         let request = try reader.readUInt64("request")
         switch type {
         case .emit:
@@ -88,6 +96,9 @@ public enum ClientRequest: Sendable, Equatable {
                 throw ProtocolError(.malformed, "CANCEL needs a cancel id, or all = 1")
             }
             self = .cancel(request: request, wait: wait, address: address, id: all ? nil : id)
+        case .watch:
+            try expectFrames(frames, 1, for: "WATCH")
+            self = .watch(request: request, seconds: try reader.readUInt32("seconds"))
         default:
             try expectFrames(frames, 1, for: "STATUS")
             self = .status(request: request)
@@ -115,6 +126,9 @@ public enum ClientReply: Sendable, Equatable {
     case state(request: UInt64, applied: UInt64, lastSeq: UInt64, digest: [UInt8], state: [UInt8])
     /// `STATUS_REPLY`: `[header request:u64] [JSON]`.
     case status(request: UInt64, json: [UInt8])
+    /// `PROGRESS`: `[header request:u64 applied:u64 time:u64]`, pushed to a `WATCH`er after each
+    /// batch the node applies: its applied seq and when (microseconds since the Unix epoch).
+    case progress(request: UInt64, applied: UInt64, time: UInt64)
     /// `ERROR`: `[header request:u64 code:u16 message:short-string]`.
     case error(request: UInt64, ProtocolError)
 
@@ -138,6 +152,11 @@ public enum ClientReply: Sendable, Equatable {
             WireHeader.write(.statusReply, into: &writer)
             writer.write(request)
             return [writer.bytes, json]
+        case .progress(let request, let applied, let time):
+            WireHeader.write(.progress, into: &writer)
+            writer.write(request)
+            writer.write(applied)
+            writer.write(time)
         case .error(let request, let error):
             return ErrorReply(request: request, error: error).frames
         }
@@ -148,7 +167,7 @@ public enum ClientReply: Sendable, Equatable {
         guard let first = frames.first else {
             throw ProtocolError(.wrongFrameCount, "a reply has at least one frame")
         }
-        var (type, reader) = try WireHeader.read(first, expecting: .emitted, .state, .statusReply, .error)
+        var (type, reader) = try WireHeader.read(first, expecting: .emitted, .state, .statusReply, .progress, .error)
         switch type {
         case .emitted:
             try expectFrames(frames, 1, for: "EMITTED")
@@ -170,6 +189,13 @@ public enum ClientReply: Sendable, Equatable {
         case .statusReply:
             try expectFrames(frames, 2, for: "STATUS_REPLY")
             self = .status(request: try reader.readUInt64("request"), json: frames[1])
+        case .progress:
+            try expectFrames(frames, 1, for: "PROGRESS")
+            self = .progress(
+                request: try reader.readUInt64("request"),
+                applied: try reader.readUInt64("applied"),
+                time: try reader.readUInt64("time")
+            )
         default:
             let reply = try ErrorReply(frames: frames)
             self = .error(request: reply.request, reply.error)
@@ -178,7 +204,8 @@ public enum ClientReply: Sendable, Equatable {
 
     public var request: UInt64 {
         switch self {
-        case .emitted(let request, _, _, _), .state(let request, _, _, _, _), .status(let request, _), .error(let request, _):
+        case .emitted(let request, _, _, _), .state(let request, _, _, _, _), .status(let request, _), .error(let request, _),
+            .progress(let request, _, _):
             request
         }
     }

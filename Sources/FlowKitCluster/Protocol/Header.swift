@@ -24,6 +24,8 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case cancel = 0x34
     case status = 0x36
     case statusReply = 0x37
+    case watch = 0x38
+    case progress = 0x39
     // Any socket that answers requests.
     case error = 0x7F
 }

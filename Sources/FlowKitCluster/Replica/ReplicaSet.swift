@@ -13,6 +13,8 @@ final class ReplicaSet {
     private var replicas: [Address: any FlowReplica] = [:]
     /// Instances changed since ``takeChanged()``: what a node's next report carries digests for.
     private var changed: Set<Address> = []
+    /// Instances changed since their digest was last computed.
+    private var stale: Set<Address> = []
     /// The digest of every instance, combined order-independently and kept up to date as instances
     /// change, so a process with many instances need not rehash them all to report.
     private var combined = DigestAccumulator()
@@ -52,6 +54,7 @@ final class ReplicaSet {
             skip(entry, because: error)
         }
         changed.insert(address)
+        stale.insert(address)
     }
 
     private func replicaCreatingIfNeeded(_ address: Address) throws -> any FlowReplica {
@@ -82,22 +85,34 @@ final class ReplicaSet {
 
     // MARK: Digests
 
-    /// The digests of the instances changed since the last call, refreshing the combined digest.
+    /// The digests of the instances changed since the last call.
     func takeChanged() -> [Address: InstanceDigest] {
+        refreshDigests()
         var result: [Address: InstanceDigest] = [:]
         for address in changed {
-            guard let replica = replicas[address], let digest = try? replica.digest() else { continue }
-            if let old = digests[address] { combined.remove(address, old) }
-            combined.add(address, digest)
-            digests[address] = digest
+            guard let replica = replicas[address], let digest = digests[address] else { continue }
             result[address] = InstanceDigest(seq: replica.lastSeq, digest: digest.description)
         }
         changed = []
         return result
     }
 
-    /// The combined digest of every instance, as of the last ``takeChanged()``.
-    var combinedDigest: StateDigest { combined.digest }
+    /// The combined digest of every instance, as they are now.
+    func combinedDigest() -> StateDigest {
+        refreshDigests()
+        return combined.digest
+    }
+
+    /// Rehashes the instances changed since their digests were last computed, and only those.
+    private func refreshDigests() {
+        for address in stale {
+            guard let replica = replicas[address], let digest = try? replica.digest() else { continue }
+            if let old = digests[address] { combined.remove(address, old) }
+            combined.add(address, digest)
+            digests[address] = digest
+        }
+        stale = []
+    }
 
     // MARK: Snapshots
 
@@ -116,13 +131,14 @@ final class ReplicaSet {
         digests = [:]
         combined = DigestAccumulator()
         changed = []
+        stale = []
         for instance in instances {
             let address = try Address(parsing: instance.address)
             let replica = try replicaCreatingIfNeeded(address)
             try replica.restore(stateJSON: instance.state, lastSeq: instance.lastSeq)
             changed.insert(address)
+            stale.insert(address)
         }
-        _ = takeChanged()
     }
 
     /// Stops every effect.

@@ -37,6 +37,7 @@ final class ClusterCounters: Sendable {
     let effectFailures = CounterCell("flowkit_effect_failures_total")
     let effectsLost = CounterCell("flowkit_effects_lost_total")
     let gapsRepaired = CounterCell("flowkit_gap_repairs_total")
+    let logLossesSeen = CounterCell("flowkit_coordinator_log_losses_total")
     /// Messages refused at the door, by reason.
     private let rejected: [ProtocolError.Code: CounterCell]
     /// Submissions refused (overloaded, log unavailable), by reason.

@@ -30,7 +30,7 @@ public enum FlowKitCLI {
     }
 
     /// The example flows every `flowkit` binary ships: the seeds' counter, timer, countdown, search,
-    /// streaming and movie list, a key-value flow, and an audit ledger.
+    /// streaming and movie list, a key-value flow, an audit ledger, and the load tool's flow.
     public static var builtInRegistry: FlowRegistry {
         var registry = FlowRegistry()
         registry.register(CounterFlow.self, as: "counter")
@@ -41,6 +41,7 @@ public enum FlowKitCLI {
         registry.register(StreamingFlow.self, as: "streaming")
         registry.register(MovieListFlow.self, as: "movies")
         registry.register(LedgerFlow.self, as: "ledger")
+        registry.register(LoadFlow.self, as: "load", codec: .binary)
         return registry
     }
 }
