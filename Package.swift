@@ -106,6 +106,7 @@ let package = Package(
                 "FlowKit",
                 "FlowKitLog",
                 "ZeroMQ",
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],

@@ -41,6 +41,27 @@ let package = Package(
             path: "LogPerf"
         ),
         .executableTarget(
+            name: "ClusterBenchmarks",
+            dependencies: [
+                .product(name: "FlowKitCluster", package: "FlowKit"),
+                .product(name: "FlowKitExamples", package: "FlowKit"),
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "ClusterBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "TransportBenchmarks",
+            dependencies: [
+                .product(name: "ZeroMQ", package: "FlowKit"),
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "TransportBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
             name: "FlowStoreBenchmarks",
             dependencies: [
                 .product(name: "FlowKit", package: "FlowKit"),

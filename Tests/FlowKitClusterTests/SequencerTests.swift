@@ -1,4 +1,4 @@
-@testable import FlowKitCluster
+@_spi(Benchmarks) @testable import FlowKitCluster
 import Testing
 
 @Suite struct SequencerTests {

@@ -1,3 +1,5 @@
+import DequeModule
+
 /// Remembers which submissions each session has had ordered, so a retry is recognised and not
 /// ordered twice.
 ///
@@ -10,7 +12,7 @@
 /// submission long before `window` newer ones of its own session have been ordered.
 ///
 /// Sessions idle the longest are forgotten beyond `maxSessions`.
-struct DedupTable {
+@_spi(Benchmarks) public struct DedupTable: Sendable {
     struct SessionKey: Hashable {
         var origin: UInt32
         var session: UInt64
@@ -19,10 +21,24 @@ struct DedupTable {
     private struct SessionWindow {
         /// Every submission up to here has been seen.
         var watermark: UInt64 = 0
-        /// Recent submissions above or near the watermark, and their seqs.
+        /// Recent submissions and their seqs.
         var recent: [UInt64: UInt64] = [:]
+        /// `recent`'s keys in the order they were recorded, oldest first, for eviction.
+        var arrivals = Deque<UInt64>()
         /// When the session was last used, in table ticks, for eviction.
         var lastUsed: UInt64 = 0
+
+        mutating func record(_ submission: UInt64, seq: UInt64, window: Int) {
+            if recent.updateValue(seq, forKey: submission) == nil { arrivals.append(submission) }
+            while recent[watermark + 1] != nil { watermark += 1 }
+            while arrivals.count > window {
+                // The oldest goes; if a gap below it is still open, the watermark moves past the
+                // gap: a retry that late is taken for a duplicate (the documented window).
+                let evicted = arrivals.removeFirst()
+                recent[evicted] = nil
+                watermark = max(watermark, evicted)
+            }
+        }
     }
 
     enum Lookup: Equatable {
@@ -36,7 +52,7 @@ struct DedupTable {
     private var sessions: [SessionKey: SessionWindow] = [:]
     private var tick: UInt64 = 0
 
-    init(window: Int = 65_536, maxSessions: Int = 4_096) {
+    public init(window: Int = 65_536, maxSessions: Int = 4_096) {
         precondition(window > 0 && maxSessions > 0)
         self.window = window
         self.maxSessions = maxSessions
@@ -55,12 +71,9 @@ struct DedupTable {
     mutating func record(_ key: SessionKey, submission: UInt64, seq: UInt64) {
         tick += 1
         if sessions[key] == nil, sessions.count >= maxSessions { evictOldestSession() }
-        var session = sessions[key, default: SessionWindow()]
-        session.lastUsed = tick
-        session.recent[submission] = seq
-        while session.recent[session.watermark + 1] != nil { session.watermark += 1 }
-        if session.recent.count > window * 2 { trim(&session) }
-        sessions[key] = session
+        // Mutated in place: copying a session out and back would copy its whole window each time.
+        sessions[key, default: SessionWindow()].record(submission, seq: seq, window: window)
+        sessions[key]!.lastUsed = tick
     }
 
     /// Forgets submissions recorded at seqs above `seq`: an order that was rolled back because the
@@ -71,18 +84,11 @@ struct DedupTable {
             let forgotten = session.recent.filter { $0.value > seq }.keys
             guard let lowest = forgotten.min() else { continue }
             for submission in forgotten { session.recent[submission] = nil }
+            session.arrivals.removeAll { session.recent[$0] == nil }
             // The watermark may have passed the forgotten submissions: pull it back below them.
             session.watermark = min(session.watermark, lowest - 1)
             sessions[key] = session
         }
-    }
-
-    /// Keeps the newest `window` submissions, moving the watermark past the ones dropped.
-    private func trim(_ session: inout SessionWindow) {
-        let sorted = session.recent.keys.sorted()
-        let drop = sorted.prefix(sorted.count - window)
-        if let last = drop.last { session.watermark = max(session.watermark, last) }
-        for submission in drop { session.recent[submission] = nil }
     }
 
     private mutating func evictOldestSession() {

@@ -4,8 +4,8 @@
 /// Pure and synchronous, so it is tested without sockets or disks. The coordinator owns one,
 /// feeds it submissions, hands the entries to the log, and reports the outcome back with
 /// ``committed(through:)`` or ``rollBack()``.
-struct Sequencer {
-    enum Outcome: Equatable {
+@_spi(Benchmarks) public struct Sequencer: Sendable {
+    public enum Outcome: Equatable {
         /// A new entry at the next seq, to be made durable before anyone hears of it.
         case ordered(Entry)
         /// A retry of a submission already ordered (or being ordered).
@@ -20,7 +20,7 @@ struct Sequencer {
     private(set) var durableHead: UInt64
     private(set) var dedup: DedupTable
 
-    init(epoch: UInt32, durableHead: UInt64, dedup: DedupTable = DedupTable()) {
+    public init(epoch: UInt32, durableHead: UInt64, dedup: DedupTable = DedupTable()) {
         self.epoch = epoch
         self.head = durableHead
         self.durableHead = durableHead
@@ -34,7 +34,7 @@ struct Sequencer {
     ///   - origin: The submitting node.
     ///   - session: The submitting process's session.
     ///   - now: Microseconds since the Unix epoch, stamped on the entry.
-    mutating func order(_ submission: Submission, origin: UInt32, session: UInt64, now: UInt64) -> Outcome {
+    public mutating func order(_ submission: Submission, origin: UInt32, session: UInt64, now: UInt64) -> Outcome {
         let key = DedupTable.SessionKey(origin: origin, session: session)
         if case .duplicate(let seq) = dedup.lookup(key, submission: submission.submission) {
             return .duplicate(seq: seq)
@@ -59,7 +59,7 @@ struct Sequencer {
     }
 
     /// The log made everything through `seq` durable.
-    mutating func committed(through seq: UInt64) {
+    public mutating func committed(through seq: UInt64) {
         precondition(seq <= head, "committed \(seq) beyond the head \(head)")
         durableHead = max(durableHead, seq)
     }

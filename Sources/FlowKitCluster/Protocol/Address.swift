@@ -46,6 +46,15 @@ public struct Address: Hashable, Sendable, Comparable, CustomStringConvertible {
     public static func < (lhs: Address, rhs: Address) -> Bool {
         lhs.description.utf8.lexicographicallyPrecedes(rhs.description.utf8)
     }
+
+    // The text determines the parts, so equality and hashing look at it alone.
+    public static func == (lhs: Address, rhs: Address) -> Bool {
+        lhs.description == rhs.description
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(description)
+    }
 }
 
 /// What an entry asks every replica to do. Values are part of the wire protocol.

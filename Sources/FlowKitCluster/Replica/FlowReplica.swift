@@ -30,6 +30,10 @@ protocol FlowReplica: AnyObject {
     var address: Address { get }
     /// The seq of the last entry applied to this instance; 0 before the first.
     var lastSeq: UInt64 { get }
+    /// Whether the instance changed since its owner last reported it, and since its digest was
+    /// last computed: flags on the replica itself, so marking costs no hashing per entry.
+    var isUnreported: Bool { get set }
+    var isUndigested: Bool { get set }
     var runningEffects: Int { get }
 
     /// Applies an ordered entry. Effects run only when `runEffects` (this process is the origin).
@@ -50,6 +54,8 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
     private let registration: TypedFlowRegistration<F>
     private let instance: FlowInstance<F>
     private(set) var lastSeq: UInt64 = 0
+    var isUnreported = false
+    var isUndigested = false
 
     init(registration: TypedFlowRegistration<F>, address: Address, context: ReplicaContext) {
         self.address = address

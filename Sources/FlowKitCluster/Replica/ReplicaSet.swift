@@ -6,21 +6,29 @@ import Logging
 /// Nodes and the coordinator both keep one: a node runs the effects of the entries it originated; the
 /// coordinator's copy never runs effects and serves snapshots and reference digests. Instances are
 /// created on their first entry. Not thread-safe: its owner applies from one serial context.
-final class ReplicaSet {
+@_spi(Benchmarks) public final class ReplicaSet {
     private let registry: FlowRegistry
     private let context: ReplicaContext
     private let logger: Logger
     private var replicas: [Address: any FlowReplica] = [:]
+    /// The same replicas by address text, as entries carry it: the apply path finds an instance
+    /// without parsing or validating its address again.
+    private var byText: [String: any FlowReplica] = [:]
     /// Instances changed since ``takeChanged()``: what a node's next report carries digests for.
-    private var changed: Set<Address> = []
+    private var unreported: [any FlowReplica] = []
     /// Instances changed since their digest was last computed.
-    private var stale: Set<Address> = []
+    private var undigested: [any FlowReplica] = []
     /// The digest of every instance, combined order-independently and kept up to date as instances
     /// change, so a process with many instances need not rehash them all to report.
     private var combined = DigestAccumulator()
     private var digests: [Address: StateDigest] = [:]
     /// Entries whose payload did not decode; every replica skips the same ones.
     private(set) var skippedEntries = 0
+
+    /// A passive set, which never runs effects: the coordinator's, a monitor's, a benchmark's.
+    public convenience init(registry: FlowRegistry, logger: Logger) {
+        self.init(registry: registry, context: .passive(logger: logger), logger: logger)
+    }
 
     init(registry: FlowRegistry, context: ReplicaContext, logger: Logger) {
         self.registry = registry
@@ -37,30 +45,43 @@ final class ReplicaSet {
     /// Applies one ordered entry, creating its instance if this is its first.
     ///
     /// - Parameter runEffects: Whether this process originated the entry and runs its effects.
-    func apply(_ entry: Entry, runEffects: Bool) {
-        let address: Address
+    public func apply(_ entry: Entry, runEffects: Bool) {
         let replica: any FlowReplica
-        do {
-            address = try Address(parsing: entry.address)
-            replica = try replicaCreatingIfNeeded(address)
-        } catch {
-            // Nodes validate before submitting, so only a node with a different registry gets here.
-            skip(entry, because: error)
-            return
+        if let existing = byText[entry.address] {
+            replica = existing
+        } else {
+            do {
+                replica = try replicaCreatingIfNeeded(try Address(parsing: entry.address))
+            } catch {
+                // Nodes validate before submitting, so only a node with a different registry gets here.
+                skip(entry, because: error)
+                return
+            }
         }
         do {
             try replica.apply(entry, runEffects: runEffects)
         } catch {
             skip(entry, because: error)
         }
-        changed.insert(address)
-        stale.insert(address)
+        markChanged(replica)
+    }
+
+    private func markChanged(_ replica: any FlowReplica) {
+        if !replica.isUnreported {
+            replica.isUnreported = true
+            unreported.append(replica)
+        }
+        if !replica.isUndigested {
+            replica.isUndigested = true
+            undigested.append(replica)
+        }
     }
 
     private func replicaCreatingIfNeeded(_ address: Address) throws -> any FlowReplica {
         if let existing = replicas[address] { return existing }
         let replica = try registry.flow(for: address).makeReplica(address: address, context: context)
         replicas[address] = replica
+        byText[address.description] = replica
         return replica
     }
 
@@ -89,11 +110,12 @@ final class ReplicaSet {
     func takeChanged() -> [Address: InstanceDigest] {
         refreshDigests()
         var result: [Address: InstanceDigest] = [:]
-        for address in changed {
-            guard let replica = replicas[address], let digest = digests[address] else { continue }
-            result[address] = InstanceDigest(seq: replica.lastSeq, digest: digest.description)
+        for replica in unreported {
+            replica.isUnreported = false
+            guard replicas[replica.address] === replica, let digest = digests[replica.address] else { continue }
+            result[replica.address] = InstanceDigest(seq: replica.lastSeq, digest: digest.description)
         }
-        changed = []
+        unreported = []
         return result
     }
 
@@ -105,13 +127,14 @@ final class ReplicaSet {
 
     /// Rehashes the instances changed since their digests were last computed, and only those.
     private func refreshDigests() {
-        for address in stale {
-            guard let replica = replicas[address], let digest = try? replica.digest() else { continue }
-            if let old = digests[address] { combined.remove(address, old) }
-            combined.add(address, digest)
-            digests[address] = digest
+        for replica in undigested {
+            replica.isUndigested = false
+            guard replicas[replica.address] === replica, let digest = try? replica.digest() else { continue }
+            if let old = digests[replica.address] { combined.remove(replica.address, old) }
+            combined.add(replica.address, digest)
+            digests[replica.address] = digest
         }
-        stale = []
+        undigested = []
     }
 
     // MARK: Snapshots
@@ -128,16 +151,16 @@ final class ReplicaSet {
     func importStates(_ instances: [SnapshotChunkMessage.Instance]) throws {
         for replica in replicas.values { replica.shutDown() }
         replicas = [:]
+        byText = [:]
         digests = [:]
         combined = DigestAccumulator()
-        changed = []
-        stale = []
+        unreported = []
+        undigested = []
         for instance in instances {
             let address = try Address(parsing: instance.address)
             let replica = try replicaCreatingIfNeeded(address)
             try replica.restore(stateJSON: instance.state, lastSeq: instance.lastSeq)
-            changed.insert(address)
-            stale.insert(address)
+            markChanged(replica)
         }
     }
 
