@@ -55,7 +55,9 @@ public final class Coordinator: Sendable {
             try transport.applyServer(to: socket)
             return try socket.bind(configuration.submitEndpoint)
         }
-        let (publish, publishEndpoint) = try await loop.open(.pub, configuration: socketConfiguration) { [configuration] socket in
+        // XPUB, so the coordinator learns which topics are wanted: instance runs are published only
+        // while someone subscribes to an address prefix.
+        let (publish, publishEndpoint) = try await loop.open(.xpub, configuration: socketConfiguration) { [configuration] socket in
             try transport.applyServer(to: socket)
             return try socket.bind(configuration.publishEndpoint)
         }
@@ -116,6 +118,9 @@ public final class Coordinator: Sendable {
                 }
             }
             group.addTask { await core.commitLoop() }
+            group.addTask {
+                while let batch = try? await publish.receiveBatch(max: 256) { await core.noteSubscriptions(batch) }
+            }
             group.addTask { await replica.run() }
             group.addTask { await syncServer.run() }
             group.addTask { [configuration] in

@@ -29,6 +29,11 @@ actor CoordinatorCore {
     let replica: CoordinatorReplica
     let counters = ClusterCounters()
     private var lastStatus: (time: UInt64, head: UInt64)
+    /// Address prefixes someone subscribes to (from the XPUB socket's subscription messages): while
+    /// there are any, runs of one instance are published under their address as well as batches.
+    private var addressSubscriptions: Set<[UInt8]> = []
+    /// The most entries and bytes in one batch message.
+    private let batchLimit = (entries: 4_096, bytes: 1 << 20)
 
     init(
         configuration: CoordinatorConfiguration,
@@ -205,9 +210,12 @@ actor CoordinatorCore {
             logFailure = nil
         }
         for (peer, acks) in group.acks { sendAcks(acks, to: peer) }
-        for run in entryRuns(group.entries, records: group.records) {
-            let frames = EntriesMessage.frames(address: run.address, epoch: sequencer.epoch, records: run.records)
-            if (try? publishSocket.trySend(Message(parts: frames))) != true { counters.publishDropped.add(1) }
+        publishBatches(group.records)
+        if !addressSubscriptions.isEmpty {
+            for run in entryRuns(group.entries, records: group.records) {
+                let frames = EntriesMessage.frames(address: run.address, epoch: sequencer.epoch, records: run.records)
+                if (try? publishSocket.trySend(Message(parts: frames))) != true { counters.publishDropped.add(1) }
+            }
         }
         counters.ordered.add(group.entries.count)
         if !group.entries.isEmpty { replica.enqueue(group.entries) }
@@ -234,6 +242,36 @@ actor CoordinatorCore {
     }
 
     // MARK: Publishing
+
+    /// Publishes a group under the batch topic, in messages of bounded size.
+    private func publishBatches(_ records: [(seq: UInt64, record: [UInt8])]) {
+        var writer = ByteWriter(capacity: 64 * 1_024)
+        var count = 0
+        func flush() {
+            guard count > 0 else { return }
+            let frames = EntriesMessage.frames(address: EntriesMessage.batchTopic, epoch: sequencer.epoch, records: writer.bytes)
+            if (try? publishSocket.trySend(Message(parts: frames))) != true { counters.publishDropped.add(count) }
+            writer = ByteWriter(capacity: 64 * 1_024)
+            count = 0
+        }
+        for (_, record) in records {
+            if count == batchLimit.entries || writer.bytes.count + record.count > batchLimit.bytes { flush() }
+            writer.writeLengthPrefixed(record)
+            count += 1
+        }
+        flush()
+    }
+
+    /// A subscription message from the XPUB socket: byte 1 subscribe, 0 unsubscribe, then the topic.
+    func noteSubscriptions(_ messages: [Message]) {
+        for message in messages {
+            guard let frame = message.frames.first?.bytes, let kind = frame.first else { continue }
+            let topic = Array(frame.dropFirst())
+            // Batches, control topics and "everything" are not address subscriptions.
+            guard !topic.isEmpty, topic.first != UInt8(ascii: "$"), topic != Array(EntriesMessage.batchTopic.utf8) else { continue }
+            if kind == 1 { addressSubscriptions.insert(topic) } else { addressSubscriptions.remove(topic) }
+        }
+    }
 
     func heartbeat() {
         let message = HeartbeatMessage(epoch: sequencer.epoch, head: sequencer.durableHead, time: WallClock.micros())

@@ -50,7 +50,8 @@ public final class ClusterMonitor: Sendable {
         context = try ZMQContext()
         loop = try IOLoop(context: context, name: "monitor-io", logger: logger)
         seesEveryEntry = topics.isEmpty
-        let subscriptions = topics.isEmpty ? [""] : topics + [ControlTopic.heartbeat, ControlTopic.status, ControlTopic.alarm]
+        let subscriptions = (topics.isEmpty ? [EntriesMessage.batchTopic] : topics)
+            + [ControlTopic.heartbeat, ControlTopic.status, ControlTopic.alarm]
         socket = try await loop.open(.sub, configuration: AsyncSocket.Configuration(receiveBufferCapacity: 1_024)) { socket in
             try transport.applyClient(to: socket, serverKey: serverPublicKey)
             try socket.setOption(.receiveHighWaterMark, receiveHighWaterMark)

@@ -49,7 +49,8 @@ public final class StateWatcher: Sendable {
         let key = serverPublicKey
         let subscriber = try await loop.open(.sub) { socket in
             try transport.applyClient(to: socket, serverKey: key)
-            try socket.subscribe("")
+            try socket.subscribe(EntriesMessage.batchTopic)
+            try socket.subscribe(ControlTopic.heartbeat)
             try socket.connect(endpoints.publish)
         }
         let sync = try await loop.open(.dealer) { socket in

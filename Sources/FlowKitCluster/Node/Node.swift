@@ -59,7 +59,8 @@ public final class Node: Sendable {
         // Subscribe first, so nothing published from here on is missed.
         let subscriber = try await loop.open(.sub, configuration: socketConfiguration) { socket in
             try transport.applyClient(to: socket, serverKey: coordinatorKey)
-            try socket.subscribe("")
+            try socket.subscribe(EntriesMessage.batchTopic)
+            try socket.subscribe(ControlTopic.heartbeat)
             try socket.connect(configuration.coordinator.publish)
         }
         let submit = try await loop.open(.dealer, configuration: socketConfiguration) { socket in

@@ -1,9 +1,15 @@
-/// `ENTRIES`, on the publish socket: a run of consecutive entries of one instance.
+/// `ENTRIES`, on the publish socket: consecutive entries, of one instance or of all.
 ///
-/// Frames: `[topic = address] [header epoch:u32] [records: (len:u32, entry record)*]`.
-/// The entries' seqs are consecutive: the coordinator batches a run of one instance's entries
-/// that follow each other in the order, and starts a new message when the instance changes.
+/// Frames: `[topic] [header epoch:u32] [records: (len:u32, entry record)*]`. The entries' seqs are
+/// consecutive. Under the topic `#` (``batchTopic``) a message carries a stretch of the order with
+/// entries of any instances: what replicas subscribe to. Under an address topic it carries a run of
+/// that instance's entries that follow each other in the order: what a subscriber filtering by
+/// flow or instance receives (the coordinator publishes those only while someone subscribes to
+/// an address prefix).
 public struct EntriesMessage: Sendable, Equatable {
+    /// The topic of batches of every entry, in order.
+    public static let batchTopic = "#"
+
     public var address: String
     public var epoch: UInt32
     public var entries: [Entry]
@@ -40,7 +46,7 @@ public struct EntriesMessage: Sendable, Equatable {
         entries = try decodeEntries(&records)
         guard !entries.isEmpty else { throw ProtocolError(.malformed, "an ENTRIES message carries at least one entry") }
         for (index, entry) in entries.enumerated() {
-            guard entry.address == address else {
+            guard address == Self.batchTopic || entry.address == address else {
                 throw ProtocolError(.malformed, "entry \(entry.seq) is for \(entry.address), not the topic \(address)")
             }
             guard index == 0 || entry.seq == entries[index - 1].seq + 1 else {
