@@ -15,9 +15,10 @@ struct CoordinatorStorage {
     /// Opens storage: on disk when the configuration names a data directory, in memory otherwise.
     static func open(_ configuration: CoordinatorConfiguration, logger: Logger) throws -> CoordinatorStorage {
         guard let directory = configuration.dataDirectory else {
-            // Nothing remembers the last term, so the clock names this one: every start differs,
-            // and nodes see that the log they knew is gone.
-            let epoch = UInt32(truncatingIfNeeded: WallClock.micros() / 1_000_000)
+            // Nothing remembers the last term, so a random number names this one: every start
+            // differs (two restarts within a second included), and nodes see that the log they
+            // knew is gone.
+            let epoch = UInt32.random(in: 1...UInt32.max)
             return CoordinatorStorage(log: MemoryEntryLog(), snapshots: nil, epoch: epoch)
         }
         let meta = try MetaStore(directory: directory + "/meta", logger: logger)

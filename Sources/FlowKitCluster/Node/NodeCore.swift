@@ -92,19 +92,27 @@ actor NodeCore {
     private func heartbeat(_ heartbeat: HeartbeatMessage) {
         let wasConnected = isConnected
         lastHeartbeat = WallClock.micros()
-        if heartbeat.epoch != epoch {
-            if epoch != 0 {
-                logger.notice("the coordinator began a new term", metadata: ["flowkit.epoch": "\(heartbeat.epoch)"])
-            }
-            epoch = heartbeat.epoch
-            if heartbeat.head < follower.applied {
-                coordinatorLostEntries(head: heartbeat.head)
-            }
-            reconnected()
-        } else if !wasConnected {
+        if !noteTerm(heartbeat.epoch, head: heartbeat.head), !wasConnected {
             reconnected()
         }
         perform(follower.noteHead(heartbeat.head, now: lastHeartbeat))
+    }
+
+    /// Notes the coordinator's term from any message that carries it (heartbeat, welcome, ack).
+    ///
+    /// - Returns: Whether a new term began, which this call has handled.
+    @discardableResult
+    private func noteTerm(_ newEpoch: UInt32, head: UInt64) -> Bool {
+        guard newEpoch != epoch else { return false }
+        if epoch != 0 {
+            logger.notice("the coordinator began a new term", metadata: ["flowkit.epoch": "\(newEpoch)"])
+        }
+        epoch = newEpoch
+        if head < follower.applied {
+            coordinatorLostEntries(head: head)
+        }
+        reconnected()
+        return true
     }
 
     /// A new coordinator term whose log ends before what this node applied: entries this node holds
@@ -152,6 +160,8 @@ actor NodeCore {
                     return
                 }
                 apply(then)
+                // The applied seq moved even if no entry followed the snapshot.
+                releaseWaiters()
             }
         }
     }
@@ -296,7 +306,7 @@ actor NodeCore {
                     handle(try AckMessage(frames: parts))
                 case .welcome:
                     let welcome = try WelcomeMessage(frames: parts)
-                    epoch = welcome.epoch
+                    noteTerm(welcome.epoch, head: welcome.head)
                     lastHeartbeat = WallClock.micros()
                     let now = WallClock.micros()
                     if !welcomed, follower.applied == 0, welcome.head > 0, !follower.isJoining {
@@ -316,7 +326,7 @@ actor NodeCore {
     }
 
     private func handle(_ ack: AckMessage) {
-        if ack.epoch != epoch, epoch != 0 { epoch = ack.epoch }
+        noteTerm(ack.epoch, head: ack.head)
         perform(follower.noteHead(ack.head, now: WallClock.micros()))
         for item in ack.acks {
             switch item.status {
