@@ -59,6 +59,7 @@ public final class Node: Sendable {
         // Subscribe first, so nothing published from here on is missed.
         let subscriber = try await loop.open(.sub, configuration: socketConfiguration) { socket in
             try transport.applyClient(to: socket, serverKey: coordinatorKey)
+            if let hwm = configuration.subscriberHighWaterMark { try socket.setOption(.receiveHighWaterMark, hwm) }
             try socket.subscribe(EntriesMessage.batchTopic)
             try socket.subscribe(ControlTopic.heartbeat)
             try socket.connect(configuration.coordinator.publish)

@@ -28,6 +28,10 @@ public struct NodeConfiguration: Sendable {
     public var maxPendingSubmissions = 50_000
     /// No heartbeat for this long means the coordinator is unreachable.
     public var coordinatorTimeout: Duration = .seconds(2)
+    /// The subscriber socket's receive high-water mark, in messages: a node that reads slower than
+    /// the coordinator publishes loses what exceeds it, then repairs the gap from the log.
+    /// `nil` keeps the transport's.
+    public var subscriberHighWaterMark: Int32?
     /// How often timers run: retries, gap repair, timeouts.
     public var tickInterval: Duration = .milliseconds(50)
     /// Where the node keeps snapshots of its instances, so a restart resumes from the latest one

@@ -42,6 +42,9 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds between local snapshots (with --data-dir). Default 10000.")
     var snapshotMs: Int?
 
+    @Option(help: "The subscriber's receive high-water mark in messages: beyond it, published entries are dropped for this node, which repairs the gap from the log.")
+    var subscriberHwm: Int?
+
     func run() async throws {
         let settings = try common.settings()
         let logger = try common.makeLogger(label: "flowkit.node", settings: settings)
@@ -68,6 +71,9 @@ struct NodeCommand: AsyncParsableCommand {
         configuration.clientEndpoint = settings.string("node", "client", flag: client) ?? configuration.clientEndpoint
         configuration.dataDirectory = settings.string("node", "data-dir", flag: dataDir)
         configuration.advertisedEndpoint = settings.string("node", "advertise", flag: advertise)
+        if let hwm = try settings.int("node", "subscriber-hwm", flag: subscriberHwm) {
+            configuration.subscriberHighWaterMark = Int32(clamping: hwm)
+        }
         if let interval = try settings.milliseconds("node", "snapshot-ms", flag: snapshotMs) {
             configuration.snapshotInterval = interval
         }
