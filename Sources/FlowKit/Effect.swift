@@ -81,7 +81,7 @@ extension Effect {
                     priority: priority,
                     body: operation,
                     handler: handler,
-                    origin: EffectFailure.Origin(fileID: "\(fileID)", line: line)
+                    origin: EffectFailure.Origin(fileID: fileID, line: line)
                 )
             )
         )

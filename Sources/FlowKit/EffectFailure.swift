@@ -6,8 +6,27 @@
 public struct EffectFailure: Error, Sendable, CustomStringConvertible {
     /// Where the failing effect was created.
     public struct Origin: Sendable, Hashable {
-        public var fileID: String
-        public var line: UInt
+        // Kept as the literal: making a `String` for every `.run` would cost an allocation on the
+        // hot path, for the rare effect that fails.
+        private let file: StaticString
+        public let line: UInt
+
+        init(fileID: StaticString, line: UInt) {
+            self.file = fileID
+            self.line = line
+        }
+
+        /// The file the effect was created in, as `Module/File.swift`.
+        public var fileID: String { "\(file)" }
+
+        public static func == (lhs: Origin, rhs: Origin) -> Bool {
+            lhs.line == rhs.line && lhs.fileID == rhs.fileID
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(fileID)
+            hasher.combine(line)
+        }
     }
 
     /// The error the effect threw.

@@ -1,5 +1,6 @@
 import FlowKit
 import Logging
+import Synchronization
 import ZeroMQ
 
 /// A process that hosts flow instances: it applies the coordinator's ordered stream to them, takes
@@ -18,6 +19,7 @@ public final class Node: Sendable {
     private let registry: FlowRegistry
     private let logger: Logger
     private let stop = StopSignal()
+    private let running = Mutex<NodeCore?>(nil)
 
     public init(configuration: NodeConfiguration, registry: FlowRegistry, logger: Logger) {
         self.configuration = configuration
@@ -50,6 +52,14 @@ public final class Node: Sendable {
         stop.signal()
     }
 
+    /// Drops the node's connections to the coordinator and makes them again, losing whatever was
+    /// in flight on them: a fault the node must survive (it repairs gaps and resends unacknowledged
+    /// submissions). `flowkit node` does this on SIGUSR1, for fault-injection runs.
+    public func dropConnections() async {
+        guard let core = running.withLock({ $0 }) else { return }
+        await core.dropConnections()
+    }
+
     private func serve(loop: IOLoop, onReady: @Sendable (String) -> Void) async throws {
         let configuration = self.configuration
         let transport = configuration.transport
@@ -79,6 +89,8 @@ public final class Node: Sendable {
         let sockets = NodeSockets(client: client, clientEndpoint: clientEndpoint, submit: submit, subscriber: subscriber, sync: sync)
         let core = NodeCore(configuration: configuration, registry: registry, logger: logger, sockets: sockets)
         await core.start()
+        running.withLock { $0 = core }
+        defer { running.withLock { $0 = nil } }
         logger.info(
             "node ready",
             metadata: ["flowkit.node.client": "\(clientEndpoint)", "flowkit.node.coordinator": "\(configuration.coordinator.submit)"]

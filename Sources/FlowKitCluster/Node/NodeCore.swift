@@ -181,6 +181,19 @@ actor NodeCore {
         if !watchers.isEmpty { pushProgress() }
     }
 
+    /// Disconnects from the coordinator's three sockets and connects again.
+    func dropConnections() async {
+        let endpoints = configuration.coordinator
+        logger.warning("dropping the connections to the coordinator, as asked; reconnecting")
+        for (socket, endpoint) in [(sockets.submit, endpoints.submit), (sockets.subscriber, endpoints.publish), (sockets.sync, endpoints.sync)] {
+            _ = try? await socket.perform { socket in
+                try socket.disconnect(endpoint)
+                try socket.connect(endpoint)
+            }
+        }
+        reconnected()
+    }
+
     /// Registers a progress watcher (at most 64; the oldest goes first).
     func watch(peer: RouterEnvelope, request: UInt64, seconds: UInt32) {
         let until = WallClock.micros() + UInt64(min(seconds, 3_600)) * 1_000_000

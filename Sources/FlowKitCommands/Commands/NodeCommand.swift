@@ -1,6 +1,7 @@
 import ArgumentParser
 import FlowKitCluster
 import Foundation
+import UnixSignals
 
 /// `flowkit node`: runs a node that hosts flow instances.
 struct NodeCommand: AsyncParsableCommand {
@@ -87,6 +88,11 @@ struct NodeCommand: AsyncParsableCommand {
         let node = Node(configuration: configuration, registry: FlowKitCLI.registry, logger: logger)
         let nodeName = configuration.name
         do {
+            // SIGUSR1 drops the node's connections to the coordinator (fault injection).
+            let faults = Task {
+                for await _ in await UnixSignalsSequence(trapping: .sigusr1) { await node.dropConnections() }
+            }
+            defer { faults.cancel() }
             try await ShutdownService.run(logger: logger) {
                 try await node.run { endpoint in
                     printFlushed("READY " + jsonLine(["client": endpoint, "id": "\(id)", "name": nodeName, "metrics": metricsEndpoint]))
