@@ -29,17 +29,9 @@ public final class Coordinator: Sendable {
     /// - Parameter onReady: Called once the sockets are bound, with the endpoints (the ports the OS
     ///   chose included).
     public func run(onReady: @Sendable (CoordinatorEndpoints) -> Void = { _ in }) async throws {
-        let context = try ZMQContext()
-        let loop = try IOLoop(context: context, name: "coordinator-io", logger: logger)
-        do {
+        try await withIOLoop(name: "coordinator-io", linger: configuration.transport.linger, logger: logger) { loop in
             try await serve(loop: loop, onReady: onReady)
-        } catch {
-            await loop.shutdown(linger: configuration.transport.linger)
-            await context.terminate()
-            throw error
         }
-        await loop.shutdown(linger: configuration.transport.linger)
-        await context.terminate()
     }
 
     /// Asks a running coordinator to stop; `run` returns once it has closed everything.

@@ -34,17 +34,9 @@ public final class Node: Sendable {
     /// - Parameter onReady: Called with the client endpoint (the port the OS chose included) once
     ///   clients can connect.
     public func run(onReady: @Sendable (String) -> Void = { _ in }) async throws {
-        let context = try ZMQContext()
-        let loop = try IOLoop(context: context, name: "node-\(configuration.id)-io", logger: logger)
-        do {
+        try await withIOLoop(name: "node-\(configuration.id)-io", linger: configuration.transport.linger, logger: logger) { loop in
             try await serve(loop: loop, onReady: onReady)
-        } catch {
-            await loop.shutdown(linger: configuration.transport.linger)
-            await context.terminate()
-            throw error
         }
-        await loop.shutdown(linger: configuration.transport.linger)
-        await context.terminate()
     }
 
     /// Asks a running node to stop; `run` returns once it has closed everything.

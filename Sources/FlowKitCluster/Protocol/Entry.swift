@@ -75,16 +75,8 @@ public struct Entry: Sendable, Equatable {
     init(from reader: inout ByteReader) throws {
         seq = try reader.readUInt64("seq")
         epoch = try reader.readUInt32("epoch")
-        let rawKind = try reader.readUInt8("kind")
-        guard let kind = EntryKind(rawValue: rawKind) else {
-            throw ProtocolError(.malformed, "\(reader.context): unknown entry kind \(rawKind)")
-        }
-        self.kind = kind
-        let rawCodec = try reader.readUInt8("codec")
-        guard let codec = PayloadCodec(rawValue: rawCodec) else {
-            throw ProtocolError(.malformed, "\(reader.context): unknown codec \(rawCodec)")
-        }
-        self.codec = codec
+        kind = try reader.readKind()
+        codec = try reader.readCodec()
         origin = try reader.readUInt32("origin")
         session = try reader.readUInt64("session")
         submission = try reader.readUInt64("submission")
@@ -138,18 +130,28 @@ public struct Submission: Sendable, Equatable {
 
     init(from reader: inout ByteReader) throws {
         submission = try reader.readUInt64("submission")
-        let rawKind = try reader.readUInt8("kind")
-        guard let kind = EntryKind(rawValue: rawKind) else {
-            throw ProtocolError(.malformed, "\(reader.context): unknown entry kind \(rawKind)")
-        }
-        self.kind = kind
-        let rawCodec = try reader.readUInt8("codec")
-        guard let codec = PayloadCodec(rawValue: rawCodec) else {
-            throw ProtocolError(.malformed, "\(reader.context): unknown codec \(rawCodec)")
-        }
-        self.codec = codec
+        kind = try reader.readKind()
+        codec = try reader.readCodec()
         submittedAt = try reader.readUInt64("submitted-at")
         address = try reader.readShortString("address")
         payload = reader.readRest()
+    }
+}
+
+extension ByteReader {
+    mutating func readKind() throws -> EntryKind {
+        let raw = try readUInt8("kind")
+        guard let kind = EntryKind(rawValue: raw) else {
+            throw ProtocolError(.malformed, "\(context): unknown entry kind \(raw)")
+        }
+        return kind
+    }
+
+    mutating func readCodec() throws -> PayloadCodec {
+        let raw = try readUInt8("codec")
+        guard let codec = PayloadCodec(rawValue: raw) else {
+            throw ProtocolError(.malformed, "\(context): unknown codec \(raw)")
+        }
+        return codec
     }
 }

@@ -59,3 +59,31 @@ public struct TransportOptions: Sendable {
         try socket.setOption(.receiveHighWaterMark, highWaterMark)
     }
 }
+
+/// Runs `body` with a fresh ZeroMQ context and I/O loop, and shuts both down afterwards, when
+/// `body` returns or throws: the frame every FlowKit process runs in.
+func withIOLoop<Result: Sendable>(
+    name: String,
+    linger: Duration,
+    logger: Logger,
+    _ body: (IOLoop) async throws -> Result
+) async throws -> Result {
+    let context = try ZMQContext()
+    let loop: IOLoop
+    do {
+        loop = try IOLoop(context: context, name: name, logger: logger)
+    } catch {
+        await context.terminate()
+        throw error
+    }
+    do {
+        let result = try await body(loop)
+        await loop.shutdown(linger: linger)
+        await context.terminate()
+        return result
+    } catch {
+        await loop.shutdown(linger: linger)
+        await context.terminate()
+        throw error
+    }
+}
