@@ -31,6 +31,18 @@ let package = Package(
             ],
             path: "ZeroMQ/zmq-perf"
         ),
+        // The coordinator's durable ordering rate, log replay and snapshot join: `swift run -c release cluster-perf`.
+        .executableTarget(
+            name: "cluster-perf",
+            dependencies: [
+                .product(name: "FlowKit", package: "FlowKit"),
+                .product(name: "FlowKitCluster", package: "FlowKit"),
+                .product(name: "FlowKitExamples", package: "FlowKit"),
+                .product(name: "ZeroMQ", package: "FlowKit"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "ClusterPerf"
+        ),
         // Throughput and commit latency of the coordinator's log: `swift run -c release log-perf [dir]`.
         .executableTarget(
             name: "log-perf",

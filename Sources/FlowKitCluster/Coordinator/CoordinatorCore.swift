@@ -32,6 +32,9 @@ actor CoordinatorCore {
     /// Address prefixes someone subscribes to (from the XPUB socket's subscription messages): while
     /// there are any, runs of one instance are published under their address as well as batches.
     private var addressSubscriptions: Set<[UInt8]> = []
+    /// Addresses already checked (syntax and flow), so a busy instance is validated once, not per
+    /// entry; cleared when it grows past its bound.
+    private var knownAddresses: Set<String> = []
     /// The most entries and bytes in one batch message.
     private let batchLimit = (entries: 4_096, bytes: 1 << 20)
 
@@ -146,8 +149,14 @@ actor CoordinatorCore {
             return ProtocolError(.overloaded, "the coordinator has \(pending.entries.count) entries waiting for the log")
         }
         do {
-            let address = try Address(parsing: submission.address)
-            let flow = try registry.flow(for: address)
+            let flow: any RegisteredFlow
+            if knownAddresses.contains(submission.address), let known = registry.flow(named: flowName(of: submission.address)) {
+                flow = known
+            } else {
+                flow = try registry.flow(for: try Address(parsing: submission.address))
+                if knownAddresses.count >= 100_000 { knownAddresses.removeAll(keepingCapacity: true) }
+                knownAddresses.insert(submission.address)
+            }
             switch submission.kind {
             case .event: _ = try flow.normalise(submission.payload, codec: submission.codec)
             case .cancel, .cancelAll: break
@@ -318,4 +327,10 @@ extension Duration {
     var microseconds: Int64 {
         components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000
     }
+}
+
+/// The flow name of an address already known to be valid: the text before the first `/`.
+private func flowName(of address: String) -> String {
+    guard let slash = address.utf8.firstIndex(of: UInt8(ascii: "/")) else { return address }
+    return String(address[..<slash])
 }

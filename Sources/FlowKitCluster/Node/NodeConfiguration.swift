@@ -37,6 +37,9 @@ public struct NodeConfiguration: Sendable {
     /// Where the node keeps snapshots of its instances, so a restart resumes from the latest one
     /// plus the log after it. `nil`: a restarted node joins through the coordinator's snapshot.
     public var dataDirectory: String?
+    /// Whether a node that starts empty, behind a log that has entries, joins through the
+    /// coordinator's snapshot (the default, fast) or replays the log from its first entry.
+    public var joinThroughSnapshot = true
     /// How often the node saves a local snapshot (when it has a data directory and applied more).
     public var snapshotInterval: Duration = .seconds(10)
     /// The coordinator's CURVE public key, when CURVE is on.

@@ -322,7 +322,7 @@ actor NodeCore {
                     noteTerm(welcome.epoch, head: welcome.head)
                     lastHeartbeat = WallClock.micros()
                     let now = WallClock.micros()
-                    if !welcomed, follower.applied == 0, welcome.head > 0, !follower.isJoining {
+                    if !welcomed, configuration.joinThroughSnapshot, follower.applied == 0, welcome.head > 0, !follower.isJoining {
                         perform(follower.startSnapshot(now: now))
                     } else {
                         perform(follower.noteHead(welcome.head, now: now))

@@ -24,7 +24,7 @@ public struct Address: Hashable, Sendable, Comparable, CustomStringConvertible {
                 "flow name \"\(flow)\" must be 1-48 characters of a-z, 0-9, - and _"
             )
         }
-        guard !key.isEmpty, key.utf8.count <= 200, !key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard !key.isEmpty, key.utf8.count <= 200, !Self.containsControlCharacter(key) else {
             throw ProtocolError(
                 .malformed,
                 "instance key \"\(key)\" must be 1-200 bytes of UTF-8 without control characters"
@@ -33,6 +33,17 @@ public struct Address: Hashable, Sendable, Comparable, CustomStringConvertible {
         self.flow = flow
         self.key = key
         self.description = "\(flow)/\(key)"
+    }
+
+    /// Whether `text` holds a C0 or C1 control character (or DEL), by a scan of its UTF-8: C1
+    /// controls, U+0080 to U+009F, are the two-byte sequences 0xC2 0x80 to 0xC2 0x9F.
+    private static func containsControlCharacter(_ text: String) -> Bool {
+        var previous: UInt8 = 0
+        for byte in text.utf8 {
+            if byte < 0x20 || byte == 0x7F || (previous == 0xC2 && (0x80...0x9F).contains(byte)) { return true }
+            previous = byte
+        }
+        return false
     }
 
     /// Parses `flow/key`; the key may itself contain `/`.

@@ -4,9 +4,7 @@ import ZeroMQ
 #if canImport(Glibc)
 import Glibc
 #endif
-#if canImport(CoreFoundation)
-import CoreFoundation
-#endif
+
 
 /// CURVE encryption and authentication for one process: its own key pair, and the client keys
 /// its bound sockets admit.
@@ -53,13 +51,16 @@ public struct CurveSecurity: Sendable {
     }
 
     static func readSecretKeyFile(_ path: String) throws -> String {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw CurveSecurityError("cannot read the secret key file \(path): \(String(cString: strerror(errno)))")
+        let attributes: [FileAttributeKey: Any]
+        do {
+            attributes = try FileManager.default.attributesOfItem(atPath: path)
+        } catch {
+            throw CurveSecurityError("cannot read the secret key file \(path): \(error.localizedDescription)")
         }
-        if info.st_mode & (S_IRWXG | S_IRWXO) != 0 {
+        let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue ?? 0
+        if mode & 0o077 != 0 {
             throw CurveSecurityError(
-                "the secret key file \(path) can be read by other users (mode \(String(info.st_mode & 0o777, radix: 8))); run: chmod 600 \(path)"
+                "the secret key file \(path) can be read by other users (mode \(String(mode & 0o777, radix: 8))); run: chmod 600 \(path)"
             )
         }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
