@@ -41,6 +41,8 @@ public final class ClusterClient: Sendable {
     private let waiters = ReplyWaiters()
     private let nextRequest = Atomic<UInt64>(1)
     private let receiver: Task<Void, Never>
+    /// Fails requests whose answer is overdue: one task for all of them, not one per request.
+    private let sweeper: Task<Void, Never>
     /// How long a request waits for its answer.
     public let timeout: Duration
 
@@ -84,10 +86,20 @@ public final class ClusterClient: Sendable {
             for orphan in waiters.takeAll() { orphan.resume(throwing: ClusterClientError.closed) }
             waiters.finishProgress()
         }
+        let timeoutForErrors = timeout
+        sweeper = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(50))
+                for overdue in waiters.takeOverdue(now: ContinuousClock.now) {
+                    overdue.resume(throwing: ClusterClientError.timedOut(timeoutForErrors))
+                }
+            }
+        }
     }
 
     /// Closes the connection; requests still waiting fail.
     public func close() async {
+        sweeper.cancel()
         await socket.close(linger: .zero)
         await receiver.value
         await loop.shutdown(linger: .zero)
@@ -173,17 +185,20 @@ public final class ClusterClient: Sendable {
     private func request(_ request: ClientRequest, id: UInt64) async throws -> ClientReply {
         let socket = self.socket
         let waiters = self.waiters
-        let timeout = self.timeout
-        let timer = Task {
-            try? await Task.sleep(for: timeout)
-            waiters.take(id)?.resume(throwing: ClusterClientError.timedOut(timeout))
-        }
-        defer { timer.cancel() }
+        let message = Message(parts: request.frames)
+        let deadline = ContinuousClock.now.advanced(by: timeout)
         let reply: ClientReply = try await withCheckedThrowingContinuation { continuation in
-            waiters.add(id, continuation)
+            waiters.add(id, continuation, deadline: deadline)
+            // The common case queues the message at once; only a full queue needs a task to wait.
+            do {
+                if try socket.trySend(message) { return }
+            } catch {
+                waiters.take(id)?.resume(throwing: error)
+                return
+            }
             Task {
                 do {
-                    try await socket.send(Message(parts: request.frames))
+                    try await socket.send(message)
                 } catch {
                     waiters.take(id)?.resume(throwing: error)
                 }
@@ -214,20 +229,34 @@ public enum ClusterClientError: Error, Sendable, CustomStringConvertible {
 
 /// Requests waiting for their answers, by request id.
 final class ReplyWaiters: Sendable {
-    private let waiters = Mutex<[UInt64: CheckedContinuation<ClientReply, any Error>]>([:])
+    private struct Waiter {
+        var continuation: CheckedContinuation<ClientReply, any Error>
+        var deadline: ContinuousClock.Instant
+    }
 
-    func add(_ id: UInt64, _ continuation: CheckedContinuation<ClientReply, any Error>) {
-        waiters.withLock { $0[id] = continuation }
+    private let waiters = Mutex<[UInt64: Waiter]>([:])
+
+    func add(_ id: UInt64, _ continuation: CheckedContinuation<ClientReply, any Error>, deadline: ContinuousClock.Instant) {
+        waiters.withLock { $0[id] = Waiter(continuation: continuation, deadline: deadline) }
     }
 
     func take(_ id: UInt64) -> CheckedContinuation<ClientReply, any Error>? {
-        waiters.withLock { $0.removeValue(forKey: id) }
+        waiters.withLock { $0.removeValue(forKey: id) }?.continuation
     }
 
     func takeAll() -> [CheckedContinuation<ClientReply, any Error>] {
         waiters.withLock { waiters in
             defer { waiters = [:] }
-            return Array(waiters.values)
+            return waiters.values.map(\.continuation)
+        }
+    }
+
+    /// Removes and returns the waiters whose deadline has passed.
+    func takeOverdue(now: ContinuousClock.Instant) -> [CheckedContinuation<ClientReply, any Error>] {
+        waiters.withLock { waiters in
+            let overdue = waiters.filter { $0.value.deadline <= now }
+            for id in overdue.keys { waiters[id] = nil }
+            return overdue.values.map(\.continuation)
         }
     }
 
