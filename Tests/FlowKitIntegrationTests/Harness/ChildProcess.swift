@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// Three layers make sure no `flowkit` process is left behind:
 ///
-/// 1. **Normal and failing tests**: ``TestCluster/run(nodes:durable:_:)`` stops every child on
+/// 1. **Normal and failing tests**: ``TestCluster/run(nodes:durable:options:_:)`` stops every child on
 ///    every path (success, thrown error, cancellation): `SIGTERM` to the child's process group, a
 ///    grace period, then `SIGKILL`, and it reaps each one with `waitpid`.
 /// 2. **The test process exits** without stopping them (an `exit()` after a test, a stray

@@ -24,6 +24,16 @@ final class RawDealer: Sendable {
         try await socket.send(Message(parts: frames))
     }
 
+    /// Queues many messages at once, in order: pipelined requests.
+    func send(batch: [[[UInt8]]]) async throws {
+        try await socket.send(contentsOf: batch.map { Message(parts: $0) })
+    }
+
+    /// The messages that have arrived (at least one; waits for it).
+    func receiveBatch() async throws -> [[[UInt8]]] {
+        try await socket.receiveBatch().map { $0.frames.map(\.bytes) }
+    }
+
     /// The next message's frames, or `nil` if none arrives within `timeout`.
     func receive(timeout: Duration) async throws -> [[UInt8]]? {
         let socket = self.socket

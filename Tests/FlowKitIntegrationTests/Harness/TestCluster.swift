@@ -26,6 +26,8 @@ final class TestCluster: Sendable {
         var process: ChildProcess
         var clientEndpoint: String
         var client: ClusterClient
+        /// `host:port` of its Prometheus endpoint, when started with `--metrics`.
+        var metricsEndpoint: String?
     }
 
     private struct State {
@@ -40,6 +42,7 @@ final class TestCluster: Sendable {
     let directory: String
     let binary: String
     let durable: Bool
+    let options: Options
     let logger: Logger
     let logLevel: String
     private let state = Mutex(State())
@@ -47,8 +50,9 @@ final class TestCluster: Sendable {
     /// How long a child may take to print READY.
     static let readyTimeout: Duration = .seconds(20)
 
-    private init(durable: Bool) throws {
-        binary = try Self.findBinary()
+    private init(durable: Bool, options: Options) throws {
+        binary = try Self.findBinary(named: options.binary)
+        self.options = options
         var template = Array("\(NSTemporaryDirectory())/flowkit-it-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw HarnessError("mkdtemp failed: errno \(errno)") }
         directory = String(cString: made)
@@ -64,9 +68,15 @@ final class TestCluster: Sendable {
     /// - Parameters:
     ///   - nodes: How many nodes, with ids 1…`nodes`.
     ///   - durable: Give the coordinator a data directory (so it can be restarted without loss).
+    ///   - options: Another binary, extra flags (see ``Options``).
     ///   - body: The test.
-    static func run<T>(nodes: Int = 3, durable: Bool = false, _ body: (TestCluster) async throws -> T) async throws -> T {
-        let cluster = try TestCluster(durable: durable)
+    static func run<T>(
+        nodes: Int = 3,
+        durable: Bool = false,
+        options: Options = Options(),
+        _ body: (TestCluster) async throws -> T
+    ) async throws -> T {
+        let cluster = try TestCluster(durable: durable, options: options)
         let failuresBefore = RecordedFailures.count
         let result: T
         do {
@@ -94,9 +104,9 @@ final class TestCluster: Sendable {
         return result
     }
 
-    /// Starts a cluster that the caller must ``shutDown()``; prefer ``run(nodes:durable:_:)``.
-    static func start(nodes: Int, durable: Bool = false) async throws -> TestCluster {
-        let cluster = try TestCluster(durable: durable)
+    /// Starts a cluster that the caller must ``shutDown()``; prefer ``run(nodes:durable:options:_:)``.
+    static func start(nodes: Int, durable: Bool = false, options: Options = Options()) async throws -> TestCluster {
+        let cluster = try TestCluster(durable: durable, options: options)
         do {
             try await cluster.start(nodes: nodes)
         } catch {
@@ -114,25 +124,26 @@ final class TestCluster: Sendable {
 
     // MARK: Finding the binary
 
-    /// The `flowkit` binary: `$FLOWKIT_BINARY`, else next to this test binary (SwiftPM puts both in
-    /// the same `debug` directory, whatever the scratch path), else under the package root.
-    static func findBinary() throws -> String {
+    /// The `flowkit` binary (or another of the package's executables, `name`): `$FLOWKIT_BINARY`
+    /// (for `flowkit`), else next to this test binary (SwiftPM puts both in the same `debug`
+    /// directory, whatever the scratch path), else under the package root.
+    static func findBinary(named name: String = "flowkit") throws -> String {
         var candidates: [String] = []
-        if let explicit = ProcessInfo.processInfo.environment["FLOWKIT_BINARY"] { candidates.append(explicit) }
+        if name == "flowkit", let explicit = ProcessInfo.processInfo.environment["FLOWKIT_BINARY"] { candidates.append(explicit) }
         if let me = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
             // …/debug/FlowKitPackageTests.xctest, or on some layouts a binary inside a bundle dir.
             var directory = (me as NSString).deletingLastPathComponent
             for _ in 0..<3 {
-                candidates.append("\(directory)/flowkit")
+                candidates.append("\(directory)/\(name)")
                 directory = (directory as NSString).deletingLastPathComponent
             }
         }
         let packageRoot = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-        candidates += ["\(packageRoot)/.build-it/debug/flowkit", "\(packageRoot)/.build/debug/flowkit"]
+        candidates += ["\(packageRoot)/.build-it/debug/\(name)", "\(packageRoot)/.build/debug/\(name)"]
         if let found = candidates.first(where: { access($0, X_OK) == 0 && !$0.hasSuffix("/") }) { return found }
         throw HarnessError(
-            "no flowkit binary found (looked at \(candidates.joined(separator: ", "))): build with 'swift build --build-tests' or set FLOWKIT_BINARY"
+            "no \(name) binary found (looked at \(candidates.joined(separator: ", "))): build with 'swift build --build-tests' or set FLOWKIT_BINARY"
         )
     }
 
@@ -157,6 +168,7 @@ final class TestCluster: Sendable {
             "--log-level", logLevel,
         ]
         if durable { arguments += ["--data-dir", "\(directory)/coordinator-data"] }
+        arguments += options.coordinatorArguments
         let process = try await ChildProcess.spawn(executable: binary, arguments: arguments, name: nextName("coordinator"), directory: directory)
         state.withLock { $0.history.append(process) }
         let line = try await process.waitForLine(prefix: "READY ", timeout: Self.readyTimeout)
@@ -188,7 +200,7 @@ final class TestCluster: Sendable {
                 "--coordinator-sync", endpoints.sync,
                 "--client", previous?.clientEndpoint ?? "tcp://127.0.0.1:*",
                 "--log-level", logLevel,
-            ]
+            ] + nodeArguments(id)
             let process = try await ChildProcess.spawn(executable: binary, arguments: arguments, name: nextName("node-\(id)"), directory: directory)
             state.withLock { $0.history.append(process) }
             started.append((id, process, previous?.clientEndpoint))
@@ -209,7 +221,10 @@ final class TestCluster: Sendable {
             } else {
                 client = try await ClusterClient(endpoint: endpoint, timeout: .seconds(15), logger: logger)
             }
-            state.withLock { $0.nodes[id] = NodeHandle(id: id, process: process, clientEndpoint: endpoint, client: client) }
+            let metrics = fields["metrics"].flatMap { $0.isEmpty ? nil : $0 }
+            state.withLock {
+                $0.nodes[id] = NodeHandle(id: id, process: process, clientEndpoint: endpoint, client: client, metricsEndpoint: metrics)
+            }
         }
     }
 
@@ -317,84 +332,5 @@ final class TestCluster: Sendable {
         var result: [Int: ClusterClient.State] = [:]
         for id in nodeIDs { result[id] = try await client(id).query(address, minApplied: minApplied) }
         return result
-    }
-}
-
-/// Polls `probe` until it returns a value, or fails after `timeout` saying what it waited for.
-///
-/// Errors from `probe` count as "not yet" (a node still starting, an instance not created yet); the
-/// last one is in the failure message.
-func eventually<T>(
-    _ what: String,
-    timeout: Duration = .seconds(10),
-    every interval: Duration = .milliseconds(50),
-    _ probe: () async throws -> T?
-) async throws -> T {
-    let deadline = ContinuousClock.now + timeout
-    var lastError: (any Error)?
-    while true {
-        do {
-            if let value = try await probe() { return value }
-        } catch {
-            lastError = error
-        }
-        try Task.checkCancellation()
-        if ContinuousClock.now >= deadline {
-            throw HarnessError("timed out after \(timeout) waiting until \(what)" + (lastError.map { "; last error: \($0)" } ?? ""))
-        }
-        try await Task.sleep(for: interval)
-    }
-}
-
-extension ClusterClient.State {
-    /// The state JSON as text.
-    var text: String { String(decoding: json, as: UTF8.self) }
-
-    /// The state decoded as `type`.
-    func decode<S: Decodable>(_ type: S.Type) throws -> S {
-        try JSONDecoder().decode(S.self, from: Data(json))
-    }
-}
-
-/// Failures recorded by tests of suites with ``Testing/Trait/countingFailures``, so the harness
-/// knows to print the processes' logs when an `#expect` failed without throwing.
-enum RecordedFailures {
-    private static let counter = Mutex(0)
-    static var count: Int { counter.withLock { $0 } }
-    static func add() { counter.withLock { $0 += 1 } }
-}
-
-extension Trait where Self == IssueHandlingTrait {
-    /// Counts failing issues in ``RecordedFailures`` (and passes every issue on unchanged).
-    static var countingFailures: Self {
-        .compactMapIssues { issue in
-            if issue.isFailure { RecordedFailures.add() }
-            return issue
-        }
-    }
-}
-
-extension TestCluster {
-    /// The coordinator's log from `from` on, read through its sync socket (RANGE_REQUEST), as a
-    /// node repairing a gap would.
-    func readLog(from: UInt64 = 1, through last: UInt64) async throws -> [Entry] {
-        guard let sync = coordinatorEndpoints?.sync else { throw HarnessError("no coordinator") }
-        let dealer = try await RawDealer(endpoint: sync, logger: logger)
-        defer { Task { await dealer.close() } }
-        var entries: [Entry] = []
-        var next = from
-        var request: UInt64 = 1
-        while next <= last {
-            try await dealer.send(RangeRequest(request: request, from: next, to: last, maxCount: 10_000).frames)
-            guard let reply = try await dealer.receive(timeout: .seconds(10)) else {
-                throw HarnessError("the coordinator did not answer RANGE_REQUEST \(next)…\(last)")
-            }
-            let range = try RangeMessage(frames: reply)
-            guard let tail = range.entries.last else { throw HarnessError("RANGE \(next)…\(last) came back empty") }
-            entries += range.entries
-            next = tail.seq + 1
-            request += 1
-        }
-        return entries
     }
 }

@@ -1,0 +1,148 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FlowKitCluster
+import FlowKitExamples
+import Foundation
+import Logging
+import Testing
+
+/// Issue 6: `flowkit cluster` and the client commands, run the way a user runs them.
+extension ClusterProcessTests {
+    @Test func clusterCommandServesTheClientCommandsAndStopsCleanlyOnSIGINT() async throws {
+        try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo"] }, clusterDirectory: "cluster") { cluster in
+            let file = try cluster.file()
+            try await withNodeClients(file.nodes.map(\.clientEndpoint)) { clients in
+                try await Self.exerciseClientCommands(cluster, clients: clients)
+            }
+            try await Self.stopWithSIGINT(cluster, file: file)
+        }
+    }
+
+    private static func exerciseClientCommands(_ cluster: ClusterCommandProcess, clients: [ClusterClient]) async throws {
+        let directory = cluster.directory
+        let file = try cluster.file()
+        #expect(file.nodes.map(\.name) == ["node-1", "node-2", "node-3"])
+        // The cluster's children are exactly the processes cluster.json names.
+        let children = Set(ProcessTable.children(of: cluster.process.pid).map(\.pid))
+        #expect(children == Set(file.pids), "children of flowkit cluster: \(children), cluster.json: \(file.pids)")
+
+        // emit at node-1 and node-2, state at node-3 and node-1: the same.
+        let first = try await cluster.flowkit(["emit", "counter/a", #"{"increment":{}}"#, "--node", "node-1", "--json"])
+        #expect(first.exitCode == 0, "\(first)")
+        let second = try await cluster.flowkit(["emit", "counter/a", #"{"add":{"_0":5}}"#, "--node", "node-2", "--wait", "applied", "--json"])
+        #expect(second.exitCode == 0, "\(second)")
+        let seq = try #require(Self.jsonField("seq", in: second.stdout).flatMap { UInt64($0) }, "emit --json prints the seq: \(second.stdout)")
+        let at3 = try await cluster.flowkit(["state", "counter/a", "--node", "node-3", "--min-seq", "\(seq)", "--json"])
+        let at1 = try await cluster.flowkit(["state", "counter/a", "--node", "node-1", "--min-seq", "\(seq)", "--json"])
+        #expect(at3.exitCode == 0 && at1.exitCode == 0, "\(at3)\n\(at1)")
+        #expect(at3.stdout.contains(#""state":{"count":6}"#), "node-3: \(at3.stdout)")
+        #expect(Self.jsonField("digest", in: at3.stdout) == Self.jsonField("digest", in: at1.stdout), "node-3 and node-1 agree: \(at3.stdout) \(at1.stdout)")
+
+        // A timer started at node-1, cancelled from node-3: it stops on every node.
+        let start = try await cluster.flowkit(["emit", "timer/t", #"{"toggleTimerButtonTapped":{}}"#, "--node", "node-1", "--wait", "applied"])
+        #expect(start.exitCode == 0, "\(start)")
+        _ = try await eventually("the timer ticked on node-2", timeout: .seconds(5), every: .milliseconds(100)) {
+            try await clients[1].query("timer/t").decode(TimerFlow.State.self).secondsElapsed >= 1 ? true : nil
+        }
+        let cancel = try await cluster.flowkit(["cancel", "timer/t", "--id", "timer", "--node", "node-3"])
+        #expect(cancel.exitCode == 0, "\(cancel)")
+        try await Task.sleep(for: .milliseconds(1_200))  // ticks already sent are ordered after the cancel
+        let stopped = try await clients.asyncMap { try await $0.query("timer/t") }
+        try await Task.sleep(for: .milliseconds(2_200))
+        let later = try await clients.asyncMap { try await $0.query("timer/t", minApplied: stopped.map(\.applied).max()!) }
+        for index in clients.indices {
+            #expect(later[index].lastSeq == stopped[index].lastSeq && later[index].json == stopped[index].json, "node-\(index + 1): \(stopped[index].text) then \(later[index].text)")
+            #expect(later[index].json == later[0].json, "node-\(index + 1) and node-1 agree on timer/t")
+        }
+
+        // monitor --json sees entries emitted while it runs, in seq order.
+        // With --heartbeats it prints a heartbeat 10 times a second: once one is out, it is subscribed.
+        let monitor = try await ChildProcess.spawn(
+            executable: cluster.binary,
+            arguments: ["monitor", "--json", "--duration", "2", "--heartbeats", "--cluster-dir", cluster.clusterDirectory],
+            name: "monitor", directory: directory
+        )
+        try await monitor.waitForOutput(containing: #""type":"heartbeat""#, timeout: .seconds(2))
+        var emitted: [UInt64] = []
+        for index in 0..<4 {
+            emitted.append(try await clients[index % 3].emit(json: #"{"increment":{}}"#, to: "counter/m").seq)
+        }
+        #expect(await monitor.waitForExit(timeout: .seconds(10)) && monitor.status == 0, "monitor: \(monitor.stderrTail())")
+        let lines = monitor.stdoutText.split(separator: "\n")
+        let seqs = lines.filter { $0.contains(#""type":"entry""#) }.compactMap { Self.jsonField("seq", in: String($0)).flatMap(UInt64.init) }
+        #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count, "entries in seq order: \(seqs)")
+        #expect(Set(emitted).isSubset(of: Set(seqs)), "the monitor saw \(seqs), the emits were ordered at \(emitted)")
+
+        // status: every node alive, exit 0.
+        try await Task.sleep(for: .milliseconds(1_200))  // a report from every node after the last emit
+        let status = try await cluster.flowkit(["status"])
+        #expect(status.exitCode == 0, "\(status)")
+        for name in ["node-1", "node-2", "node-3"] {
+            #expect(status.stdout.split(separator: "\n").contains { $0.hasPrefix(name) && $0.contains("alive") }, "\(name) alive: \(status.stdout)")
+        }
+
+    }
+
+    private static func stopWithSIGINT(_ cluster: ClusterCommandProcess, file: ClusterCommandProcess.File) async throws {
+        // SIGINT to the cluster process alone: it stops its children and exits 0.
+        cluster.process.signalProcessOnly(SIGINT)
+        let exited = await cluster.process.waitForExit(timeout: .seconds(15))
+        #expect(exited && cluster.process.status == 0, "flowkit cluster on SIGINT: \(cluster.process.status.map(ChildProcess.describe) ?? "still running")")
+        let left = file.pids.filter { !ProcessTable.isGone($0) }
+        #expect(left.isEmpty, "children still running after the cluster stopped: \(left)")
+        #expect(!FileManager.default.fileExists(atPath: cluster.clusterDirectory + "/cluster.json"), "cluster.json removed")
+        let output = (try? String(contentsOfFile: cluster.process.stdoutPath, encoding: .utf8)) ?? ""
+        #expect(output.contains("stopped; no child process left"), "\(output.suffix(500))")
+    }
+
+    /// `kill -9` of `flowkit cluster`: its children die too (parent-death signal).
+    @Test func clusterCommandKilledTakesItsChildrenWithIt() async throws {
+        try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo", "--nodes", "2"] }, clusterDirectory: "cluster") { cluster in
+            let pids = cluster.childPids
+            #expect(pids.count == 3)
+            cluster.process.signalProcessOnly(SIGKILL)
+            #expect(await cluster.process.waitForExit(timeout: .seconds(5)))
+            let gone = try? await eventually("every child of the killed cluster is gone", timeout: .seconds(10)) {
+                pids.allSatisfy(ProcessTable.isGone) ? true : nil
+            }
+            #expect(gone == true, "children that outlived kill -9 of their cluster: \(pids.filter { !ProcessTable.isGone($0) })")
+        }
+    }
+
+    /// The string or number value of `"key":` in a line of JSON (the CLI's flat objects).
+    static func jsonField(_ key: String, in text: String) -> String? {
+        guard let range = text.range(of: "\"\(key)\":") else { return nil }
+        var rest = text[range.upperBound...]
+        if rest.first == "\"" {
+            rest = rest.dropFirst()
+            return String(rest.prefix { $0 != "\"" })
+        }
+        return String(rest.prefix { $0.isNumber })
+    }
+}
+
+/// Runs `body` with a client for each endpoint, closed on every path.
+func withNodeClients<T>(_ endpoints: [String], timeout: Duration = .seconds(10), _ body: ([ClusterClient]) async throws -> T) async throws -> T {
+    var logger = Logger(label: "flowkit.integration-tests")
+    logger.logLevel = .error
+    var clients: [ClusterClient] = []
+    func closeAll() async { for client in clients { await client.close() } }
+    do {
+        for endpoint in endpoints { clients.append(try await ClusterClient(endpoint: endpoint, timeout: timeout, logger: logger)) }
+        let result = try await body(clients)
+        await closeAll()
+        return result
+    } catch {
+        await closeAll()
+        throw error
+    }
+}
+
+extension Sequence {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var result: [T] = []
+        for element in self { result.append(try await transform(element)) }
+        return result
+    }
+}

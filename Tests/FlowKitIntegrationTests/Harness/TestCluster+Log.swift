@@ -1,0 +1,26 @@
+import FlowKitCluster
+
+extension TestCluster {
+    /// The coordinator's log from `from` on, read through its sync socket (RANGE_REQUEST), as a
+    /// node repairing a gap would.
+    func readLog(from: UInt64 = 1, through last: UInt64) async throws -> [Entry] {
+        guard let sync = coordinatorEndpoints?.sync else { throw HarnessError("no coordinator") }
+        let dealer = try await RawDealer(endpoint: sync, logger: logger)
+        defer { Task { await dealer.close() } }
+        var entries: [Entry] = []
+        var next = from
+        var request: UInt64 = 1
+        while next <= last {
+            try await dealer.send(RangeRequest(request: request, from: next, to: last, maxCount: 10_000).frames)
+            guard let reply = try await dealer.receive(timeout: .seconds(10)) else {
+                throw HarnessError("the coordinator did not answer RANGE_REQUEST \(next)…\(last)")
+            }
+            let range = try RangeMessage(frames: reply)
+            guard let tail = range.entries.last else { throw HarnessError("RANGE \(next)…\(last) came back empty") }
+            entries += range.entries
+            next = tail.seq + 1
+            request += 1
+        }
+        return entries
+    }
+}
