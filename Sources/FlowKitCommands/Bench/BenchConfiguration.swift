@@ -1,0 +1,83 @@
+import FlowKitCluster
+import FlowKitExamples
+import Foundation
+
+/// What one `flowkit bench` run does: the load's shape and the cluster it runs against.
+///
+/// It is echoed in every result (`"config"`), so a JSON file says how it was made.
+struct BenchConfiguration: Codable, Sendable {
+    /// Offered load of this step, in events per second.
+    var rate: Double
+    /// Seconds measured, after the warm-up.
+    var duration: Double
+    /// Seconds of load before measuring starts.
+    var warmup: Double
+    var nodes: Int
+    /// DEALER connections the load is spread over, round-robin over the nodes.
+    var connections: Int
+    /// `load/<prefix>-<k>` instances the events are spread over.
+    var instances: Int
+    /// Padding bytes per event.
+    var eventSize: Int
+    /// `tickWithEffect` instead of `tick`: each event starts an effect on its origin node.
+    var effects: Bool
+    /// How the bench encodes events: `binary` or `json`.
+    var codec: String
+    /// The coordinator's log mode: `synced` or `relaxed` (unknown when attached).
+    var durability: String
+    /// The cluster directory attached to, or `nil` for a cluster the bench started itself.
+    var attach: String?
+    /// How emits wait: the bench always uses `ordered` and times "applied" through WATCH.
+    var wait: String = "ordered"
+    /// The sender's shortest sleep between rounds, in microseconds.
+    var sendTick: Int = 200
+
+    /// The events of a step: the warm-up's and the measured window's.
+    var totalEvents: Int { Int((rate * (warmup + duration)).rounded(.down)) }
+
+    var payloadCodec: PayloadCodec { codec == "json" ? .json : .binary }
+
+    /// The EMIT payload the bench sends, the same for every event.
+    func payload() -> [UInt8] {
+        let padding = [UInt8](repeating: 0x2A, count: eventSize)
+        let event: LoadFlow.Event = effects ? .tickWithEffect(padding: padding) : .tick(padding: padding)
+        switch payloadCodec {
+        case .binary: return event.binaryEncoded()
+        case .json: return Array((try? JSONEncoder().encode(event)) ?? Data())
+        }
+    }
+}
+
+/// The machine a run was measured on: the plot's title and BENCHMARKS.md quote it.
+struct MachineInfo: Codable, Sendable {
+    var host: String
+    var cpus: Int
+    var cpuModel: String
+    var kernel: String
+    var memoryBytes: UInt64
+    /// When the run started, ISO 8601.
+    var startedAt: String
+
+    static func current() -> MachineInfo {
+        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        let model = cpuinfo.split(separator: "\n")
+            .first { $0.hasPrefix("model name") }
+            .flatMap { $0.split(separator: ":", maxSplits: 1).last }
+            .map { $0.trimmingCharacters(in: .whitespaces) } ?? "unknown"
+        var name = utsname()
+        uname(&name)
+        let release = withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let formatter = ISO8601DateFormatter()
+        return MachineInfo(
+            host: ProcessInfo.processInfo.hostName,
+            cpus: ProcessInfo.processInfo.activeProcessorCount,
+            cpuModel: model,
+            kernel: "Linux " + release,
+            memoryBytes: ProcessInfo.processInfo.physicalMemory,
+            startedAt: formatter.string(from: Date())
+        )
+    }
+
+    /// One line for titles: `AMD EPYC, 2 CPUs, Linux 6.1.0, 2025-01-01T10:00:00Z`.
+    var summary: String { "\(cpuModel), \(cpus) CPUs, \(kernel), \(startedAt)" }
+}

@@ -1,0 +1,78 @@
+import CoreFoundation
+import Foundation
+import Glibc
+
+/// The schedule of one step: event `i` is due at `start + i / rate`, goes out on connection
+/// `i mod connections`, to instance `(i / connections) mod instances`, with request id
+/// `firstRequest + i`.
+///
+/// The intended send time is a function of `i` alone, so a sender that falls behind cannot hide
+/// it: latency is always measured from when the event should have left (coordinated omission).
+/// Consecutive events go to the same instance from different connections (and so different
+/// nodes), so every instance is submitted to concurrently from several origins.
+struct LoadPlan: Sendable {
+    var firstRequest: UInt64
+    var count: Int
+    var rate: Double
+    /// Intended send time of event 0, microseconds since the Unix epoch.
+    var startMicros: UInt64
+    /// The measured window, by intended send time (and by arrival time for throughput).
+    var windowStart: UInt64
+    var windowEnd: UInt64
+    var connections: Int
+    var instances: Int
+    /// The step's instance addresses: `load/<prefix>-<k>`.
+    var addresses: [String]
+
+    init(firstRequest: UInt64, configuration: BenchConfiguration, startMicros: UInt64, prefix: String) {
+        self.firstRequest = firstRequest
+        count = configuration.totalEvents
+        rate = configuration.rate
+        self.startMicros = startMicros
+        windowStart = startMicros + UInt64(configuration.warmup * 1e6)
+        windowEnd = windowStart + UInt64(configuration.duration * 1e6)
+        connections = configuration.connections
+        instances = configuration.instances
+        addresses = (0..<configuration.instances).map { "load/\(prefix)-\($0)" }
+    }
+
+    /// When event `index` should be sent.
+    @inline(__always)
+    func intended(_ index: Int) -> UInt64 {
+        startMicros + UInt64(Double(index) * 1e6 / rate)
+    }
+
+    @inline(__always)
+    func instance(_ index: Int) -> Int { (index / connections) % instances }
+
+    @inline(__always)
+    func connection(_ index: Int) -> Int { index % connections }
+
+    /// The event index of a request id, if it belongs to this plan.
+    @inline(__always)
+    func index(ofRequest request: UInt64) -> Int? {
+        guard request >= firstRequest, request < firstRequest + UInt64(count) else { return nil }
+        return Int(request - firstRequest)
+    }
+
+    var windowSeconds: Double { Double(windowEnd - windowStart) / 1e6 }
+}
+
+/// The wall clock in microseconds since the Unix epoch: the unit every PROGRESS carries, so the
+/// bench's timestamps and the nodes' compare directly (all processes share one machine's clock).
+enum BenchClock {
+    @inline(__always)
+    static func wallMicros() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return UInt64(time.tv_sec) * 1_000_000 + UInt64(time.tv_nsec) / 1_000
+    }
+
+    /// Sleeps the calling thread (never a cooperative one) for `micros`.
+    static func sleep(micros: UInt64) {
+        guard micros > 0 else { return }
+        var request = timespec(tv_sec: Int(micros / 1_000_000), tv_nsec: Int(micros % 1_000_000) * 1_000)
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import Glibc
+
+/// CPU time and memory of a process on this machine, read from `/proc/<pid>`.
+struct ProcessStats: Sendable, Equatable {
+    /// User + system time so far, in seconds (`utime` + `stime` of `/proc/<pid>/stat`).
+    var cpuSeconds: Double
+    /// VmRSS: resident memory now.
+    var rssBytes: UInt64
+    /// VmHWM: the most resident memory the process has had.
+    var peakRSSBytes: UInt64
+
+    private static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+
+    /// The process's figures, or `nil` if it is not running here (or not readable).
+    static func read(pid: Int32) -> ProcessStats? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        else { return nil }
+        // The command name, in parentheses, may hold spaces: fields are counted after its ')'.
+        guard let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return ProcessStats(
+            cpuSeconds: (user + system) / ticksPerSecond,
+            rssBytes: kilobytes("VmRSS:", in: status),
+            peakRSSBytes: kilobytes("VmHWM:", in: status)
+        )
+    }
+
+    private static func kilobytes(_ key: String, in status: String) -> UInt64 {
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(key) }) else { return 0 }
+        let number = line.dropFirst(key.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { UInt64($0) } ?? 0
+        return number * 1_024
+    }
+}
+
+/// The processes a bench watches: the coordinator, each node, and the bench itself.
+struct WatchedProcesses: Sendable {
+    /// `coordinator`, `node-1`…, `bench`, with their pids.
+    var pids: [(name: String, pid: Int32)]
+
+    /// Every process's figures now, by name (processes not readable here are left out).
+    func sample() -> [String: ProcessStats] {
+        var samples: [String: ProcessStats] = [:]
+        for (name, pid) in pids {
+            if let stats = ProcessStats.read(pid: pid) { samples[name] = stats }
+        }
+        return samples
+    }
+
+    func pid(of name: String) -> Int32? { pids.first { $0.name == name }?.pid }
+
+    var nodeNames: [String] { pids.map(\.name).filter { $0.hasPrefix("node") } }
+}
