@@ -16,6 +16,10 @@ public struct FlowKitCommand: AsyncParsableCommand {
             StatusCommand.self,
             MonitorCommand.self,
             KeysCommand.self,
+            ChaosCommand.self,
+            FuzzCommand.self,
+            BenchCommand.self,
+            BenchPeerCommand.self,
         ],
         defaultSubcommand: ClusterCommand.self
     )

@@ -18,6 +18,10 @@ public final class Coordinator: Sendable {
     private let logger: Logger
     private let stop = StopSignal()
 
+    /// The largest message the publish socket accepts from a subscriber: a subscription frame of
+    /// the longest address, with room for CURVE's handshake commands.
+    static let maxSubscriptionBytes: Int64 = 4_096
+
     public init(configuration: CoordinatorConfiguration, registry: FlowRegistry, logger: Logger) {
         self.configuration = configuration
         self.registry = registry
@@ -51,6 +55,10 @@ public final class Coordinator: Sendable {
         // while someone subscribes to an address prefix.
         let (publish, publishEndpoint) = try await loop.open(.xpub, configuration: socketConfiguration) { [configuration] socket in
             try transport.applyServer(to: socket)
+            // A publish socket only receives subscriptions, each one topic: an address at most. A
+            // longer one would cost libzmq's subscription trie ~30 bytes of memory per byte of
+            // topic, kept after the subscriber leaves, so its sender is disconnected instead.
+            try socket.setOption(.maxMessageSize, Self.maxSubscriptionBytes)
             return try socket.bind(configuration.publishEndpoint)
         }
         let (sync, syncEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { [configuration] socket in

@@ -350,12 +350,29 @@ actor NodeCore {
                 // Retryable refusals (overloaded, log unavailable) stay queued; anything else means
                 // this node and the coordinator disagree about the flows: the client must know.
                 let reason = item.reason ?? .internalError
-                guard reason != .overloaded, reason != .internalError else { continue }
+                guard reason != .overloaded, reason != .internalError else {
+                    submissions.noteRefusal(item.submission, reason: reason)
+                    continue
+                }
                 guard let pending = submissions.acknowledge(item.submission) else { continue }
                 if case .client(let peer, let request, _, _) = pending.waiter {
                     reply(.error(request: request, ProtocolError(reason, "the coordinator refused the entry: \(reason)")), to: peer)
                 }
             }
+        }
+    }
+
+    /// What a client whose emit was not acknowledged within `timeout` is told.
+    static func expiryError(_ pending: SubmissionQueue.Pending, wasSent: Bool, timeout: Duration) -> ProtocolError {
+        let retrying = "the node keeps retrying, so it may still be ordered (the coordinator drops duplicates)"
+        switch pending.lastRefusal {
+        case .internalError?:
+            return ProtocolError(.internalError, "the coordinator's log refused the write for \(timeout) (is its disk full?); \(retrying)")
+        case .overloaded?:
+            return ProtocolError(.overloaded, "the coordinator was overloaded for \(timeout); \(retrying)")
+        default:
+            guard wasSent else { return ProtocolError(.coordinatorUnavailable, "the coordinator is unreachable; the entry was not submitted") }
+            return ProtocolError(.coordinatorUnavailable, "the coordinator did not acknowledge the entry within \(timeout); \(retrying)")
         }
     }
 
@@ -378,10 +395,7 @@ actor NodeCore {
         perform(follower.tick(now: now))
         for (pending, wasSent) in submissions.expireWaiters(now: now) {
             guard case .client(let peer, let request, _, _) = pending.waiter else { continue }
-            let message = wasSent
-                ? "the coordinator did not acknowledge the entry within \(configuration.emitTimeout); it may still be ordered (the node keeps retrying, and the coordinator drops duplicates)"
-                : "the coordinator is unreachable; the entry was not submitted"
-            reply(.error(request: request, ProtocolError(.coordinatorUnavailable, message)), to: peer)
+            reply(.error(request: request, Self.expiryError(pending, wasSent: wasSent, timeout: configuration.emitTimeout)), to: peer)
         }
         let expiredQueries = queryWaiters.filter { $0.deadline <= now }
         queryWaiters.removeAll { $0.deadline <= now }

@@ -19,6 +19,9 @@ struct SubmissionQueue {
         /// When it was last sent; 0 = never.
         var lastSent: UInt64 = 0
         var attempts = 0
+        /// Why the coordinator last refused it, when the refusal is one the node retries
+        /// (overloaded, its log unavailable); the client's error names it if the wait runs out.
+        var lastRefusal: ProtocolError.Code?
     }
 
     private(set) var pending: [UInt64: Pending] = [:]
@@ -64,6 +67,11 @@ struct SubmissionQueue {
         guard let removed = pending.removeValue(forKey: submission) else { return nil }
         if order.count > 1_024, order.count > pending.count * 2 { order.removeAll { pending[$0] == nil } }
         return removed
+    }
+
+    /// Records a retryable refusal of a queued submission.
+    mutating func noteRefusal(_ submission: UInt64, reason: ProtocolError.Code) {
+        pending[submission]?.lastRefusal = reason
     }
 
     /// The submissions to send now (never sent, or unacknowledged for `retryAfter` microseconds),

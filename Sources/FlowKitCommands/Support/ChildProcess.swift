@@ -18,20 +18,43 @@ final class ChildProcess: @unchecked Sendable {
     static let parentVariable = "FLOWKIT_PARENT_PID"
 
     /// Starts `flowkit <arguments>` from this very executable.
-    init(name: String, arguments: [String], logPath: String, environment: [String: String] = [:]) throws {
+    ///
+    /// - Parameters:
+    ///   - namespace: A network namespace to run it in (`ip netns exec`, which `exec`s in place:
+    ///     the pid is flowkit's own, and it dies with this process all the same).
+    ///   - appendingToLog: Keep what `logPath` holds (a restarted process), instead of starting it
+    ///     afresh.
+    init(
+        name: String,
+        arguments: [String],
+        logPath: String,
+        environment: [String: String] = [:],
+        namespace: String? = nil,
+        appendingToLog: Bool = false
+    ) throws {
         self.name = name
         self.logPath = logPath
         process = Process()
-        process.executableURL = URL(fileURLWithPath: ChildProcess.executablePath)
-        process.arguments = arguments
+        if let namespace {
+            guard let ip = Shell.find("ip") else { throw ChildProcessError("ip (iproute2) is not installed: apt-get install -y iproute2") }
+            process.executableURL = URL(fileURLWithPath: ip)
+            process.arguments = ["netns", "exec", namespace, ChildProcess.executablePath] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: ChildProcess.executablePath)
+            process.arguments = arguments
+        }
         var childEnvironment = ProcessInfo.processInfo.environment
         childEnvironment[Self.parentVariable] = "\(getpid())"
         for (key, value) in environment { childEnvironment[key] = value }
         process.environment = childEnvironment
         output = Pipe()
         process.standardOutput = output
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        if !appendingToLog || !FileManager.default.fileExists(atPath: logPath) {
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        process.standardError = log
         process.standardInput = FileHandle.nullDevice
         try process.run()
     }
@@ -81,6 +104,7 @@ final class ChildProcess: @unchecked Sendable {
     /// Asks the child to stop (SIGTERM), waits up to `grace`, then kills it.
     func stop(grace: Duration = .seconds(5)) async {
         guard process.isRunning else { return }
+        kill(pid, SIGCONT)  // a paused child could not act on SIGTERM
         kill(pid, SIGTERM)
         let deadline = ContinuousClock.now.advanced(by: grace)
         while process.isRunning, ContinuousClock.now < deadline {
@@ -97,6 +121,11 @@ final class ChildProcess: @unchecked Sendable {
         guard process.isRunning else { return }
         kill(pid, SIGKILL)
         process.waitUntilExit()
+    }
+
+    /// How it ended, for a report: "node-2 (pid 123) exited: signal 9".
+    var exitDescription: String {
+        "\(name) (pid \(pid)) exited: \(process.terminationReason == .uncaughtSignal ? "signal" : "status") \(process.terminationStatus)"
     }
 
     func tailOfLog(lines: Int = 15) -> String {

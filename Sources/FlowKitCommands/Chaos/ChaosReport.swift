@@ -1,0 +1,105 @@
+import Foundation
+
+/// What a chaos run did and what held: printed as tables, or as JSON with `--json`.
+struct ChaosReport: CheckedReport, Codable {
+    struct KindSummary: Sendable, Codable {
+        var kind: FaultKind
+        var count: Int
+        /// Seconds from heal to caught up, over the faults of this kind that converged.
+        var convergeMean: Double?
+        var convergeMax: Double?
+        var notConverged: Int
+        var errors: Int
+    }
+
+    struct Load: Sendable, Codable {
+        var attempted: Int
+        var acknowledged: Int
+        /// Failed emits by reason (`timed_out`, `coordinator_unavailable`, …): allowed during faults.
+        var failed: [String: Int]
+        var acknowledgedPerSecond: Double
+    }
+
+    struct Check: Sendable, Codable {
+        var name: String
+        var held: Bool
+        var detail: String
+    }
+
+    var seed: UInt64
+    var nodes: Int
+    var seconds: Double
+    var partitions: Bool
+    var faults: [FaultRecord]
+    var summary: [KindSummary]
+    var load: Load
+    var audit: LedgerAudit.Result
+    var finalHead: UInt64
+    /// Seconds from the end of the load until every node was idle with equal digests.
+    var finalConvergeSeconds: Double?
+    var memory: [String: ProcessMemory.Samples]
+    var crashes: [String]
+    var alarms: [String: Int]
+    var checks: [Check]
+    var directory: String?
+
+    var passed: Bool { checks.allSatisfy(\.held) }
+
+    static func summarize(_ faults: [FaultRecord]) -> [KindSummary] {
+        Dictionary(grouping: faults, by: \.kind).sorted { $0.key < $1.key }.map { kind, records in
+            let times = records.compactMap(\.convergeSeconds)
+            return KindSummary(
+                kind: kind,
+                count: records.count,
+                convergeMean: times.isEmpty ? nil : times.reduce(0, +) / Double(times.count),
+                convergeMax: times.max(),
+                notConverged: records.count - times.count,
+                errors: records.filter { $0.error != nil }.count
+            )
+        }
+    }
+
+    /// The tables a person reads.
+    var text: String {
+        var lines: [String] = []
+        lines.append("chaos run: seed \(seed), \(nodes) nodes, \(String(format: "%.0f", seconds)) s\(partitions ? ", network namespaces" : ", loopback")")
+        lines.append("")
+        lines.append(row("fault", "count", "converge mean", "converge max", "not converged"))
+        for kind in summary {
+            lines.append(row(kind.kind.rawValue, "\(kind.count)", Self.seconds(kind.convergeMean), Self.seconds(kind.convergeMax), "\(kind.notConverged)"))
+        }
+        lines.append("")
+        lines.append(
+            "load: \(load.attempted) emits, \(load.acknowledged) acknowledged (\(String(format: "%.0f", load.acknowledgedPerSecond))/s), "
+                + "failed \(load.failed.isEmpty ? "none" : load.failed.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))"
+        )
+        lines.append(
+            "ledger: \(audit.acknowledged) acknowledged ids, lost \(audit.lost), duplicated \(audit.duplicated), misplaced \(audit.misplaced); "
+                + "\(audit.orderedWithoutAcknowledgement) ordered without an acknowledgement; log checked from seq \(audit.logFirstSeq) (\(audit.logEntries) entries)"
+        )
+        lines.append(
+            "memory (RSS first → peak → last): "
+                + memory.sorted { $0.key < $1.key }.map {
+                    "\($0.key) \(ProcessMemory.mebibytes($0.value.first)) → \(ProcessMemory.mebibytes($0.value.peak)) → \(ProcessMemory.mebibytes($0.value.last))"
+                }.joined(separator: "; ")
+        )
+        lines.append("")
+        lines.append(row("invariant", "held", "detail"))
+        for check in checks { lines.append(row(check.name, check.held ? "yes" : "NO", check.detail)) }
+        for problem in audit.problems.prefix(10) { lines.append("  problem: \(problem)") }
+        lines.append("")
+        lines.append(passed ? "every invariant held" : "INVARIANTS FAILED" + (directory.map { "; logs kept in \($0)" } ?? ""))
+        return lines.joined(separator: "\n")
+    }
+
+    private func row(_ columns: String...) -> String {
+        let widths = [48, 8, 15, 14, 14]
+        return columns.enumerated().map { index, column in
+            index == columns.count - 1 ? column : column.padding(toLength: max(widths[index], column.count + 1), withPad: " ", startingAt: 0)
+        }.joined()
+    }
+
+    static func seconds(_ value: Double?) -> String {
+        value.map { String(format: "%.2f s", $0) } ?? "—"
+    }
+}

@@ -1,0 +1,123 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+
+/// `flowkit bench` as users and CI run it: a short load against a cluster the bench starts itself,
+/// checked for convergence and loss (not for speed), and `bench plot` on a small sweep.
+extension ClusterProcessTests {
+    /// The fields of `flowkit bench --json` these tests rely on; their names are the stable interface.
+    struct BenchOutput: Decodable {
+        struct Throughput: Decodable {
+            var offered: Double
+            var ordered: Double
+            var applied: [String: Double]
+        }
+        struct Summary: Decodable {
+            var count: Int
+            var p50: Int
+            var p90: Int
+            var p99: Int
+            var p999: Int
+            var max: Int
+        }
+        struct Latency: Decodable {
+            var ordered: Summary
+            var applied: Summary
+        }
+        struct Resources: Decodable {
+            var cpuSeconds: Double
+            var peakRSSBytes: UInt64
+        }
+        struct Counts: Decodable {
+            var sent: Int
+            var acknowledged: Int
+        }
+        var throughput: Throughput
+        var latency: Latency
+        var resources: [String: Resources]
+        var counts: Counts
+        var converged: Bool
+        var lost: Int
+        var duplicated: Int
+        var effectsMissing: Int
+        var passed: Bool
+        var problems: [String]
+    }
+
+    @Test(.serialized, arguments: [[], ["--effects"]])
+    func benchConvergesWithNothingLost(extra: [String]) async throws {
+        let output = try await Self.runBench(
+            ["bench", "--rate", "2000", "--duration", "3", "--warmup", "1", "--nodes", "3", "--instances", "200", "--json", "--no-baseline", "--quiet"] + extra
+        )
+        let result = try JSONDecoder().decode(BenchOutput.self, from: Data(output.utf8))
+        #expect(result.converged, "problems: \(result.problems)")
+        #expect(result.lost == 0)
+        #expect(result.duplicated == 0)
+        #expect(result.effectsMissing == 0)
+        #expect(result.passed, "problems: \(result.problems)")
+        #expect(result.throughput.offered == 2_000)
+        #expect(result.throughput.ordered > 0)
+        #expect(Set(result.throughput.applied.keys) == ["node-1", "node-2", "node-3"])
+        #expect(result.counts.acknowledged == result.counts.sent)
+        let ordered = result.latency.ordered
+        let applied = result.latency.applied
+        #expect(ordered.count > 0 && applied.count == ordered.count)
+        #expect(ordered.p50 <= ordered.p90 && ordered.p90 <= ordered.p99 && ordered.p99 <= ordered.p999 && ordered.p999 <= ordered.max)
+        #expect(applied.p50 <= applied.p90 && applied.p90 <= applied.p99 && applied.p99 <= applied.p999 && applied.p999 <= applied.max)
+        // Applied on every node comes after the EMITTED reply for most events; a node may apply a
+        // batch a little before the bench reads the reply, so the medians get a millisecond's slack.
+        #expect(ordered.p50 <= applied.p50 + 1_000, "ordered p50 \(ordered.p50) µs, applied p50 \(applied.p50) µs")
+        #expect(ordered.max <= applied.max + 1_000)
+        for name in ["coordinator", "node-1", "node-2", "node-3", "bench"] {
+            let resources = try #require(result.resources[name], "resources of \(name)")
+            #expect(resources.peakRSSBytes > 0)
+        }
+    }
+
+    @Test func benchPlotDrawsTheSeries() async throws {
+        let directory = NSTemporaryDirectory() + "flowkit-bench-plot-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let sweep = [(1_000.0, 180), (5_000.0, 240), (20_000.0, 900), (80_000.0, 25_000)].map { rate, p50 in
+            """
+            {"config":{"rate":\(rate),"nodes":3,"durability":"synced","eventSize":16,"codec":"binary","effects":false},
+             "machine":{"cpus":2,"cpuModel":"Test CPU","kernel":"Linux 6","startedAt":"2025-01-01T00:00:00Z"},
+             "latency":{"ordered":{"p50":\(p50 / 2),"p90":\(p50),"p99":\(p50 * 2),"p999":\(p50 * 3),"max":\(p50 * 4)},
+                        "applied":{"p50":\(p50),"p90":\(p50 * 2),"p99":\(p50 * 4),"p999":\(p50 * 8),"max":\(p50 * 10)}}}
+            """
+        }
+        try ("[" + sweep.joined(separator: ",") + "]").write(toFile: directory + "/sweep.json", atomically: true, encoding: .utf8)
+        _ = try await Self.runBench(["bench", "plot", directory + "/sweep.json", "--out", directory + "/latency.svg"], directory: directory)
+        let svg = try String(contentsOfFile: directory + "/latency.svg", encoding: .utf8)
+        #expect(svg.hasPrefix("<svg"))
+        #expect(svg.hasSuffix("</svg>\n"))
+        for series in ["p50", "p90", "p99", "p99.9"] {
+            #expect(svg.contains("data-series=\"\(series)\""), "series \(series)")
+        }
+        #expect(svg.components(separatedBy: "<circle").count - 1 == 16, "4 series × 4 rates")
+        #expect(svg.contains("Test CPU, 2 CPUs"))
+        #expect(svg.contains("log scale"))
+    }
+
+    /// Runs `flowkit <arguments>` to completion and returns its standard output.
+    static func runBench(_ arguments: [String], directory: String? = nil, timeout: Duration = .seconds(60)) async throws -> String {
+        let binary = try TestCluster.findBinary()
+        let ownDirectory = directory == nil
+        let directory = directory ?? NSTemporaryDirectory() + "flowkit-bench-it-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { if ownDirectory { try? FileManager.default.removeItem(atPath: directory) } }
+        let process = try await ChildProcess.spawn(executable: binary, arguments: arguments, name: "bench", directory: directory)
+        guard await process.waitForExit(timeout: timeout) else {
+            await process.stop()
+            throw HarnessError("flowkit \(arguments.joined(separator: " ")) did not finish within \(timeout)\n\(process.stderrTail())")
+        }
+        let stdout = (try? String(contentsOfFile: process.stdoutPath, encoding: .utf8)) ?? ""
+        let status = process.status ?? -1
+        guard status == 0 else {
+            throw HarnessError("flowkit \(arguments.joined(separator: " ")) ended with \(ChildProcess.describe(status))\n\(stdout)\n\(process.stderrTail())")
+        }
+        return stdout
+    }
+}

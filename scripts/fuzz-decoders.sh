@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer target for FlowKit's wire decoders (Fuzz/) and runs it for <seconds>.
+#
+#   scripts/fuzz-decoders.sh 60            # a minute; the corpus grows in Fuzz/.build/work/corpus
+#   FUZZ_JOBS=2 scripts/fuzz-decoders.sh 600
+#
+# Every decoder a process runs on network bytes (ClientRequest, SubmitMessage, EntriesMessage,
+# SyncRequest, Entry, RangeMessage, SnapshotChunkMessage, AckMessage, HelloMessage, …) is fed
+# mutated frames with AddressSanitizer on; whatever decodes must survive an encode/decode round
+# trip. Exit status: 0 nothing found; 1 a crash, sanitizer report or failed round trip (the input
+# is saved in Fuzz/.build/work/artifacts; replay it with the binary and that file); 2 the toolchain
+# cannot build a libFuzzer binary here.
+set -euo pipefail
+seconds="${1:-60}"
+cd "$(dirname "$0")/../Fuzz"
+work=".build/work"
+mkdir -p "$work/corpus" "$work/artifacts"
+
+echo "==> building the fuzz target (release, -sanitize=fuzzer,address; the first build takes minutes)"
+if ! swift build -c release --product FuzzDecoders --sanitize=fuzzer --sanitize=address >"$work/build.log" 2>&1; then
+    tail -30 "$work/build.log"
+    echo "fuzz-decoders: this toolchain could not build a libFuzzer binary (see $PWD/$work/build.log)" >&2
+    exit 2
+fi
+binary="$(swift build -c release --product FuzzDecoders --sanitize=fuzzer --sanitize=address --show-bin-path)/FuzzDecoders"
+
+echo "==> writing the seed corpus"
+FLOWKIT_FUZZ_SEEDS="$work/seeds" "$binary" >/dev/null 2>&1 || true
+
+echo "==> fuzzing for ${seconds} s"
+jobs=()
+if [ "${FUZZ_JOBS:-1}" -gt 1 ]; then jobs=(-jobs="$FUZZ_JOBS" -workers="$FUZZ_JOBS"); fi
+set +e
+"$binary" "$work/corpus" "$work/seeds" \
+    -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 "${jobs[@]}" \
+    -artifact_prefix="$work/artifacts/" -print_final_stats=1 2>&1 | tee "$work/last-run.log" | grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::|ERROR|Fatal|SUMMARY|Test unit written|fatal error"
+status=${PIPESTATUS[0]}
+set -e
+if [ "$status" -ne 0 ]; then
+    echo "fuzz-decoders: libFuzzer found a problem (exit $status); input in $PWD/$work/artifacts, log in $PWD/$work/last-run.log" >&2
+    exit 1
+fi
+echo "fuzz-decoders: no crash, sanitizer report or failed round trip in ${seconds} s; corpus $(ls "$work/corpus" | wc -l) inputs"
