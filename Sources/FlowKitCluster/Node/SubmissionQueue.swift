@@ -1,3 +1,5 @@
+import DequeModule
+
 /// A node's submissions that the coordinator has not acknowledged yet, in submission order.
 ///
 /// A submission stays until an ACK says it was ordered (or was a duplicate of one that was), and
@@ -25,8 +27,11 @@ struct SubmissionQueue {
     }
 
     private(set) var pending: [UInt64: Pending] = [:]
-    /// Submission ids in order, for resending in order; acknowledged ids are skipped lazily.
-    private var order: [UInt64] = []
+    /// Ids to send at once, in id order: new submissions, and all of them after ``resendAll()``.
+    private var unsent: Deque<UInt64> = []
+    /// Sends awaiting an ACK, oldest first, so the retries due are always at the front. An entry
+    /// whose submission was acknowledged or sent again since is stale and skipped when reached.
+    private var sent: Deque<(id: UInt64, at: UInt64)> = []
     private var nextSubmission: UInt64 = 1
     let capacity: Int
 
@@ -56,7 +61,7 @@ struct SubmissionQueue {
         )
         nextSubmission += 1
         pending[submission.submission] = Pending(submission: submission, waiter: waiter)
-        order.append(submission.submission)
+        unsent.append(submission.submission)
         return submission
     }
 
@@ -64,9 +69,7 @@ struct SubmissionQueue {
     ///
     /// - Returns: Its waiter, or `nil` if it was already acknowledged.
     mutating func acknowledge(_ submission: UInt64) -> Pending? {
-        guard let removed = pending.removeValue(forKey: submission) else { return nil }
-        if order.count > 1_024, order.count > pending.count * 2 { order.removeAll { pending[$0] == nil } }
-        return removed
+        pending.removeValue(forKey: submission)
     }
 
     /// Records a retryable refusal of a queued submission.
@@ -74,29 +77,53 @@ struct SubmissionQueue {
         pending[submission]?.lastRefusal = reason
     }
 
-    /// The submissions to send now (never sent, or unacknowledged for `retryAfter` microseconds),
-    /// at most `limit` of them and about `maxBytes` of payload: one SUBMIT message stays far below
-    /// the transport's message size limit.
+    /// The submissions to send now (unacknowledged for `retryAfter` microseconds, then never
+    /// sent), at most `limit` of them and about `maxBytes` of payload: one SUBMIT message stays far
+    /// below the transport's message size limit. It costs what it returns, not what is in flight.
     mutating func due(now: UInt64, retryAfter: UInt64, limit: Int = 4_096, maxBytes: Int = 4 << 20) -> [Submission] {
         var result: [Submission] = []
         var bytes = 0
-        for id in order where result.count < limit {
-            guard var entry = pending[id] else { continue }
-            guard entry.lastSent == 0 || now >= entry.lastSent + retryAfter else { continue }
-            guard result.isEmpty || bytes + entry.submission.payload.count <= maxBytes else { break }
+        /// Marks `id` sent now and adds it to `result`, unless the message is full.
+        func take(_ id: UInt64) -> Bool {
+            guard var entry = pending[id] else { return true }
+            guard result.isEmpty || bytes + entry.submission.payload.count <= maxBytes else { return false }
             bytes += entry.submission.payload.count
             entry.lastSent = now
             entry.attempts += 1
             pending[id] = entry
+            sent.append((id, now))
             result.append(entry.submission)
+            return true
+        }
+        while result.count < limit, let (id, at) = sent.first {
+            guard let entry = pending[id], entry.lastSent == at else {
+                sent.removeFirst()  // acknowledged, or sent again since
+                continue
+            }
+            guard now >= at + retryAfter else { break }
+            sent.removeFirst()
+            guard take(id) else {
+                sent.prepend((id, at))
+                return result
+            }
+        }
+        while result.count < limit, let id = unsent.first {
+            guard let entry = pending[id], entry.lastSent == 0 else {
+                unsent.removeFirst()  // acknowledged or expired before it was sent
+                continue
+            }
+            guard take(id) else { break }
+            unsent.removeFirst()
         }
         return result
     }
 
-    /// Marks everything as never sent, so the next ``due(now:retryAfter:limit:)`` sends it all: the
-    /// coordinator restarted or the node reconnected.
+    /// Marks everything as never sent, so the next ``due(now:retryAfter:limit:maxBytes:)`` sends it
+    /// all: the coordinator restarted or the node reconnected.
     mutating func resendAll() {
         for id in pending.keys { pending[id]!.lastSent = 0 }
+        unsent = Deque(pending.keys.sorted())
+        sent.removeAll()
     }
 
     /// Client waiters whose deadline passed, removed from their submissions (which stay queued:

@@ -1,3 +1,4 @@
+import CoreFoundation  // timeval, as Foundation sees it on Linux
 import Foundation
 
 /// Reads a process's Prometheus metrics (`GET /metrics`) and picks out the samples the fuzz and
@@ -52,7 +53,8 @@ struct MetricsScrape: Sendable {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ChaosError("socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        var timeout = timeval()
+        timeout.tv_sec = 5
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
