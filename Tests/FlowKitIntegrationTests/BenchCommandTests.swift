@@ -66,10 +66,10 @@ extension ClusterProcessTests {
         #expect(ordered.count > 0 && applied.count == ordered.count)
         #expect(ordered.p50 <= ordered.p90 && ordered.p90 <= ordered.p99 && ordered.p99 <= ordered.p999 && ordered.p999 <= ordered.max)
         #expect(applied.p50 <= applied.p90 && applied.p90 <= applied.p99 && applied.p99 <= applied.p999 && applied.p999 <= applied.max)
-        // Applied on every node comes after the EMITTED reply for most events; a node may apply a
-        // batch a little before the bench reads the reply, so the medians get a millisecond's slack.
-        #expect(ordered.p50 <= applied.p50 + 1_000, "ordered p50 \(ordered.p50) µs, applied p50 \(applied.p50) µs")
-        #expect(ordered.max <= applied.max + 1_000)
+        // "Ordered" is when the EMITTED reply reached the bench, "applied on all" when the last
+        // node applied the entry by its own clock; the coordinator acks and publishes together, so
+        // every node may apply an entry before its reply reaches the bench: the two are not
+        // ordered, and only each one's percentiles are.
         for name in ["coordinator", "node-1", "node-2", "node-3", "bench"] {
             let resources = try #require(result.resources[name], "resources of \(name)")
             #expect(resources.peakRSSBytes > 0)

@@ -112,13 +112,15 @@ public final class Coordinator: Sendable {
         onReady(endpoints)
 
         await withDiscardingTaskGroup { group in
-            group.addTask {
+            // The ordering path runs on the I/O loop's thread (it never blocks: commits go to the
+            // log writer's queue), so a message reaches it and leaves it with no thread hop.
+            group.addTask(executorPreference: loop) {
                 while let batch = try? await submit.receiveBatch(max: 1_024) {
                     await core.handleSubmitBatch(batch)
                 }
             }
-            group.addTask { await core.commitLoop() }
-            group.addTask {
+            group.addTask(executorPreference: loop) { await core.commitLoop() }
+            group.addTask(executorPreference: loop) {
                 while let batch = try? await publish.receiveBatch(max: 256) { await core.noteSubscriptions(batch) }
             }
             group.addTask { await replica.run() }

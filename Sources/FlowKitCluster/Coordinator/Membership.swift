@@ -1,3 +1,5 @@
+import DequeModule
+
 /// The coordinator's view of the nodes: who said hello, how far each has applied, whether it is
 /// alive, and whether two of them hold different states for the same instance after the same entry.
 ///
@@ -23,7 +25,8 @@ struct Membership {
     private(set) var members: [UInt32: Member] = [:]
     /// The first digest reported for each recent `(address, seq)`, and who reported it.
     private var references: [ReferenceKey: (digest: String, reporter: String)] = [:]
-    private var referenceOrder: [ReferenceKey] = []
+    /// Oldest first; a deque, as the oldest go one by one once it is full.
+    private var referenceOrder: Deque<ReferenceKey> = []
     /// How many `(address, seq)` references are kept for comparison.
     let referenceCapacity: Int
     /// Microseconds without a report after which a node counts as down.
@@ -86,10 +89,8 @@ struct Membership {
         guard let reference = references[key] else {
             references[key] = (instance.digest, reporter)
             referenceOrder.append(key)
-            if referenceOrder.count > referenceCapacity {
-                let drop = referenceOrder.count - referenceCapacity
-                for old in referenceOrder.prefix(drop) { references[old] = nil }
-                referenceOrder.removeFirst(drop)
+            while referenceOrder.count > referenceCapacity, let old = referenceOrder.popFirst() {
+                references[old] = nil
             }
             return nil
         }

@@ -90,19 +90,22 @@ public final class Node: Sendable {
         onReady(clientEndpoint)
 
         await withDiscardingTaskGroup { group in
-            group.addTask {
+            // The node's work runs on the I/O loop's thread, so a message reaches it and leaves
+            // it with no thread hop. Effects are unstructured tasks and run on the cooperative
+            // pool as usual.
+            group.addTask(executorPreference: loop) {
                 while let batch = try? await subscriber.receiveBatch(max: 1_024) { await core.receivePublished(batch) }
             }
-            group.addTask {
+            group.addTask(executorPreference: loop) {
                 while let batch = try? await submit.receiveBatch(max: 1_024) { await core.receiveFromCoordinator(batch) }
             }
-            group.addTask {
+            group.addTask(executorPreference: loop) {
                 while let batch = try? await sync.receiveBatch(max: 64) { await core.receiveSync(batch) }
             }
-            group.addTask {
+            group.addTask(executorPreference: loop) {
                 while let batch = try? await client.receiveBatch(max: 1_024) { await core.receiveFromClients(batch) }
             }
-            group.addTask {
+            group.addTask(executorPreference: loop) {
                 await every(configuration.tickInterval) { await core.tick() }
             }
             await stop.wait()

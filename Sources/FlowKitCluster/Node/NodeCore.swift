@@ -29,6 +29,8 @@ actor NodeCore {
     private var lastReport: UInt64 = 0
     /// Clients that asked for a PROGRESS after every applied batch, until their deadline.
     private var watchers: [(peer: RouterEnvelope, request: UInt64, until: UInt64)] = []
+    /// When the last applied batch was done (µs since the epoch), for PROGRESS reports.
+    private var appliedAt: UInt64 = 0
     var localSnapshots: LocalSnapshots?
     let counters = ClusterCounters()
 
@@ -178,6 +180,7 @@ actor NodeCore {
         }
         counters.applied.add(entries.count)
         releaseWaiters()
+        appliedAt = WallClock.micros()
         if !watchers.isEmpty { pushProgress() }
     }
 
@@ -203,11 +206,15 @@ actor NodeCore {
         pushProgress()
     }
 
+    /// Tells every watcher what this node has applied, and when it applied the last of it. Sent
+    /// after each applied batch and again every tick: a report the ROUTER dropped (a watcher's
+    /// queue full) is made good by the next one, even when nothing more is applied.
     private func pushProgress() {
         let now = WallClock.micros()
         watchers.removeAll { $0.until < now }
+        let time = appliedAt == 0 ? now : appliedAt
         for watcher in watchers {
-            reply(.progress(request: watcher.request, applied: follower.applied, time: now), to: watcher.peer)
+            reply(.progress(request: watcher.request, applied: follower.applied, time: time), to: watcher.peer)
         }
     }
 
@@ -393,6 +400,7 @@ actor NodeCore {
         let now = WallClock.micros()
         flushSubmissions()
         perform(follower.tick(now: now))
+        if !watchers.isEmpty { pushProgress() }
         for (pending, wasSent) in submissions.expireWaiters(now: now) {
             guard case .client(let peer, let request, _, _) = pending.waiter else { continue }
             reply(.error(request: request, Self.expiryError(pending, wasSent: wasSent, timeout: configuration.emitTimeout)), to: peer)
