@@ -56,6 +56,7 @@ enum ClusterPerf {
     static func startCoordinator(
         directory: String,
         durability: CoordinatorConfiguration.Durability,
+        retainEntries: UInt64? = nil,
         logger: Logger
     ) async throws -> (Coordinator, CoordinatorEndpoints, Task<Void, any Error>) {
         var configuration = CoordinatorConfiguration()
@@ -65,6 +66,7 @@ enum ClusterPerf {
         configuration.dataDirectory = directory
         configuration.durability = durability
         configuration.maxPendingEntries = 1_000_000
+        if let retainEntries { configuration.retainEntries = retainEntries }
         let coordinator = Coordinator(configuration: configuration, registry: registry, logger: logger)
         let (ready, readyContinuation) = AsyncStream.makeStream(of: CoordinatorEndpoints.self)
         let task = Task { try await coordinator.run { readyContinuation.yield($0) } }
@@ -131,7 +133,10 @@ enum ClusterPerf {
     static func replay(entries: Int, logger: Logger) async throws {
         let directory = NSTemporaryDirectory() + "cluster-perf-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (coordinator, endpoints, task) = try await startCoordinator(directory: directory, durability: .relaxed, logger: logger)
+        // The whole log is kept (no compaction), so the first node really replays all of it.
+        let (coordinator, endpoints, task) = try await startCoordinator(
+            directory: directory, durability: .relaxed, retainEntries: UInt64(entries) * 2, logger: logger
+        )
         let loading = try await submitAll(entries: entries, batch: 1_000, to: endpoints.submit, logger: logger)
         print("replay: loaded \(entries) entries in \(loading)")
         // A fresh node that replays the whole log through range requests, then one that joins

@@ -6,7 +6,11 @@ import ZeroMQ
 /// batch receive, and DEALER/ROUTER round trips. (Benchmarks/zmq-compare.sh compares the same
 /// paths with raw C across processes.)
 let benchmarks: @Sendable () -> Void = {
-    Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .throughput], maxDuration: .seconds(3))
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .throughput],
+        maxDuration: .seconds(3),
+        thresholds: [.wallClock: .relaxed, .throughput: .relaxed]
+    )
 
     Benchmark("pub/sub 64 B, batch receive", configuration: .init(scalingFactor: .kilo)) { benchmark in
         var logger = Logger(label: "bench")
@@ -38,7 +42,9 @@ let benchmarks: @Sendable () -> Void = {
         await context.terminate()
     }
 
-    Benchmark("dealer/router round trip") { benchmark in
+    // Each sample is 1,000 round trips on a connection already made (the first round trip, which
+    // waits for the handshake, is outside the measurement).
+    Benchmark("dealer/router round trip", configuration: .init(scalingFactor: .kilo)) { benchmark in
         var logger = Logger(label: "bench")
         logger.logLevel = .critical
         let context = try ZMQContext()
@@ -51,6 +57,8 @@ let benchmarks: @Sendable () -> Void = {
             }
         }
         let ping = Message([UInt8](repeating: 1, count: 32))
+        try await dealer.send(ping)
+        _ = try await dealer.receive()
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations {
             try await dealer.send(ping)

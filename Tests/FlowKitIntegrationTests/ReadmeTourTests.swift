@@ -70,10 +70,10 @@ extension ClusterProcessTests {
         let (tour, badInput) = try Self.readmeTour()
         // The tour as this test knows it: if the README changes, the test reads the new one, but
         // it must still show these.
-        for expected in ["flowkit emit ", "flowkit state ", "flowkit monitor --state ", "flowkit cancel ", "flowkit monitor --json", "flowkit status"] {
+        for expected in ["flowkit emit ", "flowkit state ", "flowkit monitor --state ", "flowkit cancel ", "flowkit monitor --json", "flowkit status", "flowkit bench "] {
             #expect(tour.contains { $0.command.hasPrefix(expected) }, "the README's tour still has a `\(expected)…` command")
         }
-        try #require(tour.count >= 8 && badInput.count == 2, "the tour: \(tour), bad input: \(badInput)")
+        try #require(tour.count >= 9 && badInput.count == 2, "the tour: \(tour), bad input: \(badInput)")
 
         try await ClusterCommandProcess.run({ _ in ["--base-port", "0"] }, clusterDirectory: ".flowkit/cluster") { cluster in
             let binary = cluster.binary
