@@ -28,3 +28,22 @@ import Testing
         #expect(membership.compare(address: "load/2", instance: InstanceDigest(seq: 99_002, digest: "bb"), reporter: "node-2") != nil)
     }
 }
+
+extension MembershipTests {
+    /// HELLOs with made-up node ids cannot grow the table past its capacity; the node heard from
+    /// least recently goes first, and a real node that keeps reporting stays.
+    @Test func madeUpNodesCannotGrowTheTable() {
+        var membership = Membership(timeout: 1_000, memberCapacity: 8)
+        let info = NodeInfo(name: "node-1", clientEndpoint: "tcp://127.0.0.1:1", flows: [], pid: 1)
+        _ = membership.hello(node: 1, session: 1, info: info, now: 0)
+        for id in 1_000..<3_000 as Range<UInt32> {
+            let now = UInt64(id)
+            _ = membership.hello(node: id, session: 9, info: info, now: now)
+            if id % 4 == 0 { _ = membership.hello(node: 1, session: 1, info: info, now: now) }  // node 1 stays in touch
+        }
+        #expect(membership.members.count == 8)
+        #expect(membership.members[1] != nil)
+        #expect(membership.members[2_999] != nil)
+        #expect(membership.members[1_000] == nil)
+    }
+}

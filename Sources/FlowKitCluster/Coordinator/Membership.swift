@@ -38,9 +38,22 @@ struct Membership {
         var seq: UInt64
     }
 
-    init(timeout: UInt64, referenceCapacity: Int = 200_000) {
+    /// How many nodes are remembered; past it, the one heard from least recently is forgotten, so
+    /// HELLOs with made-up node ids (a misconfigured or hostile peer) cannot grow the table.
+    let memberCapacity: Int
+
+    init(timeout: UInt64, referenceCapacity: Int = 200_000, memberCapacity: Int = 1_024) {
         self.timeout = timeout
         self.referenceCapacity = referenceCapacity
+        self.memberCapacity = memberCapacity
+    }
+
+    /// Forgets the least recently seen members beyond the capacity, never `keeping`.
+    private mutating func evictBeyondCapacity(keeping node: UInt32) {
+        while members.count > memberCapacity {
+            guard let oldest = members.values.filter({ $0.id != node }).min(by: { $0.lastSeen < $1.lastSeen }) else { return }
+            members[oldest.id] = nil
+        }
     }
 
     /// Records a node's hello.
@@ -57,6 +70,7 @@ struct Membership {
             members[node]!.lastSeen = now
         } else {
             members[node] = Member(id: node, session: session, info: info, lastSeen: now)
+            evictBeyondCapacity(keeping: node)
         }
         return lost
     }
@@ -74,6 +88,7 @@ struct Membership {
         member.lastSeen = now
         member.report = message.report
         members[message.node] = member
+        evictBeyondCapacity(keeping: message.node)
         var found: [Divergence] = []
         for (address, instance) in message.report.digests {
             if let divergence = compare(address: address, instance: instance, reporter: message.report.name) {

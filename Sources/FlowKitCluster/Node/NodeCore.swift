@@ -448,7 +448,7 @@ actor NodeCore {
         for (address, digest) in changed { digests[address.description] = digest }
         let report = NodeReport(
             name: configuration.name,
-            digest: replicas.combinedDigest().description,
+            digest: replicas.combinedDigest(exact: false).description,
             digests: digests,
             instances: replicas.count,
             runningEffects: replicas.runningEffects,

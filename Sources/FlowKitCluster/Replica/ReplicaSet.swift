@@ -22,6 +22,13 @@ import Logging
     /// change, so a process with many instances need not rehash them all to report.
     private var combined = DigestAccumulator()
     private var digests: [Address: StateDigest] = [:]
+    /// Microseconds of hashing periodic digests may spend now: a token bucket refilled at 1/20 of
+    /// the time that passes (at most 5 % of a thread), holding at most a second. A process with
+    /// large or many changing instances (a ledger of every id) would otherwise spend its time
+    /// rehashing them every report; instead the digests lag, and catch up once the load stops.
+    private var digestAllowance: Int64 = 1_000_000
+    private var lastRefresh: UInt64 = 0
+    static let digestBudget: UInt64 = 20
     /// Entries whose payload did not decode; every replica skips the same ones.
     private(set) var skippedEntries = 0
 
@@ -108,33 +115,63 @@ import Logging
 
     /// The digests of the instances changed since the last call.
     func takeChanged() -> [Address: InstanceDigest] {
-        refreshDigests()
+        refreshDigests(all: false)
         var result: [Address: InstanceDigest] = [:]
+        var later: [any FlowReplica] = []
         for replica in unreported {
+            guard replicas[replica.address] === replica else {
+                replica.isUnreported = false
+                continue
+            }
+            // Its digest is behind its state (the budget deferred it): reported once rehashed.
+            if replica.isUndigested {
+                later.append(replica)
+                continue
+            }
             replica.isUnreported = false
-            guard replicas[replica.address] === replica, let digest = digests[replica.address] else { continue }
+            guard let digest = digests[replica.address] else { continue }
             result[replica.address] = InstanceDigest(seq: replica.lastSeq, digest: digest.description)
         }
-        unreported = []
+        unreported = later
         return result
     }
 
-    /// The combined digest of every instance, as they are now.
-    func combinedDigest() -> StateDigest {
-        refreshDigests()
+    /// The combined digest of every instance.
+    ///
+    /// - Parameter exact: Hash every changed instance now (a status query); otherwise (a periodic
+    ///   report) instances the budget defers count with their last digest.
+    func combinedDigest(exact: Bool = true) -> StateDigest {
+        refreshDigests(all: exact)
         return combined.digest
     }
 
-    /// Rehashes the instances changed since their digests were last computed, and only those.
-    private func refreshDigests() {
+    /// Rehashes the instances changed since their digests were last computed, and only those;
+    /// unless `all`, only as many as the digest budget allows now, oldest change first.
+    private func refreshDigests(all: Bool) {
+        let now = WallClock.micros()
+        if lastRefresh != 0, now > lastRefresh {
+            digestAllowance = min(digestAllowance + Int64((now - lastRefresh) / Self.digestBudget), 1_000_000)
+        }
+        lastRefresh = now
+        var deferred: [any FlowReplica] = []
         for replica in undigested {
+            guard replicas[replica.address] === replica else {
+                replica.isUndigested = false
+                continue
+            }
+            guard all || digestAllowance > 0 else {
+                deferred.append(replica)
+                continue
+            }
             replica.isUndigested = false
-            guard replicas[replica.address] === replica, let digest = try? replica.digest() else { continue }
+            let started = WallClock.micros()
+            guard let digest = try? replica.digest() else { continue }
+            digestAllowance -= Int64(WallClock.micros() - min(started, WallClock.micros()))
             if let old = digests[replica.address] { combined.remove(replica.address, old) }
             combined.add(replica.address, digest)
             digests[replica.address] = digest
         }
-        undigested = []
+        undigested = deferred
     }
 
     // MARK: Snapshots

@@ -5,7 +5,10 @@ import Synchronization
 import ZeroMQ
 
 /// `flowkit chaos --slow-consumer`: the cluster's throughput with and without monitors that stop
-/// reading, in the same run, in alternating phases so drift on a shared machine affects both.
+/// reading, in the same run, in alternating phases that start and end with a baseline. Each
+/// stalled phase is compared with the mean of the baselines on either side of it, so a drift
+/// during the run (a shared machine; the ledger's state, and so its snapshots and digests, growing
+/// with every record) cancels out; the result is the median of those ratios.
 ///
 /// The stalled monitors are a SUB socket of this process subscribed to everything and never read,
 /// and a `flowkit monitor` child stopped with SIGSTOP. Each "stalled" phase connects them afresh
@@ -23,8 +26,11 @@ struct SlowConsumerBench: Sendable {
         var phases: [Phase]
         var baselinePerSecond: Double
         var stalledPerSecond: Double
-        /// Stalled throughput over baseline throughput.
+        /// The median, over stalled phases, of the phase's throughput over the mean of the
+        /// baselines either side of it.
         var ratio: Double
+        /// Each stalled phase's ratio, in order.
+        var ratios: [Double]
         var memory: [String: ProcessMemory.Samples]
         var converged: Bool
         var audit: LedgerAudit.Result
@@ -41,8 +47,9 @@ struct SlowConsumerBench: Sendable {
             }
             lines.append("")
             lines.append(
-                String(format: "baseline %.0f/s, stalled %.0f/s: ratio %.3f (%.1f%% ", baselinePerSecond, stalledPerSecond, ratio, abs(1 - ratio) * 100)
-                    + (ratio >= 1 ? "faster)" : "slower)")
+                String(format: "baseline %.0f/s, stalled %.0f/s; each stalled phase against its neighbouring baselines: ", baselinePerSecond, stalledPerSecond)
+                    + ratios.map { String(format: "%.3f", $0) }.joined(separator: ", ")
+                    + String(format: "; median %.3f (%.1f%% ", ratio, abs(1 - ratio) * 100) + (ratio >= 1 ? "faster)" : "slower)")
             )
             lines.append("memory (first → peak → last): " + memory.sorted { $0.key < $1.key }.map {
                 "\($0.key) \(ProcessMemory.mebibytes($0.value.first)) → \(ProcessMemory.mebibytes($0.value.peak)) → \(ProcessMemory.mebibytes($0.value.last))"
@@ -88,7 +95,7 @@ struct SlowConsumerBench: Sendable {
             }
         }
         var phases: [Phase] = []
-        for round in 0..<(rounds * 2) {
+        for round in 0..<(rounds * 2 + 1) {
             let stalled = round % 2 == 1
             let consumers = stalled ? try await StalledConsumers.start(publish: endpoints.publish, clusterDirectory: directory, logger: logger) : nil
             phaseMemory.withLock { $0.reset() }
@@ -113,8 +120,15 @@ struct SlowConsumerBench: Sendable {
         func mean(_ values: [Double]) -> Double { values.isEmpty ? 0 : values.reduce(0, +) / Double(values.count) }
         let baseline = mean(phases.filter { !$0.stalled }.map(\.acknowledgedPerSecond))
         let stalledRate = mean(phases.filter(\.stalled).map(\.acknowledgedPerSecond))
+        // Phases go baseline, stalled, baseline, …, baseline: stalled phase k sits between
+        // baselines k and k + 1.
+        let ratios = stride(from: 1, to: phases.count - 1, by: 2).map { index in
+            let around = (phases[index - 1].acknowledgedPerSecond + phases[index + 1].acknowledgedPerSecond) / 2
+            return around > 0 ? phases[index].acknowledgedPerSecond / around : 0
+        }
+        let median = ratios.sorted()[ratios.count / 2]
         return Result(
-            phases: phases, baselinePerSecond: baseline, stalledPerSecond: stalledRate, ratio: baseline > 0 ? stalledRate / baseline : 0,
+            phases: phases, baselinePerSecond: baseline, stalledPerSecond: stalledRate, ratio: median, ratios: ratios,
             memory: overall.withLock { $0.processes }, converged: quiescence.converged, audit: audit
         )
     }

@@ -82,7 +82,7 @@ struct ChaosCommand: AsyncParsableCommand {
     @Flag(help: "Measure throughput and memory with and without stalled monitors instead of injecting faults.")
     var slowConsumer = false
 
-    @Option(help: "With --slow-consumer: pairs of phases (baseline, stalled).")
+    @Option(help: "With --slow-consumer: stalled phases, each between two baseline phases.")
     var rounds = 3
 
     @Option(help: "With --slow-consumer: seconds per phase.")
@@ -96,6 +96,7 @@ struct ChaosCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (2...16).contains(nodes) else { throw ValidationError("--nodes must be 2 to 16") }
+        guard (1...100).contains(rounds), phaseSeconds >= 1 else { throw ValidationError("--rounds must be 1 to 100, --phase-seconds at least 1") }
         guard duration >= 5 else { throw ValidationError("--duration must be at least 5 seconds") }
         guard faults >= 0 else { throw ValidationError("--faults must not be negative") }
         guard (1...64).contains(workers), (1...1_000).contains(instances) else { throw ValidationError("--workers 1-64, --instances 1-1000") }
