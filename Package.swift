@@ -115,7 +115,14 @@ let package = Package(
 
         // MARK: The command-line front end
 
-        .target(name: "CFlowKitSupport"),
+        // The flowkit binaries run on jemalloc: glibc's malloc serialises on its arena locks when
+        // one thread frees what another allocated, the pattern of every effect task and queue hop
+        // (README, "Performance": 2x the effect start + cancel rate). The library itself leaves the
+        // allocator to its user.
+        .target(
+            name: "CFlowKitSupport",
+            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]
+        ),
         .target(
             name: "FlowKitCommands",
             dependencies: [

@@ -7,6 +7,7 @@ import PackageDescription
 ///     swift package benchmark                       # every suite
 ///     swift package benchmark --target FlowStoreBenchmarks
 ///     swift run -c release log-perf                 # the coordinator's log
+///     swift run -c release flow-perf                # effect start + cancel, for profilers
 let package = Package(
     name: "FlowKitBenchmarks",
     platforms: [.macOS(.v15)],
@@ -41,7 +42,18 @@ let package = Package(
                 .product(name: "ZeroMQ", package: "FlowKit"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "ClusterPerf"
+            path: "ClusterPerf",
+            // On jemalloc, as the coordinator and nodes run.
+            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]
+        ),
+        // The FlowStore's effect start + cancel in a plain loop, for profilers and for comparing
+        // allocators (it links none: LD_PRELOAD one): `swift run -c release flow-perf`.
+        .executableTarget(
+            name: "flow-perf",
+            dependencies: [
+                .product(name: "FlowKit", package: "FlowKit"),
+            ],
+            path: "FlowPerf"
         ),
         // Throughput and commit latency of the coordinator's log: `swift run -c release log-perf [dir]`.
         .executableTarget(
@@ -80,6 +92,8 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "FlowStoreBenchmarks",
+            // On the system malloc: the harness's malloc counter and jemalloc do not mix (the run
+            // crashes). flow-perf compares the two allocators on the effect path.
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ]

@@ -57,19 +57,36 @@ let benchmarks: @Sendable () -> Void = {
         await store.waitForEffects()
     }
 
-    // The baseline for the one above, in the same run: what Swift itself charges for starting a
-    // task that waits and cancelling it, which every `.run` effect pays at the least.
-    Benchmark("bare Task start + cancel (baseline)") { benchmark in
-        var tasks: [Task<Void, Never>] = []
-        tasks.reserveCapacity(benchmark.scaledIterations.count)
+    // The floor under the one above, in the same run: an actor that starts the same task on one
+    // call and cancels it on the next, with none of FlowKit's effect tree, cancel ids or groups.
+    Benchmark("actor start + cancel of a task (baseline)") { benchmark in
+        let owner = TaskOwner()
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations {
-            let task = Task { _ = try? await Task.sleep(for: .seconds(3_600)) }
-            task.cancel()
-            tasks.append(task)
+            await owner.start()
+            await owner.stop()
         }
         benchmark.stopMeasurement()
-        for task in tasks { await task.value }  // as the store's effects end after the measurement
+        await owner.waitForLast()
+    }
+}
+
+actor TaskOwner {
+    private var task: Task<Void, Never>?
+    private var last: Task<Void, Never>?
+
+    func start() {
+        task = Task { _ = try? await Task.sleep(for: .seconds(3_600)) }
+    }
+
+    func stop() {
+        task?.cancel()
+        last = task
+        task = nil
+    }
+
+    func waitForLast() async {
+        await last?.value
     }
 }
 

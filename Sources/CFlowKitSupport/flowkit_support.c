@@ -12,3 +12,43 @@ int flowkit_set_parent_death_signal(int signal) {
     return -1;
 }
 #endif
+
+#if defined(__linux__) && __has_include(<jemalloc/jemalloc.h>)
+#include <jemalloc/jemalloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Bytes jemalloc has handed to this thread so far, or 0 when it keeps no count. */
+static uint64_t jemalloc_thread_allocated(void) {
+    uint64_t allocated = 0;
+    size_t length = sizeof(allocated);
+    if (mallctl("thread.allocated", &allocated, &length, NULL, 0) != 0) {
+        return 0;
+    }
+    return allocated;
+}
+
+const char *flowkit_allocator(void) {
+    static char name[80];
+    /* Linked is not enough: it is the process's malloc only if plain malloc() lands in it. */
+    uint64_t before = jemalloc_thread_allocated();
+    void *volatile probe = malloc(4096);
+    uint64_t after = jemalloc_thread_allocated();
+    free(probe);
+    if (after <= before) {
+        return "system (jemalloc linked but not in use)";
+    }
+    const char *version = NULL;
+    size_t length = sizeof(version);
+    if (mallctl("version", &version, &length, NULL, 0) != 0 || version == NULL) {
+        return "jemalloc";
+    }
+    snprintf(name, sizeof(name), "jemalloc %s", version);
+    return name;
+}
+#else
+const char *flowkit_allocator(void) {
+    return "system";
+}
+#endif

@@ -7,9 +7,11 @@ public struct CancelID: Hashable, Sendable, CustomStringConvertible {
     private nonisolated(unsafe) let base: AnyHashable
 
     /// Wraps a user's identifier.
-    public init(_ id: some Hashable & Sendable) {
-        if let already = id as? CancelID {
-            self = already
+    public init<ID: Hashable & Sendable>(_ id: ID) {
+        // A type comparison rather than `as?`: this runs for every cancellable effect, and a dynamic
+        // cast to a struct costs far more than comparing two metatypes.
+        if ID.self == CancelID.self {
+            self = unsafeBitCast(id, to: CancelID.self)
         } else {
             self.base = AnyHashable(id)
         }

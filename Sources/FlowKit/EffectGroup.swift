@@ -6,27 +6,28 @@ import Synchronization
 /// its task ends, and waiters resume when the group is empty.
 package final class EffectGroup: Sendable {
     private struct State {
-        var members: Set<UInt64> = []
-        var isCancelled = false
+        var members = TaskIDSet()
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Mutex(State())
-    private let cancelMembers: @Sendable (Set<UInt64>) -> Void
+    /// Set before the members are cancelled, and never cleared: the registry reads it without a lock
+    /// when it records a task that joined just before the cancel.
+    private let cancelled = Atomic<Bool>(false)
+    private weak let registry: EffectRegistry?
 
-    package init(cancelMembers: @escaping @Sendable (Set<UInt64>) -> Void) {
-        self.cancelMembers = cancelMembers
+    init(registry: EffectRegistry) {
+        self.registry = registry
     }
 
-    /// Adds a task; returns `false` when the group was cancelled, so the caller cancels it at once.
-    package func join(_ taskID: UInt64) -> Bool {
-        state.withLock { state in
-            state.members.insert(taskID)
-            return !state.isCancelled
-        }
+    /// Adds a task about to be created; returns `false`, adding nothing, when the group was cancelled.
+    func join(_ taskID: UInt64) -> Bool {
+        guard !isCancelled else { return false }
+        state.withLock { $0.members.insert(taskID) }
+        return true
     }
 
-    package func leave(_ taskID: UInt64) {
+    func leave(_ taskID: UInt64) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.members.remove(taskID)
             guard state.members.isEmpty else { return [] }
@@ -41,15 +42,13 @@ package final class EffectGroup: Sendable {
     }
 
     package var isCancelled: Bool {
-        state.withLock { $0.isCancelled }
+        cancelled.load(ordering: .acquiring)
     }
 
     package func cancel() {
-        let members = state.withLock { state in
-            state.isCancelled = true
-            return state.members
-        }
-        cancelMembers(members)
+        cancelled.store(true, ordering: .releasing)
+        let members = state.withLock { $0.members }
+        registry?.cancel(taskIDs: members)
     }
 
     /// Suspends until every member has ended.

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Interprets the effects of one flow instance: starts their tasks, tracks them by cancel id and by
 /// emitted event, and cancels them.
 ///
@@ -39,25 +37,7 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
         }
     }
 
-    private struct Entry {
-        var task: Task<Void, Never>?
-        var cancelIDs: [CancelID]
-        var group: EffectGroup
-        var isCancelled = false
-        var hasStarted = false
-    }
-
-    private struct Registry {
-        var nextTaskID: UInt64 = 0
-        var entries: [UInt64: Entry] = [:]
-        var byCancelID: [CancelID: Set<UInt64>] = [:]
-        var isShutDown = false
-        /// Tasks registered whose body has not begun to run, and who waits for them to begin.
-        var unstartedCount = 0
-        var startWaiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let registry = Mutex(Registry())
+    private let tasks = EffectRegistry()
     private let deliver: Deliver
     private let reportFailure: @Sendable (EffectFailure) -> Void
     private let cancelFromTask: (@Sendable ([CancelID]) async -> Void)?
@@ -95,7 +75,7 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
         case .cancel(let ids):
             cancel(ids: ids)
         case .cancellable(let inner, let id, let cancelInFlight):
-            if cancelInFlight { cancel(ids: [id]) }
+            if cancelInFlight { tasks.cancel(ids: CollectionOfOne(id)) }
             walk(inner, cancelIDs: cancelIDs + [id], scope: &scope)
         case .merge(let effects):
             for effect in effects { walk(effect, cancelIDs: cancelIDs, scope: &scope) }
@@ -139,69 +119,27 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
     }
 
     package func makeGroup() -> EffectGroup {
-        EffectGroup { [weak self] members in self?.cancel(taskIDs: members) }
+        EffectGroup(registry: tasks)
     }
 
-    /// Registers a task for `effect` under `cancelIDs` and `group`, then starts it.
+    /// Starts a task for `effect`, registered under `cancelIDs` and in `group`, unless the runtime has
+    /// shut down or the group was cancelled.
     @discardableResult
     private func spawn(_ effect: Effect<Event>, cancelIDs: [CancelID], group: EffectGroup) -> Task<Void, Never>? {
-        guard let taskID = register(cancelIDs: cancelIDs, group: group) else { return nil }
+        guard !tasks.isShutDown else { return nil }
+        let taskID = tasks.makeTaskID()
+        guard group.join(taskID) else {
+            tasks.markStarted()  // it never will
+            return nil
+        }
         let priority: TaskPriority? = if case .run(let run) = effect.operation { run.priority } else { nil }
         let task = Task(priority: priority) {
-            self.markStarted(taskID)
+            self.tasks.markStarted()
             await self.execute(effect, cancelIDs: cancelIDs, group: group)
-            self.unregister(taskID)
+            self.tasks.unregister(taskID)
         }
-        attach(task, to: taskID)
+        tasks.register(task, id: taskID, cancelIDs: cancelIDs, group: group)
         return task
-    }
-
-    private func register(cancelIDs: [CancelID], group: EffectGroup) -> UInt64? {
-        let taskID: UInt64? = registry.withLock { registry in
-            guard !registry.isShutDown else { return nil }
-            let taskID = registry.nextTaskID
-            registry.nextTaskID += 1
-            registry.entries[taskID] = Entry(cancelIDs: cancelIDs, group: group)
-            registry.unstartedCount += 1
-            for id in cancelIDs { registry.byCancelID[id, default: []].insert(taskID) }
-            return taskID
-        }
-        guard let taskID else { return nil }
-        if !group.join(taskID) { cancel(taskIDs: [taskID]) }
-        return taskID
-    }
-
-    private func attach(_ task: Task<Void, Never>, to taskID: UInt64) {
-        let cancelNow = registry.withLock { registry -> Bool in
-            guard registry.entries[taskID] != nil else { return false }  // already over
-            registry.entries[taskID]!.task = task
-            return registry.entries[taskID]!.isCancelled
-        }
-        if cancelNow { task.cancel() }
-    }
-
-    private func markStarted(_ taskID: UInt64) {
-        let waiters = registry.withLock { registry -> [CheckedContinuation<Void, Never>] in
-            guard registry.entries[taskID]?.hasStarted == false else { return [] }
-            registry.entries[taskID]!.hasStarted = true
-            registry.unstartedCount -= 1
-            guard registry.unstartedCount == 0 else { return [] }
-            defer { registry.startWaiters = [] }
-            return registry.startWaiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    private func unregister(_ taskID: UInt64) {
-        let entry = registry.withLock { registry -> Entry? in
-            guard let entry = registry.entries.removeValue(forKey: taskID) else { return nil }
-            for id in entry.cancelIDs {
-                registry.byCancelID[id]?.remove(taskID)
-                if registry.byCancelID[id]?.isEmpty == true { registry.byCancelID[id] = nil }
-            }
-            return entry
-        }
-        entry?.group.leave(taskID)
     }
 
     // MARK: Running effects inside a task
@@ -233,7 +171,7 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
                 }
             }
         case .cancellable(let inner, let id, let cancelInFlight):
-            if cancelInFlight { cancel(ids: [id]) }
+            if cancelInFlight { tasks.cancel(ids: CollectionOfOne(id)) }
             // A child task, so that cancelling `id` stops this part without stopping the rest.
             guard let child = spawn(inner, cancelIDs: cancelIDs + [id], group: group) else { return }
             await withTaskCancellationHandler {
@@ -258,97 +196,51 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
     }
 
     private func makeSend(group: EffectGroup) -> Send<Event> {
-        let deliver = self.deliver
-        return Send { event in await deliver(event, group) }
+        Send(deliver: deliver, group: group)
     }
 
     // MARK: Cancelling
 
     /// Cancels every in-flight effect marked with one of `ids`.
     package func cancel(ids: [CancelID]) {
-        let tasks = registry.withLock { registry -> [Task<Void, Never>] in
-            var tasks: [Task<Void, Never>] = []
-            for id in ids {
-                // Cancelled tasks leave the index at once: they may take a while to unwind, and a
-                // later cancel of the same id must not walk them again.
-                guard let members = registry.byCancelID.removeValue(forKey: id) else { continue }
-                for taskID in members {
-                    registry.entries[taskID]?.isCancelled = true
-                    if let task = registry.entries[taskID]?.task { tasks.append(task) }
-                }
-            }
-            return tasks
-        }
-        // Outside the lock: cancellation handlers run synchronously and may call back in.
-        for task in tasks { task.cancel() }
+        tasks.cancel(ids: ids)
     }
 
     /// Cancels every in-flight effect whose cancel id satisfies `predicate`; an operator's cancel by
     /// name uses this.
     package func cancel(where predicate: (CancelID) -> Bool) {
-        let ids = registry.withLock { registry in registry.byCancelID.keys.filter(predicate) }
-        cancel(ids: ids)
-    }
-
-    private func cancel(taskIDs: Set<UInt64>) {
-        let tasks = registry.withLock { registry -> [Task<Void, Never>] in
-            taskIDs.compactMap { taskID in
-                registry.entries[taskID]?.isCancelled = true
-                return registry.entries[taskID]?.task
-            }
-        }
-        for task in tasks { task.cancel() }
+        tasks.cancel(ids: tasks.cancelIDs(where: predicate))
     }
 
     /// Cancels every in-flight effect.
     package func cancelAll() {
-        let tasks = registry.withLock { registry -> [Task<Void, Never>] in
-            for taskID in registry.entries.keys { registry.entries[taskID]!.isCancelled = true }
-            return registry.entries.values.compactMap(\.task)
-        }
-        for task in tasks { task.cancel() }
+        tasks.cancelAll()
     }
 
     /// Cancels every in-flight effect and refuses to start new ones.
     package func shutDown() {
-        registry.withLock { $0.isShutDown = true }
-        cancelAll()
+        tasks.shutDown()
     }
 
     // MARK: Inspection
 
     /// The number of effect tasks still running.
-    package var runningCount: Int {
-        registry.withLock { $0.entries.count }
-    }
+    package var runningCount: Int { tasks.count }
 
     /// The cancel ids that have at least one running effect.
-    package var activeCancelIDs: Set<CancelID> {
-        registry.withLock { Set($0.byCancelID.keys) }
-    }
+    package var activeCancelIDs: Set<CancelID> { tasks.activeCancelIDs }
 
-    /// Suspends until the body of every registered effect task has begun to run.
+    /// Suspends until the body of every started effect task has begun to run.
     ///
     /// The test store uses it so that a test clock advanced next finds the effects' sleeps: an effect
     /// that has begun runs straight into its first suspension.
     package func waitUntilStarted() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let started = registry.withLock { registry in
-                guard registry.unstartedCount > 0 else { return true }
-                registry.startWaiters.append(continuation)
-                return false
-            }
-            if started { continuation.resume() }
-        }
+        await tasks.waitUntilStarted()
     }
 
     /// Suspends until no effect task is running.
     package func waitUntilIdle() async {
-        while true {
-            let groups = registry.withLock { registry in registry.entries.values.map(\.group) }
-            guard let group = groups.first else { return }
-            await group.waitUntilFinished()
-        }
+        await tasks.waitUntilIdle()
     }
 }
 

@@ -11,17 +11,30 @@
 /// }
 /// ```
 public struct Send<Event: Sendable>: Sendable {
-    let deliver: @Sendable (Event) async -> Void
+    private enum Target: Sendable {
+        case function(@Sendable (Event) async -> Void)
+        /// The runtime's delivery with the effect's group: no closure to allocate per effect.
+        case runtime(EffectRuntime<Event>.Deliver, EffectGroup)
+    }
+
+    private let target: Target
 
     /// Creates a `Send` that hands every event to `deliver`. Mostly useful for testing effects in
     /// isolation.
     public init(_ deliver: @escaping @Sendable (Event) async -> Void) {
-        self.deliver = deliver
+        target = .function(deliver)
+    }
+
+    init(deliver: @escaping EffectRuntime<Event>.Deliver, group: EffectGroup) {
+        target = .runtime(deliver, group)
     }
 
     /// Sends an event back to the flow, unless the calling effect has been cancelled.
     public func callAsFunction(_ event: Event) async {
         guard !Task.isCancelled else { return }
-        await deliver(event)
+        switch target {
+        case .function(let deliver): await deliver(event)
+        case .runtime(let deliver, let group): await deliver(event, group)
+        }
     }
 }

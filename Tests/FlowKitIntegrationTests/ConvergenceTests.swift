@@ -15,10 +15,20 @@ extension ClusterProcessTests {
         var lastValues: [String: String] = [:]
     }
 
+    /// The binaries run on jemalloc on Linux (Package.swift, CFlowKitSupport): it is linked, and it is
+    /// the malloc the process got.
+    func expectJemalloc(_ allocator: String?) {
+        #if os(Linux)
+        let allocator = allocator ?? "none"
+        #expect(allocator.hasPrefix("jemalloc "), "the READY line named \(allocator)")
+        #endif
+    }
+
     /// Many tasks emit at all three nodes at once, across 50 instances; every node ends with the
     /// same states, and nothing acknowledged is lost or applied twice.
     @Test func concurrentEmitsAtEveryNodeConverge() async throws {
         try await TestCluster.run(nodes: 3) { cluster in
+            expectJemalloc(cluster.coordinatorAllocator)
             let counters = (0..<30).map { "counter/c\($0)" }
             let stores = (0..<20).map { "kv/k\($0)" }
             let tasksPerNode = 8

@@ -6,4 +6,8 @@
 /// `prctl` itself.
 int flowkit_set_parent_death_signal(int signal);
 
+/// The malloc the process runs on: "jemalloc <version>" when the flowkit binaries are linked with
+/// jemalloc (Linux), otherwise "system".
+const char *flowkit_allocator(void);
+
 #endif

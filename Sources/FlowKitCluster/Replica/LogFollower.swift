@@ -43,7 +43,10 @@ struct LogFollower {
             heldDuringSnapshot.append(contentsOf: entries)
             return []
         }
-        return release(stream.receive(entries)) + repairIfNeeded(now: now)
+        let ready = stream.receive(entries)
+        // The next range is asked for before these are applied: the coordinator reads and sends it
+        // while this replica applies, so a long replay keeps both sides busy.
+        return repairIfNeeded(now: now) + release(ready)
     }
 
     /// A heartbeat or an ack revealed the coordinator's head.

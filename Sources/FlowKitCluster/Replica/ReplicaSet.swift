@@ -23,12 +23,14 @@ import Logging
     private var combined = DigestAccumulator()
     private var digests: [Address: StateDigest] = [:]
     /// Microseconds of hashing periodic digests may spend now: a token bucket refilled at 1/20 of
-    /// the time that passes (at most 5 % of a thread), holding at most a second. A process with
+    /// the time that passes (at most 5 % of a thread), holding at most 50 ms. A process with
     /// large or many changing instances (a ledger of every id) would otherwise spend its time
     /// rehashing them every report; instead the digests lag, and catch up once the load stops.
-    private var digestAllowance: Int64 = 1_000_000
+    /// (A bucket of a second let a replaying node spend a third of its replay hashing.)
+    private var digestAllowance: Int64 = ReplicaSet.digestBurst
     private var lastRefresh: UInt64 = 0
     static let digestBudget: UInt64 = 20
+    static let digestBurst: Int64 = 50_000
     /// Entries whose payload did not decode; every replica skips the same ones.
     private(set) var skippedEntries = 0
 
@@ -150,7 +152,7 @@ import Logging
     private func refreshDigests(all: Bool) {
         let now = WallClock.micros()
         if lastRefresh != 0, now > lastRefresh {
-            digestAllowance = min(digestAllowance + Int64((now - lastRefresh) / Self.digestBudget), 1_000_000)
+            digestAllowance = min(digestAllowance + Int64((now - lastRefresh) / Self.digestBudget), Self.digestBurst)
         }
         lastRefresh = now
         var deferred: [any FlowReplica] = []

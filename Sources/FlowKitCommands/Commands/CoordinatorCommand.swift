@@ -71,7 +71,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
                     printFlushed(
                         "READY " + jsonLine([
                             "submit": endpoints.submit, "publish": endpoints.publish, "sync": endpoints.sync,
-                            "metrics": metricsEndpoint,
+                            "metrics": metricsEndpoint, "allocator": processAllocator,
                         ])
                     )
                 }

@@ -95,7 +95,7 @@ struct NodeCommand: AsyncParsableCommand {
             defer { faults.cancel() }
             try await ShutdownService.run(logger: logger) {
                 try await node.run { endpoint in
-                    printFlushed("READY " + jsonLine(["client": endpoint, "id": "\(id)", "name": nodeName, "metrics": metricsEndpoint]))
+                    printFlushed("READY " + jsonLine(["client": endpoint, "id": "\(id)", "name": nodeName, "metrics": metricsEndpoint, "allocator": processAllocator]))
                 }
             } stop: {
                 node.shutdown()

@@ -1,6 +1,11 @@
+import CFlowKitSupport
 import Logging
 import ServiceLifecycle
 import UnixSignals
+
+/// The malloc this process runs on, for READY lines and status: "jemalloc 5.3.0-…" for the flowkit
+/// binaries on Linux (Package.swift links it into CFlowKitSupport), "system" elsewhere.
+let processAllocator = String(cString: flowkit_allocator())
 
 /// Runs a long-lived part of the process under a `ServiceGroup`, so SIGTERM and SIGINT shut it down
 /// gracefully: `stop` asks it to finish, and `body` returns once it has.

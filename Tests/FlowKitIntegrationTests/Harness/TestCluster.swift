@@ -33,6 +33,8 @@ final class TestCluster: Sendable {
     private struct State {
         var coordinator: ChildProcess?
         var endpoints: CoordinatorEndpoints?
+        /// What the coordinator's READY line named as its malloc.
+        var coordinatorAllocator: String?
         var nodes: [Int: NodeHandle] = [:]
         /// Every process started, dead ones included, for the logs.
         var history: [ChildProcess] = []
@@ -157,6 +159,9 @@ final class TestCluster: Sendable {
         }
     }
 
+    /// The malloc the coordinator reported in its READY line.
+    var coordinatorAllocator: String? { state.withLock { $0.coordinatorAllocator } }
+
     /// Starts the coordinator: on OS-chosen ports the first time, on the same ports afterwards.
     func startCoordinator() async throws {
         let previous = state.withLock { $0.endpoints }
@@ -183,6 +188,7 @@ final class TestCluster: Sendable {
         state.withLock { state in
             state.coordinator = process
             state.endpoints = endpoints
+            state.coordinatorAllocator = fields["allocator"]
         }
     }
 
