@@ -150,9 +150,11 @@ enum ClusterPerf {
             let nodeTask = Task { try await node.run { readyContinuation.yield($0) } }
             var iterator = ready.makeAsyncIterator()
             guard let client = await iterator.next() else { throw PerfError("the node did not start") }
+            // Watched through the node's PROGRESS stream, not by polling its status: a status
+            // costs the node's thread work that the replay would otherwise get.
             let status = try await ClusterClient(endpoint: client, logger: logger)
-            while try await status.status().applied < UInt64(entries) {
-                try await Task.sleep(for: .milliseconds(5))
+            for await progress in try await status.watchProgress(for: .seconds(600)) where progress.applied >= UInt64(entries) {
+                break
             }
             let elapsed = ContinuousClock.now - started
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -1,27 +1,48 @@
 /// A type-erased, sendable cancellation identifier.
 ///
 /// Any `Hashable & Sendable` value can name an effect: an enum case, a string, a UUID. Values of
-/// different types never collide, because `AnyHashable` compares types as well as values.
+/// different types never collide: equality compares types as well as values.
 public struct CancelID: Hashable, Sendable, CustomStringConvertible {
-    // `AnyHashable` is not `Sendable`; every initialiser takes a `Sendable` value, so sharing is safe.
-    private nonisolated(unsafe) let base: AnyHashable
+    /// The wrapped identifier.
+    public let value: any Hashable & Sendable
+    /// Computed once: every effect start and cancel looks its ids up in a dictionary, and hashing
+    /// through an existential (as `AnyHashable` does) each time cost more than the look-up.
+    private let hash: Int
 
     /// Wraps a user's identifier.
     public init<ID: Hashable & Sendable>(_ id: ID) {
-        // A type comparison rather than `as?`: this runs for every cancellable effect, and a dynamic
-        // cast to a struct costs far more than comparing two metatypes.
+        // A type comparison rather than `as?`: a dynamic cast costs far more than comparing two
+        // metatypes, and this runs for every cancellable effect.
         if ID.self == CancelID.self {
             self = unsafeBitCast(id, to: CancelID.self)
-        } else {
-            self.base = AnyHashable(id)
+            return
         }
+        var hasher = Hasher()
+        hasher.combine(ObjectIdentifier(ID.self))
+        hasher.combine(id)
+        value = id
+        hash = hasher.finalize()
     }
 
-    /// The wrapped identifier.
-    public var value: any Hashable & Sendable {
-        // Only `Sendable` values are stored; the cast restores that knowledge.
-        base.base as! any Hashable & Sendable
+    public static func == (lhs: CancelID, rhs: CancelID) -> Bool {
+        lhs.hash == rhs.hash && lhs.value.isEqual(to: rhs.value)
     }
 
-    public var description: String { "\(base.base)" }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(hash)
+    }
+
+    public var description: String { "\(value)" }
+}
+
+extension Hashable {
+    /// Whether `other` is a value of this type equal to this one, without a dynamic cast: the
+    /// existential is opened, and its type compared with this one's.
+    fileprivate func isEqual(to other: any Hashable) -> Bool {
+        func compare<Other: Hashable>(_ other: Other) -> Bool {
+            guard Other.self == Self.self else { return false }
+            return self == unsafeBitCast(other, to: Self.self)
+        }
+        return compare(other)
+    }
 }

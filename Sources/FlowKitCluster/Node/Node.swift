@@ -99,8 +99,17 @@ public final class Node: Sendable {
             group.addTask(executorPreference: loop) {
                 while let batch = try? await submit.receiveBatch(max: 1_024) { await core.receiveFromCoordinator(batch) }
             }
+            // Sync replies are decoded on the cooperative pool, in order, and applied on the loop:
+            // a replaying node decodes one range on the other core while it applies the last.
+            // The stream between them holds at most what the node asked for (a range or two in
+            // flight, or one snapshot), which the socket would hold otherwise.
+            let (syncReplies, syncContinuation) = AsyncStream.makeStream(of: [SyncReply].self)
+            group.addTask {
+                while let batch = try? await sync.receiveBatch(max: 64) { syncContinuation.yield(batch.map(SyncReply.init)) }
+                syncContinuation.finish()
+            }
             group.addTask(executorPreference: loop) {
-                while let batch = try? await sync.receiveBatch(max: 64) { await core.receiveSync(batch) }
+                for await replies in syncReplies { await core.receiveSync(replies) }
             }
             group.addTask(executorPreference: loop) {
                 while let batch = try? await client.receiveBatch(max: 1_024) { await core.receiveFromClients(batch) }

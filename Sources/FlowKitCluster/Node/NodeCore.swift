@@ -241,30 +241,25 @@ actor NodeCore {
     // MARK: Gap repair and joining
 
     /// Replies from the sync socket: ranges, snapshot chunks, errors.
-    func receiveSync(_ messages: [Message]) {
+    /// Replies from the coordinator's sync socket, decoded (by ``SyncReply/init(_:)``, off this
+    /// thread).
+    func receiveSync(_ replies: [SyncReply]) {
         let now = WallClock.micros()
-        for message in messages {
-            let parts = message.parts
-            do {
-                guard let first = parts.first else { throw ProtocolError(.wrongFrameCount, "empty sync reply") }
-                let (type, _) = try WireHeader.read(first, expecting: .range, .snapshotChunk, .error)
-                switch type {
-                case .range:
-                    let range = try RangeMessage(frames: parts)
-                    if !range.entries.isEmpty { counters.gapsRepaired.add(1) }
-                    perform(follower.receive(range, now: now))
-                case .snapshotChunk:
-                    perform(follower.receive(try SnapshotChunkMessage(frames: parts), now: now))
-                default:
-                    let error = try ErrorReply(frames: parts)
-                    if error.error.code == .notFound {
-                        logger.notice("the entries to repair were compacted; joining through a snapshot", metadata: ["flowkit.error": "\(error.error.message)"])
-                    } else {
-                        logger.warning("sync request refused", metadata: ["flowkit.error": "\(error.error)"])
-                    }
-                    perform(follower.receive(error, now: now))
+        for reply in replies {
+            switch reply {
+            case .range(let range):
+                if !range.entries.isEmpty { counters.gapsRepaired.add(1) }
+                perform(follower.receive(range, now: now))
+            case .snapshotChunk(let chunk):
+                perform(follower.receive(chunk, now: now))
+            case .error(let error):
+                if error.error.code == .notFound {
+                    logger.notice("the entries to repair were compacted; joining through a snapshot", metadata: ["flowkit.error": "\(error.error.message)"])
+                } else {
+                    logger.warning("sync request refused", metadata: ["flowkit.error": "\(error.error)"])
                 }
-            } catch {
+                perform(follower.receive(error, now: now))
+            case .invalid(let error):
                 counters.count(rejected: (error as? ProtocolError)?.code ?? .malformed)
                 logger.warning("bad message on the sync socket", metadata: ["flowkit.error": "\(error)"])
             }
@@ -441,14 +436,20 @@ actor NodeCore {
         gauges.instances.record(Double(replicas.count))
     }
 
+    /// A node this far behind the head hashes nothing for its reports until it has caught up: its
+    /// digests would describe states the coordinator passed long ago, and the hashing would slow
+    /// the catching up (a twentieth of a replay).
+    static let catchingUpLag: UInt64 = 10_000
+
     private func sendReport(now: UInt64) {
         updateGauges()
-        let changed = replicas.takeChanged()
+        let catchingUp = follower.knownHead - min(follower.knownHead, follower.applied) > Self.catchingUpLag
+        let changed = catchingUp ? [:] : replicas.takeChanged()
         var digests: [String: InstanceDigest] = [:]
         for (address, digest) in changed { digests[address.description] = digest }
         let report = NodeReport(
             name: configuration.name,
-            digest: replicas.combinedDigest(exact: false).description,
+            digest: (catchingUp ? replicas.lastCombinedDigest : replicas.combinedDigest(exact: false)).description,
             digests: digests,
             instances: replicas.count,
             runningEffects: replicas.runningEffects,

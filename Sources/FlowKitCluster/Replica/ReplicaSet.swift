@@ -138,6 +138,9 @@ import Logging
         return result
     }
 
+    /// The combined digest as last computed, without hashing anything now.
+    var lastCombinedDigest: StateDigest { combined.digest }
+
     /// The combined digest of every instance.
     ///
     /// - Parameter exact: Hash every changed instance now (a status query); otherwise (a periodic
@@ -167,8 +170,10 @@ import Logging
             }
             replica.isUndigested = false
             let started = WallClock.micros()
+            // Charged as a whole, hashing the state and folding it into the combined digest: the
+            // fold hashes too, and counting only the first let twice the budget through.
+            defer { digestAllowance -= Int64(WallClock.micros() - min(started, WallClock.micros())) }
             guard let digest = try? replica.digest() else { continue }
-            digestAllowance -= Int64(WallClock.micros() - min(started, WallClock.micros()))
             if let old = digests[replica.address] { combined.remove(replica.address, old) }
             combined.add(replica.address, digest)
             digests[replica.address] = digest

@@ -51,6 +51,18 @@ struct ProcessMemory: Sendable, Codable {
         processes.filter { $0.value.growth > limit }.keys.sorted()
     }
 
+    /// CPU seconds (user and system) `pid` has used so far, from `/proc/<pid>/stat`, or `nil`
+    /// if it is gone.
+    static func cpuSeconds(_ pid: Int32) -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let end = text.lastIndex(of: ")")
+        else { return nil }
+        // After the command name in parentheses: state is field 3, utime 14 and stime 15.
+        let fields = text[text.index(after: end)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     static func mebibytes(_ bytes: Int) -> String {
         String(format: "%.1f MiB", Double(bytes) / 1_048_576)
     }

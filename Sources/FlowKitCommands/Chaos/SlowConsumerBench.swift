@@ -20,6 +20,14 @@ struct SlowConsumerBench: Sendable {
         var acknowledgedPerSecond: Double
         /// The highest RSS of each process during the phase.
         var peakRSS: [String: Int]
+        /// CPU seconds the cluster's processes (coordinator and nodes) used during the phase.
+        var clusterCPUSeconds: Double
+
+        /// The cluster's work per acknowledged event: CPU milliseconds per 1,000 events.
+        var cpuPerThousand: Double {
+            let acknowledged = acknowledgedPerSecond * seconds
+            return acknowledged > 0 ? clusterCPUSeconds * 1_000_000 / acknowledged : 0
+        }
     }
 
     struct Result: Sendable, Codable {
@@ -31,17 +39,22 @@ struct SlowConsumerBench: Sendable {
         var ratio: Double
         /// Each stalled phase's ratio, in order.
         var ratios: [Double]
+        /// The median, over stalled phases, of the cluster's CPU per acknowledged event over the
+        /// mean of the baselines either side: what the stall costs in work, which the
+        /// throughput (bound by the disk's syncs, and as noisy) shows only through that noise.
+        var cpuRatio: Double
+        var cpuRatios: [Double]
         var memory: [String: ProcessMemory.Samples]
         var converged: Bool
         var audit: LedgerAudit.Result
 
         var text: String {
             var lines = ["slow consumer: throughput with and without stalled monitors (same run, alternating phases)", ""]
-            lines.append("phase        seconds   acknowledged/s   coordinator peak RSS")
+            lines.append("phase        seconds   acknowledged/s   cluster CPU ms per 1,000   coordinator peak RSS")
             for phase in phases {
                 lines.append(
                     (phase.stalled ? "stalled" : "baseline").padding(toLength: 13, withPad: " ", startingAt: 0)
-                        + String(format: "%7.1f   %14.0f   ", phase.seconds, phase.acknowledgedPerSecond)
+                        + String(format: "%7.1f   %14.0f   %24.0f   ", phase.seconds, phase.acknowledgedPerSecond, phase.cpuPerThousand)
                         + ProcessMemory.mebibytes(phase.peakRSS["coordinator"] ?? 0)
                 )
             }
@@ -50,6 +63,11 @@ struct SlowConsumerBench: Sendable {
                 String(format: "baseline %.0f/s, stalled %.0f/s; each stalled phase against its neighbouring baselines: ", baselinePerSecond, stalledPerSecond)
                     + ratios.map { String(format: "%.3f", $0) }.joined(separator: ", ")
                     + String(format: "; median %.3f (%.1f%% ", ratio, abs(1 - ratio) * 100) + (ratio >= 1 ? "faster)" : "slower)")
+            )
+            lines.append(
+                "cluster CPU per acknowledged event, each stalled phase against its neighbouring baselines: "
+                    + cpuRatios.map { String(format: "%.3f", $0) }.joined(separator: ", ")
+                    + String(format: "; median %.3f (%.1f%% ", cpuRatio, abs(1 - cpuRatio) * 100) + (cpuRatio > 1 ? "more work)" : "less work)")
             )
             lines.append("memory (first → peak → last): " + memory.sorted { $0.key < $1.key }.map {
                 "\($0.key) \(ProcessMemory.mebibytes($0.value.first)) → \(ProcessMemory.mebibytes($0.value.peak)) → \(ProcessMemory.mebibytes($0.value.last))"
@@ -99,12 +117,24 @@ struct SlowConsumerBench: Sendable {
             let stalled = round % 2 == 1
             let consumers = stalled ? try await StalledConsumers.start(publish: endpoints.publish, clusterDirectory: directory, logger: logger) : nil
             phaseMemory.withLock { $0.reset() }
+            let pids = await cluster.processes()
+            let cpuBefore = pids.compactMapValues(ProcessMemory.cpuSeconds)
             let before = load.acknowledgedSoFar
             let started = ContinuousClock.now
             try await Task.sleep(for: .milliseconds(Int(phaseSeconds * 1_000)))
             let elapsed = (ContinuousClock.now - started).inSeconds
             let rate = Double(load.acknowledgedSoFar - before) / elapsed
-            phases.append(Phase(stalled: stalled, seconds: elapsed, acknowledgedPerSecond: rate, peakRSS: phaseMemory.withLock { $0.processes.mapValues(\.peak) }))
+            // Processes that ran the whole phase; none restarts in this bench.
+            let cpu = pids.reduce(0.0) { total, process in
+                guard let start = cpuBefore[process.key], let end = ProcessMemory.cpuSeconds(process.value) else { return total }
+                return total + (end - start)
+            }
+            phases.append(
+                Phase(
+                    stalled: stalled, seconds: elapsed, acknowledgedPerSecond: rate,
+                    peakRSS: phaseMemory.withLock { $0.processes.mapValues(\.peak) }, clusterCPUSeconds: cpu
+                )
+            )
             printError("  \(stalled ? "stalled " : "baseline") phase: \(Int(rate)) acknowledged/s")
             await consumers?.stop()
         }
@@ -122,13 +152,21 @@ struct SlowConsumerBench: Sendable {
         let stalledRate = mean(phases.filter(\.stalled).map(\.acknowledgedPerSecond))
         // Phases go baseline, stalled, baseline, …, baseline: stalled phase k sits between
         // baselines k and k + 1.
-        let ratios = stride(from: 1, to: phases.count - 1, by: 2).map { index in
-            let around = (phases[index - 1].acknowledgedPerSecond + phases[index + 1].acknowledgedPerSecond) / 2
-            return around > 0 ? phases[index].acknowledgedPerSecond / around : 0
+        func ratiosToNeighbours(_ measure: (Phase) -> Double) -> [Double] {
+            stride(from: 1, to: phases.count - 1, by: 2).map { index in
+                let around = (measure(phases[index - 1]) + measure(phases[index + 1])) / 2
+                return around > 0 ? measure(phases[index]) / around : 0
+            }
         }
-        let median = ratios.sorted()[ratios.count / 2]
+        func median(_ values: [Double]) -> Double {
+            let sorted = values.sorted()
+            return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        }
+        let ratios = ratiosToNeighbours(\.acknowledgedPerSecond)
+        let cpuRatios = ratiosToNeighbours(\.cpuPerThousand)
         return Result(
-            phases: phases, baselinePerSecond: baseline, stalledPerSecond: stalledRate, ratio: median, ratios: ratios,
+            phases: phases, baselinePerSecond: baseline, stalledPerSecond: stalledRate, ratio: median(ratios), ratios: ratios,
+            cpuRatio: median(cpuRatios), cpuRatios: cpuRatios,
             memory: overall.withLock { $0.processes }, converged: quiescence.converged, audit: audit
         )
     }
