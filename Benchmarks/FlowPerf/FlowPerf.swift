@@ -12,7 +12,10 @@ import FlowKit
 @main
 struct FlowPerf {
     static func main() async {
-        let rounds = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 1_000_000
+        let arguments = CommandLine.arguments.dropFirst().compactMap { Int($0) }
+        let rounds = arguments.first ?? 1_000_000
+        // A second number sets the floor's rounds apart, e.g. 0 to profile the store alone.
+        let floorRounds = arguments.dropFirst().first ?? rounds
         let store = FlowStore(initialState: LongFlow.State(), flow: LongFlow())
         // Off the main actor, as the benchmark harness runs: a hop back to the main thread after
         // every emit would cost two thread switches.
@@ -30,13 +33,13 @@ struct FlowPerf {
         let owner = TaskOwner()
         let floorElapsed = await Task.detached {
             let start = ContinuousClock.now
-            for _ in 0..<rounds {
+            for _ in 0..<floorRounds {
                 await owner.start()
                 await owner.stop()
             }
             return start.duration(to: .now)
         }.value
-        report("actor start + cancel (floor)", rounds: rounds, elapsed: floorElapsed)
+        report("actor start + cancel (floor)", rounds: floorRounds, elapsed: floorElapsed)
     }
 
     static func report(_ name: String, rounds: Int, elapsed: Duration) {

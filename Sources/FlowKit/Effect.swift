@@ -22,7 +22,7 @@ public struct Effect<Event: Sendable>: Sendable {
         case none
         case send(Event)
         case run(Run)
-        case cancel([CancelID])
+        case cancel(SmallList<CancelID>)
         indirect case cancellable(Effect<Event>, id: CancelID, cancelInFlight: Bool)
         case merge([Effect<Event>])
         case concatenate([Effect<Event>])
@@ -92,12 +92,12 @@ extension Effect {
     /// In a cluster every node evaluates the cancel when it applies the event, so an event emitted at
     /// one node stops an effect running at another.
     public static func cancel(id: some Hashable & Sendable) -> Self {
-        Self(operation: .cancel([CancelID(id)]))
+        Self(operation: .cancel(SmallList(CancelID(id))))
     }
 
     /// Cancels the in-flight effects marked with any of `ids`.
     public static func cancel(ids: some Sequence<some Hashable & Sendable>) -> Self {
-        Self(operation: .cancel(ids.map(CancelID.init)))
+        Self(operation: .cancel(SmallList(contentsOf: ids.lazy.map(CancelID.init))))
     }
 
     /// Marks this effect as cancellable with `id`.

@@ -9,7 +9,7 @@ import Synchronization
 final class EffectRegistry: Sendable {
     private struct Entry {
         var task: Task<Void, Never>
-        var cancelIDs: [CancelID]
+        var cancelIDs: SmallList<CancelID>
         var group: EffectGroup
     }
 
@@ -39,7 +39,7 @@ final class EffectRegistry: Sendable {
 
     /// Records a created task. Cancels it at once if the runtime has shut down or its group was
     /// cancelled meanwhile; forgets it if it already ended.
-    func register(_ task: Task<Void, Never>, id taskID: UInt64, cancelIDs: [CancelID], group: EffectGroup) {
+    func register(_ task: Task<Void, Never>, id taskID: UInt64, cancelIDs: SmallList<CancelID>, group: EffectGroup) {
         let cancelNow = state.withLock { state -> Bool in
             if state.endedUnregistered.remove(taskID) != nil { return false }
             state.entries[taskID] = Entry(task: task, cancelIDs: cancelIDs, group: group)
@@ -82,8 +82,8 @@ final class EffectRegistry: Sendable {
 
     /// Cancels every task marked with one of `ids`.
     func cancel(ids: some Sequence<CancelID>) {
-        let tasks = state.withLock { state -> [Task<Void, Never>] in
-            var tasks: [Task<Void, Never>] = []
+        let tasks = state.withLock { state -> SmallList<Task<Void, Never>> in
+            var tasks = SmallList<Task<Void, Never>>()
             for id in ids {
                 // Cancelled tasks leave the index at once: they may take a while to unwind, and a
                 // later cancel of the same id must not walk them again.
@@ -100,7 +100,13 @@ final class EffectRegistry: Sendable {
 
     /// Cancels the tasks with the given ids.
     func cancel(taskIDs: some Sequence<UInt64>) {
-        let tasks = state.withLock { state in taskIDs.compactMap { state.entries[$0]?.task } }
+        let tasks = state.withLock { state in
+            var tasks = SmallList<Task<Void, Never>>()
+            for taskID in taskIDs {
+                if let task = state.entries[taskID]?.task { tasks.append(task) }
+            }
+            return tasks
+        }
         for task in tasks { task.cancel() }
     }
 

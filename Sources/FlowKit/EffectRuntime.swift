@@ -1,3 +1,5 @@
+import Dependencies
+
 /// Interprets the effects of one flow instance: starts their tasks, tracks them by cancel id and by
 /// emitted event, and cancels them.
 ///
@@ -30,10 +32,13 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
         package var group: EffectGroup?
         /// Events sent synchronously (`.send`), in order, for the owner to process next.
         package var followUps: [Event] = []
+        /// The dependencies the effects' tasks see; `nil` leaves them the creating task's.
+        package var dependencies: DependencyValues?
 
-        package init(mode: Mode = .origin, group: EffectGroup? = nil) {
+        package init(mode: Mode = .origin, group: EffectGroup? = nil, dependencies: DependencyValues? = nil) {
             self.mode = mode
             self.group = group
+            self.dependencies = dependencies
         }
     }
 
@@ -63,10 +68,10 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
 
     /// Starts `effect`; see the type's documentation for what happens synchronously.
     package func start(_ effect: Effect<Event>, in scope: inout Scope) {
-        walk(effect, cancelIDs: [], scope: &scope)
+        walk(effect, cancelIDs: SmallList(), scope: &scope)
     }
 
-    private func walk(_ effect: Effect<Event>, cancelIDs: [CancelID], scope: inout Scope) {
+    private func walk(_ effect: Effect<Event>, cancelIDs: SmallList<CancelID>, scope: inout Scope) {
         switch effect.operation {
         case .none:
             return
@@ -76,7 +81,7 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
             cancel(ids: ids)
         case .cancellable(let inner, let id, let cancelInFlight):
             if cancelInFlight { tasks.cancel(ids: CollectionOfOne(id)) }
-            walk(inner, cancelIDs: cancelIDs + [id], scope: &scope)
+            walk(inner, cancelIDs: cancelIDs.appending(id), scope: &scope)
         case .merge(let effects):
             for effect in effects { walk(effect, cancelIDs: cancelIDs, scope: &scope) }
         case .concatenate(let effects):
@@ -91,7 +96,11 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
 
     /// Carries out the synchronous prefix of a concatenation now; the rest runs in one task that
     /// starts each effect when the one before it has finished.
-    private func walkSequence(_ effects: ArraySlice<Effect<Event>>, cancelIDs: [CancelID], scope: inout Scope) {
+    private func walkSequence(
+        _ effects: ArraySlice<Effect<Event>>,
+        cancelIDs: SmallList<CancelID>,
+        scope: inout Scope
+    ) {
         var remaining = effects
         while let first = remaining.first {
             guard first.isSynchronous else {
@@ -107,7 +116,7 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
 
     // MARK: Tasks
 
-    private func spawn(_ effect: Effect<Event>, cancelIDs: [CancelID], scope: inout Scope) {
+    private func spawn(_ effect: Effect<Event>, cancelIDs: SmallList<CancelID>, scope: inout Scope) {
         let group: EffectGroup
         if let existing = scope.group {
             group = existing
@@ -115,7 +124,7 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
             group = makeGroup()
             scope.group = group
         }
-        spawn(effect, cancelIDs: cancelIDs, group: group)
+        spawn(effect, cancelIDs: cancelIDs, group: group, dependencies: scope.dependencies)
     }
 
     package func makeGroup() -> EffectGroup {
@@ -124,8 +133,17 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
 
     /// Starts a task for `effect`, registered under `cancelIDs` and in `group`, unless the runtime has
     /// shut down or the group was cancelled.
+    ///
+    /// The task binds `dependencies` itself rather than inheriting a binding made around its
+    /// creation: copying task-local values into a new task allocates, binding one in a running task
+    /// does not.
     @discardableResult
-    private func spawn(_ effect: Effect<Event>, cancelIDs: [CancelID], group: EffectGroup) -> Task<Void, Never>? {
+    private func spawn(
+        _ effect: Effect<Event>,
+        cancelIDs: SmallList<CancelID>,
+        group: EffectGroup,
+        dependencies: DependencyValues? = nil
+    ) -> Task<Void, Never>? {
         guard !tasks.isShutDown else { return nil }
         let taskID = tasks.makeTaskID()
         guard group.join(taskID) else {
@@ -135,7 +153,13 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
         let priority: TaskPriority? = if case .run(let run) = effect.operation { run.priority } else { nil }
         let task = Task(priority: priority) {
             self.tasks.markStarted()
-            await self.execute(effect, cancelIDs: cancelIDs, group: group)
+            if let dependencies {
+                await DependencyValues.$_current.withValue(dependencies) {
+                    await self.execute(effect, cancelIDs: cancelIDs, group: group)
+                }
+            } else {
+                await self.execute(effect, cancelIDs: cancelIDs, group: group)
+            }
             self.tasks.unregister(taskID)
         }
         tasks.register(task, id: taskID, cancelIDs: cancelIDs, group: group)
@@ -145,53 +169,92 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
     // MARK: Running effects inside a task
 
     /// Runs `effect` to completion in the current task.
-    private func execute(_ effect: Effect<Event>, cancelIDs: [CancelID], group: EffectGroup) async {
+    ///
+    /// Each kind of effect runs in a function of its own, kept out of line: an async function's frame
+    /// is as large as its largest case needs, and the task allocator takes a fresh slab from malloc
+    /// for a frame that does not fit the current one.
+    private func execute(_ effect: Effect<Event>, cancelIDs: SmallList<CancelID>, group: EffectGroup) async {
         switch effect.operation {
         case .none:
             return
         case .send(let event):
             await makeSend(group: group)(event)
         case .cancel(let ids):
-            if let cancelFromTask {
-                await cancelFromTask(ids)
-            } else {
-                cancel(ids: ids)
-            }
+            await cancelFromRunningTask(ids)
         case .run(let run):
-            let send = makeSend(group: group)
-            do {
-                try await run.body(send)
-            } catch is CancellationError {
-                return
-            } catch {
-                if let handler = run.handler {
-                    await handler(error, send)
-                } else {
-                    reportFailure(EffectFailure(error: error, origin: run.origin))
-                }
-            }
+            await perform(run, group: group)
         case .cancellable(let inner, let id, let cancelInFlight):
-            if cancelInFlight { tasks.cancel(ids: CollectionOfOne(id)) }
-            // A child task, so that cancelling `id` stops this part without stopping the rest.
-            guard let child = spawn(inner, cancelIDs: cancelIDs + [id], group: group) else { return }
-            await withTaskCancellationHandler {
-                await child.value
-            } onCancel: {
-                child.cancel()
-            }
+            await executeCancellable(inner, id: id, cancelInFlight: cancelInFlight, cancelIDs: cancelIDs, group: group)
         case .merge(let effects):
-            await withDiscardingTaskGroup { tasks in
-                for effect in effects {
-                    tasks.addTask { await self.execute(effect, cancelIDs: cancelIDs, group: group) }
-                }
-            }
+            await executeConcurrently(effects, cancelIDs: cancelIDs, group: group)
         case .concatenate(let effects):
-            for effect in effects {
-                guard !Task.isCancelled else { return }
-                await execute(effect, cancelIDs: cancelIDs, group: group)
-            }
+            await executeInOrder(effects, cancelIDs: cancelIDs, group: group)
         case .deferred(let build):
             await execute(build(context), cancelIDs: cancelIDs, group: group)
+        }
+    }
+
+    @inline(never)
+    private func perform(_ run: Effect<Event>.Run, group: EffectGroup) async {
+        let send = makeSend(group: group)
+        do {
+            try await run.body(send)
+        } catch is CancellationError {
+            return
+        } catch {
+            if let handler = run.handler {
+                await handler(error, send)
+            } else {
+                reportFailure(EffectFailure(error: error, origin: run.origin))
+            }
+        }
+    }
+
+    @inline(never)
+    private func cancelFromRunningTask(_ ids: SmallList<CancelID>) async {
+        if let cancelFromTask {
+            await cancelFromTask(Array(ids))
+        } else {
+            cancel(ids: ids)
+        }
+    }
+
+    @inline(never)
+    private func executeCancellable(
+        _ inner: Effect<Event>,
+        id: CancelID,
+        cancelInFlight: Bool,
+        cancelIDs: SmallList<CancelID>,
+        group: EffectGroup
+    ) async {
+        if cancelInFlight { tasks.cancel(ids: CollectionOfOne(id)) }
+        // A child task, so that cancelling `id` stops this part without stopping the rest.
+        guard let child = spawn(inner, cancelIDs: cancelIDs.appending(id), group: group) else { return }
+        await withTaskCancellationHandler {
+            await child.value
+        } onCancel: {
+            child.cancel()
+        }
+    }
+
+    @inline(never)
+    private func executeConcurrently(
+        _ effects: [Effect<Event>],
+        cancelIDs: SmallList<CancelID>,
+        group: EffectGroup
+    ) async {
+        await withDiscardingTaskGroup { tasks in
+            for effect in effects {
+                tasks.addTask { await self.execute(effect, cancelIDs: cancelIDs, group: group) }
+            }
+        }
+    }
+
+    @inline(never)
+    private func executeInOrder(_ effects: [Effect<Event>], cancelIDs: SmallList<CancelID>, group: EffectGroup) async {
+        for effect in effects {
+            guard !Task.isCancelled else { return }
+            await execute(effect, cancelIDs: cancelIDs, group: group)
         }
     }
 
@@ -202,7 +265,7 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
     // MARK: Cancelling
 
     /// Cancels every in-flight effect marked with one of `ids`.
-    package func cancel(ids: [CancelID]) {
+    package func cancel(ids: some Sequence<CancelID>) {
         tasks.cancel(ids: ids)
     }
 

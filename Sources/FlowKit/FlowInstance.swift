@@ -3,7 +3,7 @@ import Dependencies
 /// The serial heart of one flow instance: its state, its reducer and its effects.
 ///
 /// A `FlowInstance` is not thread-safe and not `Sendable`: it belongs to one serial owner (a
-/// ``FlowStore`` actor, the test store, a cluster node's apply loop), which calls ``apply(_:mode:group:didReduce:)``
+/// ``FlowStore`` actor, the test store, a cluster node's apply loop), which calls ``apply(_:mode:group:)``
 /// for one event at a time. Because the reducer is synchronous and `apply` never suspends, two
 /// reducers can never interleave and events are never reordered, whatever the owner's callers do.
 package final class FlowInstance<F: Flow> {
@@ -28,41 +28,55 @@ package final class FlowInstance<F: Flow> {
     ///   - mode: Whether to run the effects' work (``EffectRuntime/Mode/origin``) or only evaluate
     ///     what every replica must (``EffectRuntime/Mode/replica``).
     ///   - group: The group new effect tasks join; `nil` creates one on the first task.
-    ///   - didReduce: Called after each reduced event with that event and the state it produced.
     /// - Returns: The group the effects joined, or `nil` when no effect task was started.
     @discardableResult
     package func apply(
         _ event: F.Event,
         mode: EffectRuntime<F.Event>.Mode = .origin,
+        group: EffectGroup? = nil
+    ) -> EffectGroup? {
+        // No empty closure as a default `didReduce`: a generic closure value is allocated per call.
+        apply(event, mode: mode, group: group, notifying: nil)
+    }
+
+    /// Applies `event` and its synchronous follow-ups like ``apply(_:mode:group:)``, calling
+    /// `didReduce` after each reduced event with that event and the state it produced.
+    @discardableResult
+    package func apply(
+        _ event: F.Event,
+        mode: EffectRuntime<F.Event>.Mode = .origin,
         group: EffectGroup? = nil,
-        didReduce: (F.Event, F.State) -> Void = { _, _ in }
+        didReduce: (F.Event, F.State) -> Void
+    ) -> EffectGroup? {
+        withoutActuallyEscaping(didReduce) { didReduce in
+            apply(event, mode: mode, group: group, notifying: didReduce)
+        }
+    }
+
+    private func apply(
+        _ event: F.Event,
+        mode: EffectRuntime<F.Event>.Mode,
+        group: EffectGroup?,
+        notifying didReduce: ((F.Event, F.State) -> Void)?
     ) -> EffectGroup? {
         let effect = flow.reduce(into: &state, event: event)
-        didReduce(event, state)
+        didReduce?(event, state)
         // The common case, a reducer that returns `.none`, touches nothing else.
         guard !effect.isNone else { return group }
-        var scope = EffectRuntime<F.Event>.Scope(mode: mode, group: group)
-        start(effect, scope: &scope)
+        // Effect tasks bind the owner's dependencies. Reducers need no binding of their own: the
+        // flow was built inside the owner's scope, so its `@Dependency` properties carry its values.
+        var scope = EffectRuntime<F.Event>.Scope(mode: mode, group: group, dependencies: dependencies)
+        runtime.start(effect, in: &scope)
         // Follow-ups (`.send`) are applied in order, each before the next event from outside.
         var cursor = 0
         while cursor < scope.followUps.count {
             let next = scope.followUps[cursor]
             cursor += 1
             let effect = flow.reduce(into: &state, event: next)
-            didReduce(next, state)
-            if !effect.isNone { start(effect, scope: &scope) }
+            didReduce?(next, state)
+            if !effect.isNone { runtime.start(effect, in: &scope) }
         }
         return scope.group
-    }
-
-    /// Starts an effect inside the owner's dependency scope, which its tasks inherit.
-    ///
-    /// Reducers need no scope of their own: the flow was built inside it, so its `@Dependency`
-    /// properties already carry the owner's values.
-    private func start(_ effect: Effect<F.Event>, scope: inout EffectRuntime<F.Event>.Scope) {
-        DependencyValues.$_current.withValue(dependencies) {
-            runtime.start(effect, in: &scope)
-        }
     }
 
     /// Replaces the state wholesale: a cluster node restoring a snapshot. Not for flows' own use.

@@ -25,6 +25,57 @@ import Testing
         #expect(repaired == [.apply(entries(3...6))])
     }
 
+    private func ranges(_ actions: [LogFollower.Action]) -> [ClosedRange<UInt64>] {
+        actions.compactMap { action in
+            guard case .requestRange(let request) = action else { return nil }
+            #expect(request.maxCount == UInt32(request.to - request.from + 1))
+            return request.from...request.to
+        }
+    }
+
+    private func requestIDs(_ actions: [LogFollower.Action]) -> [UInt64] {
+        actions.compactMap { action in
+            guard case .requestRange(let request) = action else { return nil }
+            return request.request
+        }
+    }
+
+    @Test func aLongReplayKeepsTwoRangesInFlight() {
+        var follower = LogFollower(retryAfter: 1_000_000, rangeSize: 100)
+        let first = follower.noteHead(1_000, now: 0)
+        #expect(ranges(first) == [1...100, 101...200])
+        // Nothing more until one is answered.
+        #expect(follower.noteHead(1_000, now: 1).isEmpty)
+        let reply = follower.receive(RangeMessage(request: requestIDs(first)[0], epoch: 1, head: 1_000, entries: entries(1...100)), now: 2)
+        #expect(ranges(reply) == [201...300])
+        #expect(reply.last == .apply(entries(1...100)))
+        #expect(follower.applied == 100)
+    }
+
+    @Test func aShortReplyHasItsRemainderAskedForBeforeAnythingNewer() {
+        var follower = LogFollower(retryAfter: 1_000_000, rangeSize: 100)
+        let first = follower.noteHead(1_000, now: 0)
+        // The coordinator capped the first range by bytes: 1...60 came back, 61...100 did not.
+        let reply = follower.receive(RangeMessage(request: requestIDs(first)[0], epoch: 1, head: 1_000, entries: entries(1...60)), now: 1)
+        #expect(ranges(reply) == [61...100])
+        // The second range, answered in full, waits behind the hole, and nothing newer is asked for
+        // while the hole's request is in flight; its reply releases both and refills the pipeline.
+        let second = follower.receive(RangeMessage(request: requestIDs(first)[1], epoch: 1, head: 1_000, entries: entries(101...200)), now: 2)
+        #expect(second.isEmpty)
+        #expect(follower.applied == 60)
+        let filled = follower.receive(RangeMessage(request: requestIDs(reply)[0], epoch: 1, head: 1_000, entries: entries(61...100)), now: 3)
+        #expect(ranges(filled) == [201...300, 301...400])
+        #expect(filled.last == .apply(entries(61...200)))
+    }
+
+    @Test func aRangeThePublishSocketFilledNoLongerCountsAsInFlight() {
+        var follower = LogFollower(retryAfter: 1_000_000, rangeSize: 10)
+        #expect(ranges(follower.noteHead(25, now: 0)) == [1...10, 11...20])
+        // The live stream delivered 1...10 before the reply did: the slot is free for 21...25.
+        let live = follower.receive(entries(1...10), now: 1)
+        #expect(ranges(live) == [21...25])
+    }
+
     @Test func aCompactedRangeBecomesASnapshotJoinAndHeldEntriesFollowIt() {
         var follower = LogFollower()
         _ = follower.noteHead(100, now: 0)

@@ -53,62 +53,74 @@ struct ByteWriter {
 
 /// Reads big-endian fields from untrusted bytes; every read is bounds-checked and throws
 /// ``ProtocolError`` rather than trapping.
+///
+/// Field names are static strings, and error messages are composed only when one is thrown: a
+/// replaying node decodes hundreds of thousands of entries a second, and building a description
+/// for each read cost more than the read.
 struct ByteReader {
     private let bytes: [UInt8]
     private(set) var offset: Int
     private let end: Int
-    /// What is being read, for error messages ("ENTRIES header").
-    let context: String
+    private let outerContext: String
+    /// The record this reader was split off for (``readRecords(_:)``), if any.
+    private let record: StaticString?
 
     init(_ bytes: [UInt8], context: String) {
-        self.init(bytes, from: 0, to: bytes.count, context: context)
+        self.init(bytes, from: 0, to: bytes.count, context: context, record: nil)
     }
 
-    init(_ bytes: [UInt8], from start: Int, to end: Int, context: String) {
+    init(_ bytes: [UInt8], from start: Int, to end: Int, context: String, record: StaticString? = nil) {
         self.bytes = bytes
         self.offset = start
         self.end = end
-        self.context = context
+        self.outerContext = context
+        self.record = record
+    }
+
+    /// What is being read, for error messages ("ENTRIES header", "a RANGE entry").
+    var context: String {
+        guard let record else { return outerContext }
+        return "\(outerContext) \(record)"
     }
 
     var remaining: Int { end - offset }
     var isAtEnd: Bool { offset == end }
 
-    private mutating func take(_ count: Int, _ field: String) throws -> Int {
+    private mutating func take(_ count: Int, _ field: StaticString, isLength: Bool = false) throws -> Int {
         guard count >= 0, remaining >= count else {
             throw ProtocolError(
                 .truncated,
-                "\(context) is truncated: \(field) needs \(count) bytes, \(remaining) left"
+                "\(context) is truncated: \(field)\(isLength ? " length" : "") needs \(count) bytes, \(remaining) left"
             )
         }
         defer { offset += count }
         return offset
     }
 
-    mutating func readUInt8(_ field: String) throws -> UInt8 {
-        bytes[try take(1, field)]
+    mutating func readUInt8(_ field: StaticString, isLength: Bool = false) throws -> UInt8 {
+        bytes[try take(1, field, isLength: isLength)]
     }
 
-    mutating func readUInt16(_ field: String) throws -> UInt16 {
-        let at = try take(2, field)
+    mutating func readUInt16(_ field: StaticString, isLength: Bool = false) throws -> UInt16 {
+        let at = try take(2, field, isLength: isLength)
         return UInt16(bytes[at]) << 8 | UInt16(bytes[at + 1])
     }
 
-    mutating func readUInt32(_ field: String) throws -> UInt32 {
-        let at = try take(4, field)
+    mutating func readUInt32(_ field: StaticString, isLength: Bool = false) throws -> UInt32 {
+        let at = try take(4, field, isLength: isLength)
         var value: UInt32 = 0
         for index in at..<at + 4 { value = value << 8 | UInt32(bytes[index]) }
         return value
     }
 
-    mutating func readUInt64(_ field: String) throws -> UInt64 {
-        let at = try take(8, field)
+    mutating func readUInt64(_ field: StaticString, isLength: Bool = false) throws -> UInt64 {
+        let at = try take(8, field, isLength: isLength)
         var value: UInt64 = 0
         for index in at..<at + 8 { value = value << 8 | UInt64(bytes[index]) }
         return value
     }
 
-    mutating func readBytes(_ count: Int, _ field: String) throws -> [UInt8] {
+    mutating func readBytes(_ count: Int, _ field: StaticString) throws -> [UInt8] {
         let at = try take(count, field)
         return Array(bytes[at..<at + count])
     }
@@ -118,22 +130,29 @@ struct ByteReader {
         return Array(bytes[offset..<end])
     }
 
-    mutating func readShortString(_ field: String) throws -> String {
-        let length = Int(try readUInt16("\(field) length"))
+    mutating func readShortString(_ field: StaticString) throws -> String {
+        let length = Int(try readUInt16(field, isLength: true))
         let at = try take(length, field)
-        guard let string = String(validating: bytes[at..<at + length], as: UTF8.self) else {
+        let string = bytes.withUnsafeBufferPointer { buffer -> String? in
+            let utf8 = UnsafeBufferPointer(rebasing: buffer[at..<at + length])
+            // Addresses and names are ASCII in practice, and ASCII is valid UTF-8: the common case
+            // skips the general validation.
+            if utf8.allSatisfy({ $0 < 0x80 }) { return String(decoding: utf8, as: UTF8.self) }
+            return String(validating: utf8, as: UTF8.self)
+        }
+        guard let string else {
             throw ProtocolError(.malformed, "\(context): \(field) is not valid UTF-8")
         }
         return string
     }
 
     /// Splits the rest into `u32`-length-prefixed records, without copying: a reader per record.
-    mutating func readRecords(_ field: String) throws -> [ByteReader] {
+    mutating func readRecords(_ field: StaticString) throws -> [ByteReader] {
         var records: [ByteReader] = []
         while !isAtEnd {
-            let length = Int(try readUInt32("\(field) length"))
+            let length = Int(try readUInt32(field, isLength: true))
             let at = try take(length, field)
-            records.append(ByteReader(bytes, from: at, to: at + length, context: "\(context) \(field)"))
+            records.append(ByteReader(bytes, from: at, to: at + length, context: context, record: field))
         }
         return records
     }

@@ -16,8 +16,16 @@ struct LogFollower {
         case restore(seq: UInt64, instances: [SnapshotChunkMessage.Instance], then: [Entry])
     }
 
+    /// A range request that has not been answered.
+    private struct Repair {
+        var request: UInt64
+        var sentAt: UInt64
+        var range: ClosedRange<UInt64>
+    }
+
     private(set) var stream: OrderedStream
-    private var repair: (request: UInt64, sentAt: UInt64)?
+    /// Range requests in flight, in the order they were sent (and of their ranges).
+    private var repairs: [Repair] = []
     private var snapshot: (request: UInt64, sentAt: UInt64, instances: [SnapshotChunkMessage.Instance])?
     private var heldDuringSnapshot: [Entry] = []
     private var nextRequest: UInt64 = 1
@@ -25,11 +33,23 @@ struct LogFollower {
     let retryAfter: UInt64
     /// The most entries one range request asks for.
     let rangeSize: UInt32
+    /// The most range requests in flight at once. With two, the coordinator reads and sends the
+    /// next range while this replica decodes one and applies another, so a long replay keeps the
+    /// coordinator's reads, the decoding and the applying all busy.
+    let maxRequestsInFlight: Int
 
-    init(applied: UInt64 = 0, retryAfter: UInt64 = 1_000_000, rangeSize: UInt32 = 10_000, maxEarly: Int = 100_000) {
+    init(
+        applied: UInt64 = 0,
+        retryAfter: UInt64 = 1_000_000,
+        rangeSize: UInt32 = 10_000,
+        maxRequestsInFlight: Int = 2,
+        maxEarly: Int = 100_000
+    ) {
+        precondition(maxRequestsInFlight >= 1, "a follower needs at least one range request in flight")
         stream = OrderedStream(applied: applied, maxEarly: maxEarly)
         self.retryAfter = retryAfter
         self.rangeSize = rangeSize
+        self.maxRequestsInFlight = maxRequestsInFlight
     }
 
     var applied: UInt64 { stream.applied }
@@ -44,8 +64,8 @@ struct LogFollower {
             return []
         }
         let ready = stream.receive(entries)
-        // The next range is asked for before these are applied: the coordinator reads and sends it
-        // while this replica applies, so a long replay keeps both sides busy.
+        // The next ranges are asked for before these are applied: the coordinator reads and sends
+        // them while this replica applies.
         return repairIfNeeded(now: now) + release(ready)
     }
 
@@ -56,7 +76,7 @@ struct LogFollower {
     }
 
     mutating func receive(_ range: RangeMessage, now: UInt64) -> [Action] {
-        if range.request == repair?.request { repair = nil }
+        repairs.removeAll { $0.request == range.request }
         stream.noteHead(range.head)
         return receive(range.entries, now: now)
     }
@@ -78,7 +98,7 @@ struct LogFollower {
 
     /// An ERROR on the sync socket: a compacted range turns into a snapshot join.
     mutating func receive(_ error: ErrorReply, now: UInt64) -> [Action] {
-        if error.request == repair?.request { repair = nil }
+        repairs.removeAll { $0.request == error.request }
         if error.error.code == .notFound, snapshot == nil { return startSnapshot(now: now) }
         return []
     }
@@ -87,7 +107,7 @@ struct LogFollower {
     mutating func startSnapshot(now: UInt64) -> [Action] {
         let request = takeRequestID()
         snapshot = (request, now, [])
-        repair = nil
+        repairs = []
         return [.requestSnapshot(SnapshotRequest(request: request))]
     }
 
@@ -104,13 +124,39 @@ struct LogFollower {
         entries.isEmpty ? [] : [.apply(entries)]
     }
 
+    /// Asks for what is missing and not already asked for, up to ``maxRequestsInFlight`` requests.
+    ///
+    /// A request that went unanswered for ``retryAfter`` is given up, with every later one: their
+    /// replies may still come, and are harmless (what they carry is applied once, in order).
     private mutating func repairIfNeeded(now: UInt64) -> [Action] {
+        // Requests whose whole range has been applied meanwhile (from the publish socket) are done.
+        let applied = stream.applied
+        repairs.removeAll { $0.range.upperBound <= applied }
+        if let oldest = repairs.first, now - oldest.sentAt >= retryAfter { repairs = [] }
         guard let missing = stream.missing else { return [] }
-        if let repair, now - repair.sentAt < retryAfter { return [] }
-        let request = takeRequestID()
-        repair = (request, now)
-        let count = min(UInt64(rangeSize), missing.upperBound - missing.lowerBound + 1)
-        return [.requestRange(RangeRequest(request: request, from: missing.lowerBound, to: missing.upperBound, maxCount: UInt32(count)))]
+        var actions: [Action] = []
+        // The first missing seq not covered by a request in flight. A reply can hold fewer entries
+        // than asked (the coordinator caps a range by bytes), which leaves a hole before the next
+        // request's range: that hole is asked for first.
+        var next = missing.lowerBound
+        var index = 0
+        while repairs.count < maxRequestsInFlight, next <= missing.upperBound {
+            if index < repairs.count, repairs[index].range.lowerBound <= next {
+                next = max(next, repairs[index].range.upperBound + 1)
+                index += 1
+                continue
+            }
+            let limit = index < repairs.count ? repairs[index].range.lowerBound - 1 : missing.upperBound
+            let last = min(limit, next + UInt64(rangeSize) - 1)
+            let request = takeRequestID()
+            repairs.insert(Repair(request: request, sentAt: now, range: next...last), at: index)
+            index += 1
+            actions.append(
+                .requestRange(RangeRequest(request: request, from: next, to: last, maxCount: UInt32(last - next + 1)))
+            )
+            next = last + 1
+        }
+        return actions
     }
 
     private mutating func takeRequestID() -> UInt64 {
