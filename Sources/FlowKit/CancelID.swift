@@ -7,9 +7,10 @@ public struct CancelID: Hashable, Sendable, CustomStringConvertible {
     public let value: any Hashable & Sendable
     /// Computed once: every effect start and cancel looks its ids up in a dictionary, and hashing
     /// through an existential (as `AnyHashable` does) each time cost more than the look-up.
-    private let hash: Int
+    @usableFromInline let hash: Int
 
     /// Wraps a user's identifier.
+    @inlinable
     public init<ID: Hashable & Sendable>(_ id: ID) {
         // A type comparison rather than `as?`: a dynamic cast costs far more than comparing two
         // metatypes, and this runs for every cancellable effect.

@@ -16,8 +16,13 @@
 ///
 /// Because an effect is a description, a cluster node can evaluate the parts every replica must see
 /// (``cancel(id:)`` and `cancelInFlight`) while only the event's origin node runs the rest.
+///
+/// The constructors are `@inlinable`: a flow's reducer builds an effect for every event, and compiled
+/// into the flow's own module, knowing its event type, they build it without looking up type
+/// metadata at run time.
 public struct Effect<Event: Sendable>: Sendable {
     /// The operation tree the runtime interprets.
+    @usableFromInline
     package enum Operation: Sendable {
         case none
         case send(Event)
@@ -31,15 +36,31 @@ public struct Effect<Event: Sendable>: Sendable {
     }
 
     /// One unit of async work, with what to do when it throws.
+    @usableFromInline
     package struct Run: Sendable {
-        package var priority: TaskPriority?
-        package var body: @Sendable (Send<Event>) async throws -> Void
-        package var handler: (@Sendable (any Error, Send<Event>) async -> Void)?
-        package var origin: EffectFailure.Origin
+        @usableFromInline package var priority: TaskPriority?
+        @usableFromInline package var body: @Sendable (Send<Event>) async throws -> Void
+        @usableFromInline package var handler: (@Sendable (any Error, Send<Event>) async -> Void)?
+        @usableFromInline package var origin: EffectFailure.Origin
+
+        @inlinable
+        package init(
+            priority: TaskPriority?,
+            body: @escaping @Sendable (Send<Event>) async throws -> Void,
+            handler: (@Sendable (any Error, Send<Event>) async -> Void)?,
+            origin: EffectFailure.Origin
+        ) {
+            self.priority = priority
+            self.body = body
+            self.handler = handler
+            self.origin = origin
+        }
     }
 
+    @usableFromInline
     package let operation: Operation
 
+    @inlinable
     package init(operation: Operation) {
         self.operation = operation
     }
@@ -47,12 +68,14 @@ public struct Effect<Event: Sendable>: Sendable {
 
 extension Effect {
     /// An effect that does nothing.
+    @inlinable
     public static var none: Self { Self(operation: .none) }
 
     /// An effect that feeds an event back into the flow immediately after the current one.
     ///
     /// The event is processed before any event that arrives later from outside, in the order the
     /// sends were returned.
+    @inlinable
     public static func send(_ event: Event) -> Self {
         Self(operation: .send(event))
     }
@@ -68,6 +91,7 @@ extension Effect {
     ///   - operation: The work. Call `send` to feed events back.
     ///   - handler: Turns a thrown error into events, or reports it.
     /// - Returns: The effect.
+    @inlinable
     public static func run(
         priority: TaskPriority? = nil,
         operation: @escaping @Sendable (_ send: Send<Event>) async throws -> Void,
@@ -91,6 +115,7 @@ extension Effect {
     ///
     /// In a cluster every node evaluates the cancel when it applies the event, so an event emitted at
     /// one node stops an effect running at another.
+    @inlinable
     public static func cancel(id: some Hashable & Sendable) -> Self {
         Self(operation: .cancel(SmallList(CancelID(id))))
     }
@@ -107,6 +132,7 @@ extension Effect {
     ///   - cancelInFlight: When `true`, starting this effect first cancels any in-flight effect with
     ///     the same `id` (the "latest wins" pattern of search fields and restartable timers).
     /// - Returns: The cancellable effect.
+    @inlinable
     public func cancellable(id: some Hashable & Sendable, cancelInFlight: Bool = false) -> Self {
         Self(operation: .cancellable(self, id: CancelID(id), cancelInFlight: cancelInFlight))
     }
@@ -177,6 +203,7 @@ extension Effect {
     }
 
     /// Whether the effect does nothing at all.
+    @inlinable
     public var isNone: Bool {
         if case .none = operation { return true }
         return false

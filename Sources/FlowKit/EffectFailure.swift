@@ -8,9 +8,10 @@ public struct EffectFailure: Error, Sendable, CustomStringConvertible {
     public struct Origin: Sendable, Hashable {
         // Kept as the literal: making a `String` for every `.run` would cost an allocation on the
         // hot path, for the rare effect that fails.
-        private let file: StaticString
+        @usableFromInline let file: StaticString
         public let line: UInt
 
+        @inlinable
         init(fileID: StaticString, line: UInt) {
             self.file = fileID
             self.line = line

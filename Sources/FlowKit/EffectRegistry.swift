@@ -2,8 +2,9 @@ import Synchronization
 
 /// The running effect tasks of one ``EffectRuntime``: by task id, by cancel id and by group.
 ///
-/// Not generic, on purpose: the runtime is generic over the flow's event, and a generic lock-protected
-/// state would cost a metadata look-up on every lock. One lock guards everything here; a task's life
+/// Not generic, on purpose, and neither are its methods: the runtime is generic over the flow's
+/// event and compiled without knowing it, and generic code there (a lock-protected state, a
+/// `some Sequence` parameter) costs a type-metadata look-up on every call. One lock guards everything here; a task's life
 /// takes it twice (``register(_:id:cancelIDs:group:)`` and ``unregister(_:)``), and whether its body
 /// has begun is an atomic counter that only the test store waits on.
 final class EffectRegistry: Sendable {
@@ -81,7 +82,7 @@ final class EffectRegistry: Sendable {
     // MARK: Cancelling
 
     /// Cancels every task marked with one of `ids`.
-    func cancel(ids: some Sequence<CancelID>) {
+    func cancel(ids: SmallList<CancelID>) {
         let tasks = state.withLock { state -> SmallList<Task<Void, Never>> in
             var tasks = SmallList<Task<Void, Never>>()
             for id in ids {
@@ -99,7 +100,7 @@ final class EffectRegistry: Sendable {
     }
 
     /// Cancels the tasks with the given ids.
-    func cancel(taskIDs: some Sequence<UInt64>) {
+    func cancel(taskIDs: TaskIDSet) {
         let tasks = state.withLock { state in
             var tasks = SmallList<Task<Void, Never>>()
             for taskID in taskIDs {
@@ -133,8 +134,8 @@ final class EffectRegistry: Sendable {
         state.withLock { Set($0.byCancelID.keys) }
     }
 
-    func cancelIDs(where predicate: (CancelID) -> Bool) -> [CancelID] {
-        state.withLock { state in state.byCancelID.keys.filter(predicate) }
+    func cancelIDs(where predicate: (CancelID) -> Bool) -> SmallList<CancelID> {
+        state.withLock { state in SmallList(contentsOf: state.byCancelID.keys.lazy.filter(predicate)) }
     }
 
     /// Suspends until the body of every created task has begun to run.

@@ -80,7 +80,7 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
         case .cancel(let ids):
             cancel(ids: ids)
         case .cancellable(let inner, let id, let cancelInFlight):
-            if cancelInFlight { tasks.cancel(ids: CollectionOfOne(id)) }
+            if cancelInFlight { tasks.cancel(ids: SmallList(id)) }
             walk(inner, cancelIDs: cancelIDs.appending(id), scope: &scope)
         case .merge(let effects):
             for effect in effects { walk(effect, cancelIDs: cancelIDs, scope: &scope) }
@@ -227,7 +227,7 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
         cancelIDs: SmallList<CancelID>,
         group: EffectGroup
     ) async {
-        if cancelInFlight { tasks.cancel(ids: CollectionOfOne(id)) }
+        if cancelInFlight { tasks.cancel(ids: SmallList(id)) }
         // A child task, so that cancelling `id` stops this part without stopping the rest.
         guard let child = spawn(inner, cancelIDs: cancelIDs.appending(id), group: group) else { return }
         await withTaskCancellationHandler {
@@ -265,7 +265,7 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
     // MARK: Cancelling
 
     /// Cancels every in-flight effect marked with one of `ids`.
-    package func cancel(ids: some Sequence<CancelID>) {
+    package func cancel(ids: SmallList<CancelID>) {
         tasks.cancel(ids: ids)
     }
 

@@ -3,19 +3,23 @@
 /// The effect path's lists almost always hold one element: the cancel ids of an effect, the ids a
 /// `.cancel(id:)` names, the tasks one cancel stops. An `Array` allocates storage for each of them,
 /// on a path that runs for every effect start and cancel.
+@usableFromInline
 package struct SmallList<Element> {
-    fileprivate enum Storage {
+    @usableFromInline
+    enum Storage {
         case empty
         case one(Element)
         case many([Element])
     }
 
-    fileprivate var storage: Storage
+    @usableFromInline var storage: Storage
 
+    @inlinable
     package init() {
         storage = .empty
     }
 
+    @inlinable
     package init(_ element: Element) {
         storage = .one(element)
     }
@@ -58,6 +62,7 @@ extension SmallList: Sendable where Element: Sendable {}
 extension SmallList.Storage: Sendable where Element: Sendable {}
 
 extension SmallList: Sequence {
+    @usableFromInline
     package struct Iterator: IteratorProtocol {
         private var list: SmallList
         private var index = 0
@@ -66,6 +71,7 @@ extension SmallList: Sequence {
             self.list = list
         }
 
+        @usableFromInline
         package mutating func next() -> Element? {
             defer { index += 1 }
             switch list.storage {
@@ -79,10 +85,12 @@ extension SmallList: Sequence {
         }
     }
 
+    @usableFromInline
     package func makeIterator() -> Iterator {
         Iterator(self)
     }
 
+    @usableFromInline
     package var underestimatedCount: Int {
         switch storage {
         case .empty: 0
@@ -93,6 +101,7 @@ extension SmallList: Sequence {
 }
 
 extension SmallList: ExpressibleByArrayLiteral {
+    @usableFromInline
     package init(arrayLiteral elements: Element...) {
         self.init(contentsOf: elements)
     }
