@@ -3,7 +3,7 @@ import FlowKit
 /// The FlowStore's effect start + cancel in a plain loop, for profilers (`perf record`) that the
 /// benchmark harness gets in the way of, and for comparing allocators:
 ///
-///     swift run -c release flow-perf [rounds]
+///     swift run -c release flow-perf [rounds] [floor rounds]   # floor rounds 0: the store alone
 ///     LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 .build/release/flow-perf
 ///
 /// Each round emits an event that starts a cancellable `.run` effect and one that cancels it, the
