@@ -129,4 +129,47 @@ import Testing
         await two.emit(.remove(key: "k3"))
         #expect(try await one.stateDigest() != two.stateDigest())
     }
+
+    /// Effect tasks bind the store's dependencies themselves: a `@Dependency` resolved inside the
+    /// work, not captured from the flow, sees them too, in merged and concatenated parts as well.
+    @Test func effectsResolveTheStoresDependenciesInsideTheirWork() async {
+        let probe = Probe()
+        let store = FlowStore(initialState: DependencyResolvingFlow.State()) {
+            DependencyResolvingFlow()
+        } withDependencies: {
+            $0[Probe.self] = probe
+        }
+        await store.emit(.direct).finish()
+        await store.emit(.merged).finish()
+        await store.emit(.concatenated).finish()
+        #expect(probe.recorded.sorted() == ["direct", "first", "merged a", "merged b", "second"])
+    }
+}
+
+/// Resolves its dependency where the work runs (the default `Probe` is a fresh one per read, so a
+/// missing binding records nowhere the test can see).
+private struct DependencyResolvingFlow: Flow {
+    struct State: Sendable {}
+    enum Event: Sendable { case direct, merged, concatenated }
+
+    func reduce(into state: inout State, event: Event) -> Effect<Event> {
+        switch event {
+        case .direct:
+            return .run { _ in record("direct") }
+        case .merged:
+            return .merge(.run { _ in record("merged a") }, .run { _ in record("merged b") })
+        case .concatenated:
+            return .concatenate(
+                .run { _ in record("first") },
+                .run { _ in record("second") }.cancellable(id: "second")
+            )
+        }
+    }
+
+    private static func record(_ name: String) {
+        @Dependency(Probe.self) var probe
+        probe.record(name)
+    }
+
+    private func record(_ name: String) { Self.record(name) }
 }
