@@ -25,6 +25,21 @@ import Testing
         #expect(stream.waitingCount == 0)
     }
 
+    @Test func eachGapIsMissingInTurnAsTheOnesBeforeItFill() {
+        var stream = OrderedStream()
+        #expect(stream.receive(entries([9, 10, 1, 5, 6])).map(\.seq) == [1])
+        #expect(stream.missing == 2...4)
+        #expect(stream.receive(entries([3])).map(\.seq) == [])
+        #expect(stream.missing == 2...2)
+        #expect(stream.receive(entries([2])).map(\.seq) == [2, 3])
+        #expect(stream.missing == 4...4)
+        #expect(stream.receive(entries([4])).map(\.seq) == [4, 5, 6])
+        #expect(stream.missing == 7...8)
+        #expect(stream.receive(entries(7...8)).map(\.seq) == [7, 8, 9, 10])
+        #expect(stream.missing == nil)
+        #expect(stream.waitingCount == 0)
+    }
+
     @Test func aHeartbeatRevealsAnIdleGap() {
         var stream = OrderedStream()
         _ = stream.receive(entries(1...2))

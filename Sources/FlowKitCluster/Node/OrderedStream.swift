@@ -13,6 +13,9 @@ struct OrderedStream {
     private(set) var knownHead: UInt64
     /// Entries received ahead of `applied + 1`, by seq.
     private var early: [UInt64: Entry] = [:]
+    /// The lowest seq in `early`: ``missing`` is asked for on every arrival, and scanning up to
+    /// `maxEarly` keys each time would cost a node catching up under load more than the entries.
+    private var earliestWaiting: UInt64?
     /// The most entries kept ahead of a gap; beyond it, arrivals are dropped and fetched again.
     let maxEarly: Int
 
@@ -30,6 +33,7 @@ struct OrderedStream {
     /// - Returns: The entries that can be applied now, in seq order: the caller applies all of them.
     mutating func receive(_ entries: some Sequence<Entry>) -> [Entry] {
         var ready: [Entry] = []
+        var drained = false
         for entry in entries {
             knownHead = max(knownHead, entry.seq)
             if entry.seq == applied + 1 {
@@ -38,13 +42,18 @@ struct OrderedStream {
                 while let next = early.removeValue(forKey: applied + 1) {
                     ready.append(next)
                     applied = next.seq
+                    drained = true
                 }
             } else if entry.seq > applied + 1, early.count < maxEarly {
                 // When full, later entries are dropped: the repair that fills the gap fetches them.
-                early[entry.seq] = entry
+                if early.updateValue(entry, forKey: entry.seq) == nil {
+                    earliestWaiting = min(earliestWaiting ?? entry.seq, entry.seq)
+                }
             }
             // entry.seq <= applied: a duplicate (a repair overlapping the live stream).
         }
+        // Draining removed the lowest waiting entries; found again once per filled gap.
+        if drained { earliestWaiting = early.keys.min() }
         return ready
     }
 
@@ -56,7 +65,7 @@ struct OrderedStream {
     /// The entries to fetch before anything newer can be applied, or `nil` when nothing is missing.
     var missing: ClosedRange<UInt64>? {
         guard knownHead > applied else { return nil }
-        let end = early.keys.min().map { $0 - 1 } ?? knownHead
+        let end = earliestWaiting.map { $0 - 1 } ?? knownHead
         return end > applied ? (applied + 1)...end : nil
     }
 
@@ -68,6 +77,7 @@ struct OrderedStream {
         knownHead = max(knownHead, seq)
         let waiting = early.values.filter { $0.seq > seq }
         early = [:]
+        earliestWaiting = nil
         return receive(waiting.sorted { $0.seq < $1.seq })
     }
 }
