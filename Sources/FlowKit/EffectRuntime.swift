@@ -150,17 +150,30 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
             tasks.markStarted()  // it never will
             return nil
         }
-        let priority: TaskPriority? = if case .run(let run) = effect.operation { run.priority } else { nil }
-        let task = Task(priority: priority) {
-            self.tasks.markStarted()
-            if let dependencies {
-                await DependencyValues.$_current.withValue(dependencies) {
+        let task: Task<Void, Never>
+        if case .run(let run) = effect.operation {
+            // The common case, a plain `.run`: the task holds the work itself, not the effect tree.
+            task = Task(priority: run.priority) {
+                self.tasks.markStarted()
+                if let dependencies {
+                    await DependencyValues.$_current.withValue(dependencies) { await self.perform(run, group: group) }
+                } else {
+                    await self.perform(run, group: group)
+                }
+                self.tasks.unregister(taskID)
+            }
+        } else {
+            task = Task {
+                self.tasks.markStarted()
+                if let dependencies {
+                    await DependencyValues.$_current.withValue(dependencies) {
+                        await self.execute(effect, cancelIDs: cancelIDs, group: group)
+                    }
+                } else {
                     await self.execute(effect, cancelIDs: cancelIDs, group: group)
                 }
-            } else {
-                await self.execute(effect, cancelIDs: cancelIDs, group: group)
+                self.tasks.unregister(taskID)
             }
-            self.tasks.unregister(taskID)
         }
         tasks.register(task, id: taskID, cancelIDs: cancelIDs, group: group)
         return task
