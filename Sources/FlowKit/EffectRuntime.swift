@@ -155,23 +155,13 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
             // The common case, a plain `.run`: the task holds the work itself, not the effect tree.
             task = Task(priority: run.priority) {
                 self.tasks.markStarted()
-                if let dependencies {
-                    await DependencyValues.$_current.withValue(dependencies) { await self.perform(run, group: group) }
-                } else {
-                    await self.perform(run, group: group)
-                }
+                await Self.binding(dependencies) { await self.perform(run, group: group) }
                 self.tasks.unregister(taskID)
             }
         } else {
             task = Task {
                 self.tasks.markStarted()
-                if let dependencies {
-                    await DependencyValues.$_current.withValue(dependencies) {
-                        await self.execute(effect, cancelIDs: cancelIDs, group: group)
-                    }
-                } else {
-                    await self.execute(effect, cancelIDs: cancelIDs, group: group)
-                }
+                await Self.binding(dependencies) { await self.execute(effect, cancelIDs: cancelIDs, group: group) }
                 self.tasks.unregister(taskID)
             }
         }
@@ -180,6 +170,12 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
     }
 
     // MARK: Running effects inside a task
+
+    /// Runs `body` with `dependencies` bound for it, when there are any.
+    private static func binding(_ dependencies: DependencyValues?, _ body: () async -> Void) async {
+        guard let dependencies else { return await body() }
+        await DependencyValues.$_current.withValue(dependencies, operation: body)
+    }
 
     /// Runs `effect` to completion in the current task.
     ///
