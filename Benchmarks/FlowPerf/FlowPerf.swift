@@ -27,8 +27,10 @@ struct FlowPerf {
             }
             return start.duration(to: .now)
         }.value
+        let unwinding = ContinuousClock.now
         await store.waitForEffects()
         report("FlowStore effect start + cancel", rounds: rounds, elapsed: elapsed)
+        print("  then waited \(unwinding.duration(to: .now)) for the cancelled effects to end")
 
         let owner = TaskOwner()
         let floorElapsed = await Task.detached {
