@@ -44,7 +44,7 @@ let benchmarks: @Sendable () -> Void = {
 
     // Each sample is 1,000 round trips on a connection already made (the first round trip, which
     // waits for the handshake, is outside the measurement).
-    Benchmark("dealer/router round trip", configuration: .init(scalingFactor: .kilo)) { benchmark in
+    Benchmark("dealer-router round trip", configuration: .init(scalingFactor: .kilo)) { benchmark in
         var logger = Logger(label: "bench")
         logger.logLevel = .critical
         let context = try ZMQContext()
