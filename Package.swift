@@ -202,6 +202,7 @@ let package = Package(
                 "FlowKit",
                 "FlowKitCluster",
                 "FlowKitExamples",
+                "FlowKitLog",
                 "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
             ],

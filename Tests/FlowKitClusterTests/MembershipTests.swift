@@ -47,3 +47,85 @@ extension MembershipTests {
         #expect(membership.members[1_000] == nil)
     }
 }
+
+extension MembershipTests {
+    static let info = NodeInfo(name: "node-1", clientEndpoint: "tcp://127.0.0.1:1", flows: [], pid: 1)
+
+    static func report(_ node: UInt32, applied: UInt64, digest: String = "aa", digestSeq: UInt64? = nil) -> NodeReportMessage {
+        let report = NodeReport(
+            name: "node-\(node)", digest: digest, digests: [:], instances: 1, runningEffects: 0, effectsLost: 0,
+            pendingSubmissions: 0, connected: true, digestSeq: digestSeq ?? applied
+        )
+        return NodeReportMessage(node: node, applied: applied, time: 0, report: report)
+    }
+
+    /// A live node behind the head that applies nothing for the stall timeout is stalled, alarmed
+    /// once; progress, or reaching the head, ends the stall.
+    @Test func aNodeThatStopsApplyingWhileTheHeadMovesIsStalled() {
+        var membership = Membership(timeout: 10_000_000, stallTimeout: 5_000_000)
+        _ = membership.hello(node: 1, session: 1, info: Self.info, now: 0)
+        // Idle at the head for long: not stalled when the head then moves.
+        _ = membership.report(Self.report(1, applied: 5), head: 5, now: 1_000_000)
+        _ = membership.report(Self.report(1, applied: 5), head: 5, now: 20_000_000)
+        _ = membership.report(Self.report(1, applied: 5), head: 8, now: 21_000_000)
+        #expect(membership.takeNewStalls(head: 8, now: 21_000_000).isEmpty)
+        #expect(membership.status(epoch: 1, head: 8, firstSeq: 1, entriesPerSecond: 0, now: 21_000_000).nodes[0].stalled == false)
+        // Five seconds later, still at 5.
+        _ = membership.report(Self.report(1, applied: 5), head: 9, now: 26_000_000)
+        #expect(membership.takeNewStalls(head: 9, now: 26_000_000).map(\.id) == [1])
+        #expect(membership.takeNewStalls(head: 9, now: 27_000_000).isEmpty, "alarmed once")
+        #expect(membership.status(epoch: 1, head: 9, firstSeq: 1, entriesPerSecond: 0, now: 27_000_000).nodes[0].stalled)
+        // It moves again.
+        _ = membership.report(Self.report(1, applied: 6), head: 9, now: 28_000_000)
+        #expect(membership.status(epoch: 1, head: 9, firstSeq: 1, entriesPerSecond: 0, now: 28_000_000).nodes[0].stalled == false)
+        // A node that is down is down, not stalled.
+        #expect(membership.status(epoch: 1, head: 9, firstSeq: 1, entriesPerSecond: 0, now: 60_000_000).nodes[0].stalled == false)
+    }
+
+    /// `flowkit status` is healthy only when every node is alive, at the head, with a digest of the
+    /// head equal to the others'.
+    @Test func healthNeedsEveryNodeAtTheHeadWithTheSameDigest() {
+        var membership = Membership(timeout: 10_000_000, stallTimeout: 5_000_000)
+        for node in 1...2 as ClosedRange<UInt32> {
+            let info = NodeInfo(name: "node-\(node)", clientEndpoint: "tcp://127.0.0.1:1", flows: [], pid: 1)
+            _ = membership.hello(node: node, session: 1, info: info, now: 0)
+        }
+        func problems(_ head: UInt64, now: UInt64 = 1_000_000) -> [String] {
+            membership.status(epoch: 1, head: head, firstSeq: 1, entriesPerSecond: 0, now: now).problems
+        }
+        _ = membership.report(Self.report(1, applied: 10), head: 10, now: 1_000_000)
+        _ = membership.report(Self.report(2, applied: 10), head: 10, now: 1_000_000)
+        #expect(problems(10) == [])
+        #expect(problems(12).count == 2, "\(problems(12))")
+        _ = membership.report(Self.report(2, applied: 10, digestSeq: 0), head: 10, now: 1_000_000)
+        #expect(problems(10) == ["node-2's digest describes seq 0, not yet the head 10"])
+        _ = membership.report(Self.report(2, applied: 10, digest: "bb"), head: 10, now: 1_000_000)
+        #expect(problems(10).first?.hasPrefix("digests differ at seq 10") == true, "\(problems(10))")
+        #expect(problems(10, now: 30_000_000).count == 2, "both down")
+        #expect(Membership(timeout: 1).status(epoch: 1, head: 0, firstSeq: 1, entriesPerSecond: 0, now: 0).problems == ["no node has reported to the coordinator"])
+    }
+}
+
+extension MembershipTests {
+    /// A node that stops reporting is down, alarmed once; a report brings it back; one down for
+    /// the forget interval leaves the status (a made-up HELLO cannot keep the cluster unhealthy).
+    @Test func aSilentNodeIsDownOnceThenForgotten() {
+        var membership = Membership(timeout: 3_000_000, forgetAfter: 60_000_000)
+        _ = membership.hello(node: 1, session: 1, info: Self.info, now: 0)
+        _ = membership.hello(node: 2, session: 1, info: Self.info, now: 0)
+        _ = membership.report(Self.report(1, applied: 0), head: 0, now: 0)
+        #expect(membership.takeChangesInLiveness(now: 1_000_000).down.isEmpty)
+        _ = membership.report(Self.report(1, applied: 0), head: 0, now: 4_000_000)
+        #expect(membership.takeChangesInLiveness(now: 4_000_000).down.map(\.id) == [2])
+        #expect(membership.takeChangesInLiveness(now: 5_000_000).down.isEmpty, "alarmed once")
+        _ = membership.report(Self.report(1, applied: 0), head: 0, now: 59_000_000)
+        let later = membership.takeChangesInLiveness(now: 61_000_000)
+        #expect(later.forgotten.map(\.id) == [2])
+        #expect(membership.members.keys.sorted() == [1])
+        // Node 1 went quiet too; it comes back before it is forgotten: down, then alive again.
+        #expect(membership.takeChangesInLiveness(now: 63_000_000).down.map(\.id) == [1])
+        _ = membership.report(Self.report(1, applied: 0), head: 0, now: 64_000_000)
+        #expect(membership.status(epoch: 1, head: 0, firstSeq: 1, entriesPerSecond: 0, now: 64_000_000).nodes.map(\.alive) == [true])
+        #expect(membership.takeChangesInLiveness(now: 68_000_000).down.map(\.id) == [1], "a new silence is alarmed again")
+    }
+}

@@ -23,7 +23,7 @@ import Testing
         var sequencer = Sequencer(epoch: 1, durableHead: 0)
         _ = sequencer.order(submission(1), origin: 1, session: 1, now: 0)
         _ = sequencer.order(submission(2), origin: 1, session: 1, now: 0)
-        #expect(sequencer.order(submission(1), origin: 1, session: 1, now: 0) == .duplicate(seq: 1))
+        #expect(sequencer.order(submission(1), origin: 1, session: 1, now: 0) == .duplicate(seq: 1, epoch: 1))
         // The same submission id from another session or origin is a different submission.
         guard case .ordered = sequencer.order(submission(1), origin: 1, session: 2, now: 0),
             case .ordered = sequencer.order(submission(1), origin: 2, session: 1, now: 0)
@@ -43,7 +43,7 @@ import Testing
             Issue.record("submission 1 was lost")
             return
         }
-        #expect(sequencer.order(submission(3), origin: 1, session: 1, now: 0) == .duplicate(seq: 1))
+        #expect(sequencer.order(submission(3), origin: 1, session: 1, now: 0) == .duplicate(seq: 1, epoch: 1))
     }
 
     @Test func aRollBackForgetsWhatWasNeverDurable() {
@@ -55,9 +55,9 @@ import Testing
         #expect(sequencer.rollBack() == 2)
         #expect(sequencer.head == 11)
         // The retried submissions are new again and get the same seqs.
-        #expect(sequencer.order(submission(2), origin: 1, session: 1, now: 0) != .duplicate(seq: nil))
+        #expect(sequencer.order(submission(2), origin: 1, session: 1, now: 0) != .duplicate(seq: nil, epoch: nil))
         #expect(sequencer.head == 12)
-        #expect(sequencer.order(submission(1), origin: 1, session: 1, now: 0) == .duplicate(seq: 11))
+        #expect(sequencer.order(submission(1), origin: 1, session: 1, now: 0) == .duplicate(seq: 11, epoch: 1))
     }
 
     @Test func theDedupWindowIsBoundedAndOldRetriesStayDuplicates() {
@@ -72,5 +72,34 @@ import Testing
         table.record(.init(origin: 3, session: 1), submission: 1, seq: 2)
         #expect(table.sessionCount == 2)
         #expect(table.lookup(key, submission: 1_000) == .new)
+    }
+
+    /// A retry acknowledged after a restart names the epoch that ordered it, not the new one.
+    @Test func aDuplicateNamesTheEpochThatOrderedIt() {
+        let old = Entry(
+            seq: 7, epoch: 3, kind: .event, codec: .json, origin: 1, session: 1, submission: 5, submittedAt: 0, committedAt: 0,
+            address: "counter/a", payload: []
+        )
+        var restarted = Sequencer(epoch: 4, durableHead: 7)
+        restarted.recover(old)
+        #expect(restarted.order(submission(5), origin: 1, session: 1, now: 0) == .duplicate(seq: 7, epoch: 3))
+        guard case .ordered(let entry) = restarted.order(submission(6), origin: 1, session: 1, now: 0) else {
+            Issue.record("not ordered")
+            return
+        }
+        #expect(entry.epoch == 4)
+        #expect(restarted.order(submission(6), origin: 1, session: 1, now: 0) == .duplicate(seq: 8, epoch: 4))
+    }
+
+    @Test func epochHistoryFindsTheEpochOfEverySeq() {
+        var history = EpochHistory()
+        for (seq, epoch) in [(1, 1), (2, 1), (5, 2), (9, 2), (10, 7)] as [(UInt64, UInt32)] { history.note(seq: seq, epoch: epoch) }
+        #expect(history.epoch(of: 0) == nil)
+        #expect(history.epoch(of: 1) == 1)
+        #expect(history.epoch(of: 4) == 1)
+        #expect(history.epoch(of: 5) == 2)
+        #expect(history.epoch(of: 9) == 2)
+        #expect(history.epoch(of: 10) == 7)
+        #expect(history.epoch(of: 1_000) == 7)
     }
 }

@@ -116,13 +116,13 @@ extension ClusterProcessTests {
 }
 
 extension ClusterProcessTests {
-    /// A node takes events up to its `maxEventBytes` and refuses larger ones as oversize at once:
+    /// A node takes events up to `AdmissionLimits.maxEventBytes` and refuses larger ones as oversize at once:
     /// an event that fit the transport's 64 MiB limit but not, wrapped in a SUBMIT, the
     /// coordinator's, used to be queued and resent forever.
     @Test func eventsOverTheNodesLimitAreRefusedAsOversize() async throws {
         try await TestCluster.run(nodes: 2) { cluster in
             let client = cluster.client(1)
-            let limit = NodeConfiguration(id: 1, coordinator: CoordinatorEndpoints(submit: "", publish: "", sync: "")).maxEventBytes
+            let limit = AdmissionLimits.defaultMaxEventBytes
             func event(bytes: Int) -> String {
                 let prefix = #"{"set":{"key":"k","value":""#
                 let suffix = #""}}"#

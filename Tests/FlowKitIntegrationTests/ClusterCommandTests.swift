@@ -96,14 +96,25 @@ extension ClusterProcessTests {
         #expect(output.contains("stopped; no child process left"), "\(output.suffix(500))")
     }
 
-    /// `kill -9` of `flowkit cluster`: its children die too (parent-death signal).
+    /// `kill -9` of `flowkit cluster`: its children die too, each within its orphan grace (a
+    /// watchdog thread that sees the parent gone asks for a graceful stop, then exits regardless,
+    /// so a graceful stop that hangs cannot keep it alive). One node is frozen (SIGSTOP) across
+    /// the kill and thawed two seconds later: it notices then, and goes too.
     @Test func clusterCommandKilledTakesItsChildrenWithIt() async throws {
         try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo", "--nodes", "2"] }, clusterDirectory: "cluster") { cluster in
-            let pids = cluster.childPids
+            let file = try cluster.file()
+            let pids = file.pids
             #expect(pids.count == 3)
+            let frozen = file.nodes[1].pid
             cluster.process.signalProcessOnly(SIGKILL)
+            // Frozen once its group is orphaned (earlier, the kernel would hang it up at once).
             #expect(await cluster.process.waitForExit(timeout: .seconds(5)))
-            let gone = try? await eventually("every child of the killed cluster is gone", timeout: .seconds(10)) {
+            kill(frozen, SIGSTOP)
+            try await Task.sleep(for: .seconds(2))
+            kill(frozen, SIGCONT)
+            // Bounded: 100 ms to notice, a graceful stop of at most 5 s, then exit; twice that and
+            // more for a loaded machine.
+            let gone = try? await eventually("every child of the killed cluster is gone", timeout: .seconds(15)) {
                 pids.allSatisfy(ProcessTable.isGone) ? true : nil
             }
             #expect(gone == true, "children that outlived kill -9 of their cluster: \(pids.filter { !ProcessTable.isGone($0) })")

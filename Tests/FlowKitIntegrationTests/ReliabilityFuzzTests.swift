@@ -7,9 +7,10 @@ import Testing
 extension ReliabilityTests {
     /// The CI fuzz run: 10,000 malformed, random, truncated, oversize, wrong-version and mutated
     /// messages at every socket (node client from DEALER and REQ, coordinator submit, sync and
-    /// publish) with a valid load alongside.
+    /// publish) with a valid load alongside; then every limit and field edge, and 2,000 random
+    /// submissions, at both walls, which must decide alike.
     @Test func fuzzingEverySocketCrashesNothingAndCountsEveryRefusal() async throws {
-        let result = try await Reliability.flowkit(["fuzz", "--messages", "10000", "--json", "--quiet"], timeout: .seconds(600))
+        let result = try await Reliability.flowkit(["fuzz", "--messages", "10000", "--wall-cases", "2000", "--json", "--quiet"], timeout: .seconds(600))
         #expect([0, 6].contains(result.status), "flowkit fuzz could not run:\n\(result.stderr.suffix(4_000))")
         let report = try ReliabilityReport.decode(result.stdout)
         for check in report.checks { #expect(check.held, "\(check.name): \(check.detail)") }
@@ -18,6 +19,13 @@ extension ReliabilityTests {
         for phase in phases {
             #expect(phase.tally.sent == 10_000, "\(phase.target) sent \(phase.tally.sent)")
             #expect(phase.mismatches.isEmpty, "\(phase.target): \(phase.mismatches)")
+        }
+        let walls = try #require(report.walls)
+        #expect(walls.disagreements.isEmpty, "\(walls.disagreements.prefix(10))")
+        #expect(walls.cases >= 2_040 && walls.comparedAtBothWalls > 500 && walls.coordinatorOnly > 500, "\(walls)")
+        #expect(walls.admitted > 0, "some submissions were admitted by both walls")
+        for reason in ["oversize", "malformed", "unknown_flow", "undecodable_event", "unsupported_codec"] {
+            #expect(walls.refusedByReason[reason, default: 0] > 0, "no submission was refused as \(reason) at both walls: \(walls.refusedByReason)")
         }
         // Sockets that answer refused most of what they got, each reason counted.
         for phase in phases where phase.target != "coordinator-publish" {

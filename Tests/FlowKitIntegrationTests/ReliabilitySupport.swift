@@ -99,10 +99,21 @@ struct ReliabilityReport: Decodable {
         var mismatches: [String]
     }
 
+    /// `flowkit fuzz`: the same submissions at a node and at the coordinator.
+    struct Walls: Decodable {
+        var cases: Int
+        var comparedAtBothWalls: Int
+        var coordinatorOnly: Int
+        var admitted: Int
+        var refusedByReason: [String: Int]
+        var disagreements: [String]
+    }
+
     var checks: [Check]
     var audit: Audit
     var summary: [KindSummary]?
     var phases: [Phase]?
+    var walls: Walls?
 
     /// The report printed as the last line of standard output.
     static func decode(_ stdout: String) throws -> ReliabilityReport {

@@ -16,7 +16,7 @@ import ZeroMQ
 /// Many requests may be in flight at once from many tasks; each answer finds its request by id.
 public final class ClusterClient: Sendable {
     /// An emit or cancel the cluster ordered.
-    public struct Ordered: Sendable, Equatable {
+    public struct Ordered: Sendable, Equatable, Codable {
         /// Its position in the log (0 when the coordinator no longer remembers a duplicate's seq).
         public var seq: UInt64
         public var epoch: UInt32

@@ -33,6 +33,7 @@ public final class Coordinator: Sendable {
     /// - Parameter onReady: Called once the sockets are bound, with the endpoints (the ports the OS
     ///   chose included).
     public func run(onReady: @Sendable (CoordinatorEndpoints) -> Void = { _ in }) async throws {
+        try configuration.limits.validate(against: configuration.transport)
         try await withIOLoop(name: "coordinator-io", linger: configuration.transport.linger, logger: logger) { loop in
             try await serve(loop: loop, onReady: onReady)
         }
@@ -76,7 +77,8 @@ public final class Coordinator: Sendable {
             dedup: DedupTable(window: configuration.dedupWindow)
         )
         let replica = CoordinatorReplica(registry: registry, applied: 0, logger: logger)
-        let replayed = try await storage.recover(into: replica, sequencer: &sequencer, logger: logger)
+        let quarantine = EntryQuarantine(frameLimit: transport.maxMessageBytes)
+        let (replayed, quarantined) = try await storage.recover(into: replica, sequencer: &sequencer, quarantine: quarantine, logger: logger)
         if lastSeq > 0 {
             logger.info(
                 "recovered the log",
@@ -94,10 +96,12 @@ public final class Coordinator: Sendable {
             publishSocket: publish,
             replica: replica
         )
+        await core.noteQuarantined(quarantined)
         let syncServer = SyncServer(
             socket: sync,
             writer: writer,
             core: core,
+            quarantine: quarantine,
             maxRangeCount: configuration.maxRangeCount,
             logger: logger
         )

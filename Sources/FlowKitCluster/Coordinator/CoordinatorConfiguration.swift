@@ -25,6 +25,14 @@ public struct CoordinatorConfiguration: Sendable {
     public var statusInterval: Duration = .seconds(1)
     /// A node that has not reported for this long counts as down.
     public var nodeTimeout: Duration = .seconds(3)
+    /// What submissions may hold: the same limits the nodes apply (``AdmissionLimits``).
+    public var limits = AdmissionLimits()
+    /// A node that applies nothing for this long while it is behind the head counts as stalled:
+    /// an alarm, `flowkit status` and the `flowkit_nodes_stalled` gauge say so.
+    public var stallTimeout: Duration = .seconds(5)
+    /// A node down (no report) for this long is forgotten: it leaves the status, which then
+    /// describes the nodes still there. Its going down was alarmed (`nodeDown`) and logged.
+    public var forgetDownNodesAfter: Duration = .seconds(60)
     /// Entries ordered but not yet durable, beyond which submissions are refused as overloaded.
     public var maxPendingEntries = 100_000
     /// Submissions remembered per session for duplicate detection.

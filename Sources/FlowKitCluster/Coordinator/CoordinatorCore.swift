@@ -32,11 +32,11 @@ actor CoordinatorCore {
     /// Address prefixes someone subscribes to (from the XPUB socket's subscription messages): while
     /// there are any, runs of one instance are published under their address as well as batches.
     private var addressSubscriptions: Set<[UInt8]> = []
-    /// Addresses already checked (syntax and flow), so a busy instance is validated once, not per
-    /// entry; cleared when it grows past its bound.
-    private var knownAddresses: Set<String> = []
-    /// The most entries and bytes in one batch message.
-    private let batchLimit = (entries: 4_096, bytes: 1 << 20)
+    /// The rule every submission passes before it is ordered: the same one nodes apply.
+    private var admission: Admission
+    private var refusals = RefusalLog(wall: "coordinator")
+    /// Packs published entries: at most 4,096 entries or 1 MiB per message, a larger entry alone.
+    private let packer = RecordPacker(maxCount: 4_096, maxBytes: 1 << 20)
 
     init(
         configuration: CoordinatorConfiguration,
@@ -58,7 +58,12 @@ actor CoordinatorCore {
         self.submitSocket = submitSocket
         self.publishSocket = publishSocket
         self.replica = replica
-        self.membership = Membership(timeout: UInt64(configuration.nodeTimeout.microseconds))
+        self.membership = Membership(
+            timeout: UInt64(configuration.nodeTimeout.microseconds),
+            stallTimeout: UInt64(configuration.stallTimeout.microseconds),
+            forgetAfter: UInt64(configuration.forgetDownNodesAfter.microseconds)
+        )
+        self.admission = Admission(registry: registry, limits: configuration.limits)
         (commitSignals, commitSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         lastStatus = (WallClock.micros(), sequencer.durableHead)
     }
@@ -106,78 +111,72 @@ actor CoordinatorCore {
                     _ = try? submitSocket.trySend(peer.reply(welcome.frames))
                 default:
                     let report = try NodeReportMessage(frames: body)
-                    for divergence in membership.report(report, now: WallClock.micros()) { await raise(divergence) }
+                    for divergence in membership.report(report, head: sequencer.durableHead, now: WallClock.micros()) {
+                        await raise(divergence)
+                    }
                 }
             } catch {
                 reject(error, from: peer)
             }
         }
-        for (peer, acks) in immediate.acks {
-            sendAcks(acks, to: peer)
+        for (peer, epoch, acks) in immediate.acks {
+            sendAcks(acks, to: peer, epoch: epoch)
         }
         if !pending.isEmpty { commitSignal.yield() }
     }
 
     private func handleSubmit(_ message: SubmitMessage, from peer: RouterEnvelope, immediate: inout PendingCommit) throws {
         let now = WallClock.micros()
+        let epoch = sequencer.epoch
         for submission in message.submissions {
-            if let refusal = refusal(for: submission) {
+            let admitted: Admission.Admitted
+            do {
+                try checkCapacity(now: now)
+                admitted = try admission.admit(submission)
+            } catch {
+                let refusal = error as? ProtocolError ?? ProtocolError(.malformed, "\(error)")
                 counters.count(refused: refusal.code)
-                immediate.ack(.init(submission: submission.submission, seq: 0, status: .refused, reason: refusal.code), to: peer)
+                refusals.note(refusal, now: now, logger: logger)
+                immediate.ack(.init(submission: submission.submission, seq: 0, status: .refused, reason: refusal.code), to: peer, epoch: epoch)
                 continue
             }
-            switch sequencer.order(submission, origin: message.origin, session: message.session, now: now) {
+            var ordered = submission
+            ordered.codec = admitted.codec
+            ordered.payload = admitted.payload
+            switch sequencer.order(ordered, origin: message.origin, session: message.session, now: now) {
             case .ordered(let entry):
                 pending.add(entry)
-                pending.ack(.init(submission: submission.submission, seq: entry.seq, status: .ordered), to: peer)
-            case .duplicate(let seq):
+                pending.ack(.init(submission: submission.submission, seq: entry.seq, status: .ordered), to: peer, epoch: epoch)
+            case .duplicate(let seq, let orderedIn):
                 counters.duplicates.add(1)
                 let ack = AckMessage.Ack(submission: submission.submission, seq: seq ?? 0, status: .duplicate)
                 if let seq, seq > sequencer.durableHead {
-                    pending.ack(ack, to: peer)  // still being made durable: acknowledge with its group
+                    pending.ack(ack, to: peer, epoch: epoch)  // still being made durable: acknowledge with its group
                 } else {
-                    immediate.ack(ack, to: peer)
+                    // Acknowledged under the epoch that ordered it (0 when it is no longer known).
+                    immediate.ack(ack, to: peer, epoch: orderedIn ?? 0)
                 }
             }
         }
     }
 
-    /// Why a submission cannot be ordered now, if it cannot. Nothing malformed enters the log.
-    private func refusal(for submission: Submission) -> ProtocolError? {
-        if let logFailure, WallClock.micros() < logFailure.retryAt { return logFailure.error }
+    /// Refuses everything while the log refuses writes, or while too much waits for it.
+    private func checkCapacity(now: UInt64) throws {
+        if let logFailure, now < logFailure.retryAt { throw logFailure.error }
         if pending.entries.count >= configuration.maxPendingEntries {
-            return ProtocolError(.overloaded, "the coordinator has \(pending.entries.count) entries waiting for the log")
-        }
-        do {
-            let flow: any RegisteredFlow
-            if knownAddresses.contains(submission.address), let known = registry.flow(named: flowName(of: submission.address)) {
-                flow = known
-            } else {
-                flow = try registry.flow(for: try Address(parsing: submission.address))
-                if knownAddresses.count >= 100_000 { knownAddresses.removeAll(keepingCapacity: true) }
-                knownAddresses.insert(submission.address)
-            }
-            switch submission.kind {
-            case .event: _ = try flow.normalise(submission.payload, codec: submission.codec)
-            case .cancel, .cancelAll: break
-            }
-            return nil
-        } catch let error as ProtocolError {
-            return error
-        } catch {
-            return ProtocolError(.malformed, "\(error)")
+            throw ProtocolError(.overloaded, "the coordinator has \(pending.entries.count) entries waiting for the log")
         }
     }
 
     private func reject(_ error: any Error, from peer: RouterEnvelope) {
         let protocolError = error as? ProtocolError ?? ProtocolError(.malformed, "\(error)")
         counters.count(rejected: protocolError.code)
-        logger.debug("message rejected", metadata: ["flowkit.error": "\(protocolError)"])
+        refusals.note(protocolError, now: WallClock.micros(), logger: logger)
         _ = try? submitSocket.trySend(peer.reply(ErrorReply(request: 0, error: protocolError).frames))
     }
 
-    private func sendAcks(_ acks: [AckMessage.Ack], to peer: RouterEnvelope) {
-        let message = AckMessage(epoch: sequencer.epoch, head: sequencer.durableHead, acks: acks)
+    private func sendAcks(_ acks: [AckMessage.Ack], to peer: RouterEnvelope, epoch: UInt32) {
+        let message = AckMessage(epoch: epoch, head: sequencer.durableHead, acks: acks)
         if (try? submitSocket.trySend(peer.reply(message.frames))) != true {
             // The node retries what it does not hear about; an ack lost here costs a duplicate.
             counters.acksDropped.add(1)
@@ -218,12 +217,13 @@ actor CoordinatorCore {
             logger.notice("the log takes writes again")
             logFailure = nil
         }
-        for (peer, acks) in group.acks { sendAcks(acks, to: peer) }
-        publishBatches(group.records)
+        for (peer, epoch, acks) in group.acks { sendAcks(acks, to: peer, epoch: epoch) }
+        for frame in packer.pack(group.records.lazy.map(\.record)) {
+            publish(EntriesMessage.frames(address: EntriesMessage.batchTopic, epoch: sequencer.epoch, records: frame.frame), entries: frame.count)
+        }
         if !addressSubscriptions.isEmpty {
-            for run in entryRuns(group.entries, records: group.records) {
-                let frames = EntriesMessage.frames(address: run.address, epoch: sequencer.epoch, records: run.records)
-                if (try? publishSocket.trySend(Message(parts: frames))) != true { counters.publishDropped.add(1) }
+            for run in entryRuns(group.entries, records: group.records, packer: packer) {
+                publish(EntriesMessage.frames(address: run.address, epoch: sequencer.epoch, records: run.records), entries: run.count)
             }
         }
         counters.ordered.add(group.entries.count)
@@ -243,32 +243,18 @@ actor CoordinatorCore {
             publish(Alarm(kind: .logUnavailable, message: "\(error)"))
         }
         logFailure = (reason, WallClock.micros() + logRetryInterval)
-        for (peer, acks) in group.acks + later.acks {
+        for (peer, _, acks) in group.acks + later.acks {
             let refused = acks.map { AckMessage.Ack(submission: $0.submission, seq: 0, status: .refused, reason: .internalError) }
-            sendAcks(refused, to: peer)
+            sendAcks(refused, to: peer, epoch: sequencer.epoch)
         }
         counters.count(refused: .internalError, by: Int(rolledBack))
     }
 
     // MARK: Publishing
 
-    /// Publishes a group under the batch topic, in messages of bounded size.
-    private func publishBatches(_ records: [(seq: UInt64, record: [UInt8])]) {
-        var writer = ByteWriter(capacity: 64 * 1_024)
-        var count = 0
-        func flush() {
-            guard count > 0 else { return }
-            let frames = EntriesMessage.frames(address: EntriesMessage.batchTopic, epoch: sequencer.epoch, records: writer.bytes)
-            if (try? publishSocket.trySend(Message(parts: frames))) != true { counters.publishDropped.add(count) }
-            writer = ByteWriter(capacity: 64 * 1_024)
-            count = 0
-        }
-        for (_, record) in records {
-            if count == batchLimit.entries || writer.bytes.count + record.count > batchLimit.bytes { flush() }
-            writer.writeLengthPrefixed(record)
-            count += 1
-        }
-        flush()
+    /// Publishes one ENTRIES message; subscribers repair what a full queue drops.
+    private func publish(_ frames: [[UInt8]], entries: Int) {
+        if (try? publishSocket.trySend(Message(parts: frames))) != true { counters.publishDropped.add(entries) }
     }
 
     /// A subscription message from the XPUB socket: byte 1 subscribe, 0 unsubscribe, then the topic.
@@ -298,16 +284,60 @@ actor CoordinatorCore {
                 await raise(divergence)
             }
         }
-        let status = membership.status(epoch: sequencer.epoch, head: head, firstSeq: firstSeq, entriesPerSecond: rate, now: now)
+        let liveness = membership.takeChangesInLiveness(now: now)
+        for member in liveness.down {
+            let message = "\(member.info.name) (node \(member.id)) has not reported for \(configuration.nodeTimeout); it counts as down"
+            logger.warning("\(message)")
+            publish(Alarm(kind: .nodeDown, message: message, seq: member.applied))
+        }
+        for member in liveness.forgotten {
+            logger.notice(
+                "forgetting a node down for \(configuration.forgetDownNodesAfter)",
+                metadata: ["flowkit.node": "\(member.info.name)", "flowkit.node.id": "\(member.id)"]
+            )
+        }
+        for stalled in membership.takeNewStalls(head: head, now: now) {
+            counters.stalls.add(1)
+            let message = "\(stalled.info.name) has applied nothing for \(configuration.stallTimeout) at seq \(stalled.applied), \(head - min(head, stalled.applied)) behind the head"
+            logger.error("STALLED: \(message)")
+            publish(Alarm(kind: .nodeStalled, message: message, seq: stalled.applied))
+        }
+        if let quarantine = unannouncedQuarantine {
+            unannouncedQuarantine = nil
+            publish(quarantine)
+        }
+        let status = membership.status(
+            epoch: sequencer.epoch, head: head, firstSeq: firstSeq, entriesPerSecond: rate, quarantined: quarantinedEntries, now: now
+        )
         counters.gauges.head.record(Double(head))
         counters.gauges.pendingCommit.record(Double(pending.entries.count))
         counters.gauges.nodesAlive.record(Double(status.nodes.filter(\.alive).count))
+        counters.gauges.nodesStalled.record(Double(status.nodes.filter(\.stalled).count))
         counters.gauges.instances.record(Double(await replica.instanceCount))
         _ = try? publishSocket.trySend(Message(parts: ClusterStatusMessage(status: status).frames))
     }
 
     func status() -> ClusterStatus {
-        membership.status(epoch: sequencer.epoch, head: sequencer.durableHead, firstSeq: firstSeq, entriesPerSecond: 0, now: WallClock.micros())
+        membership.status(
+            epoch: sequencer.epoch, head: sequencer.durableHead, firstSeq: firstSeq, entriesPerSecond: 0,
+            quarantined: quarantinedEntries, now: WallClock.micros()
+        )
+    }
+
+    /// Entries of the log found too large for any message (while recovering, or serving them).
+    private(set) var quarantinedEntries = 0
+    /// The alarm for them, published with the next status: subscribers connect after recovery.
+    private var unannouncedQuarantine: Alarm?
+
+    /// Notes entries quarantined at `seqs`, found while recovering.
+    func noteQuarantined(_ seqs: [UInt64]) {
+        guard !seqs.isEmpty else { return }
+        quarantinedEntries += seqs.count
+        counters.quarantined.add(seqs.count)
+        let listed = seqs.prefix(10).map(String.init).joined(separator: ", ") + (seqs.count > 10 ? ", …" : "")
+        let message = "\(seqs.count) log entries are too large for any message (seq \(listed)): every replica skips them; their events are not applied"
+        logger.critical("QUARANTINED: \(message)")
+        unannouncedQuarantine = Alarm(kind: .entryQuarantined, message: message, seq: seqs.first)
     }
 
     private func raise(_ divergence: Membership.Divergence) async {
@@ -327,10 +357,4 @@ extension Duration {
     var microseconds: Int64 {
         components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000
     }
-}
-
-/// The flow name of an address already known to be valid: the text before the first `/`.
-private func flowName(of address: String) -> String {
-    guard let slash = address.utf8.firstIndex(of: UInt8(ascii: "/")) else { return address }
-    return String(address[..<slash])
 }

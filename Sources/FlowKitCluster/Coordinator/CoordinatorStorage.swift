@@ -34,9 +34,15 @@ struct CoordinatorStorage {
     }
 
     /// Rebuilds the replica and the duplicate table: the latest snapshot, then every entry after it.
+    /// Entries no message can carry are applied as their quarantined stand-ins, as they are served.
     ///
-    /// - Returns: How many log entries were replayed.
-    func recover(into replica: CoordinatorReplica, sequencer: inout Sequencer, logger: Logger) async throws -> Int {
+    /// - Returns: How many log entries were replayed, and the seqs of those quarantined.
+    func recover(
+        into replica: CoordinatorReplica,
+        sequencer: inout Sequencer,
+        quarantine: EntryQuarantine,
+        logger: Logger
+    ) async throws -> (replayed: Int, quarantined: [UInt64]) {
         var from = log.firstSeq
         if let snapshot = try snapshots?.latest() {
             let instances = try SnapshotCodec.decode(snapshot.bytes)
@@ -49,13 +55,18 @@ struct CoordinatorStorage {
         // Every retained entry teaches the duplicate table; those after the snapshot also rebuild
         // the replica.
         var replayed = 0
+        var quarantined: [UInt64] = []
         var seq = log.firstSeq
         while seq <= log.lastSeq {
             let records = try log.read(from: seq, maxCount: 10_000, maxBytes: 16 << 20)
             guard !records.isEmpty else { break }
             var batch: [Entry] = []
             for record in records {
-                let entry = try Entry(decoding: record)
+                var entry = try Entry(decoding: record)
+                if quarantine.needsStandIn(record) {
+                    entry = EntryQuarantine.standIn(for: entry)
+                    quarantined.append(entry.seq)
+                }
                 sequencer.recover(entry)
                 if entry.seq >= from { batch.append(entry) }
                 seq = entry.seq + 1
@@ -63,7 +74,7 @@ struct CoordinatorStorage {
             replayed += batch.count
             await replica.applyNow(batch)
         }
-        return replayed
+        return (replayed, quarantined)
     }
 }
 

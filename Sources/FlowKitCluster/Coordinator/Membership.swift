@@ -12,6 +12,12 @@ struct Membership {
         var applied: UInt64 = 0
         var lastSeen: UInt64
         var report: NodeReport?
+        /// When its applied seq last moved, or it was last at the head.
+        var progressAt: UInt64
+        /// Whether the current stall has been alarmed.
+        var stallAlarmed = false
+        /// Whether the node's going down has been alarmed.
+        var downAlarmed = false
     }
 
     /// Two replicas disagree about an instance after the same entry.
@@ -31,6 +37,11 @@ struct Membership {
     let referenceCapacity: Int
     /// Microseconds without a report after which a node counts as down.
     let timeout: UInt64
+    /// Microseconds behind the head without progress after which a live node counts as stalled.
+    let stallTimeout: UInt64
+    /// Microseconds without a report after which a down node is forgotten: it no longer counts in
+    /// the status (its going down was alarmed).
+    let forgetAfter: UInt64
     private(set) var divergenceCount = 0
 
     private struct ReferenceKey: Hashable {
@@ -42,8 +53,16 @@ struct Membership {
     /// HELLOs with made-up node ids (a misconfigured or hostile peer) cannot grow the table.
     let memberCapacity: Int
 
-    init(timeout: UInt64, referenceCapacity: Int = 200_000, memberCapacity: Int = 1_024) {
+    init(
+        timeout: UInt64,
+        stallTimeout: UInt64 = 5_000_000,
+        forgetAfter: UInt64 = 60_000_000,
+        referenceCapacity: Int = 200_000,
+        memberCapacity: Int = 1_024
+    ) {
         self.timeout = timeout
+        self.stallTimeout = stallTimeout
+        self.forgetAfter = forgetAfter
         self.referenceCapacity = referenceCapacity
         self.memberCapacity = memberCapacity
     }
@@ -68,8 +87,9 @@ struct Membership {
         if let existing = members[node], existing.session == session {
             members[node]!.info = info
             members[node]!.lastSeen = now
+            members[node]!.downAlarmed = false
         } else {
-            members[node] = Member(id: node, session: session, info: info, lastSeen: now)
+            members[node] = Member(id: node, session: session, info: info, lastSeen: now, progressAt: now)
             evictBeyondCapacity(keeping: node)
         }
         return lost
@@ -77,15 +97,21 @@ struct Membership {
 
     /// Records a report.
     ///
+    /// - Parameter head: The coordinator's durable head now.
     /// - Returns: The divergences it reveals.
-    mutating func report(_ message: NodeReportMessage, now: UInt64) -> [Divergence] {
+    mutating func report(_ message: NodeReportMessage, head: UInt64, now: UInt64) -> [Divergence] {
         var member = members[message.node] ?? Member(
             id: message.node, session: 0,
             info: NodeInfo(name: message.report.name, clientEndpoint: "", flows: [], pid: 0),
-            lastSeen: now
+            lastSeen: now, progressAt: now
         )
+        if message.applied != member.applied || message.applied >= head {
+            member.progressAt = now
+            member.stallAlarmed = false
+        }
         member.applied = message.applied
         member.lastSeen = now
+        member.downAlarmed = false
         member.report = message.report
         members[message.node] = member
         evictBeyondCapacity(keeping: message.node)
@@ -122,8 +148,40 @@ struct Membership {
         now < member.lastSeen || now - member.lastSeen <= timeout
     }
 
+    /// Alive, behind `head`, and without progress for the stall timeout.
+    func isStalled(_ member: Member, head: UInt64, now: UInt64) -> Bool {
+        isAlive(member, now: now) && member.applied < head && now >= member.progressAt && now - member.progressAt >= stallTimeout
+    }
+
+    /// The nodes that went down since the last call, each alarmed once, and the nodes down for
+    /// ``forgetAfter``, which are forgotten now.
+    mutating func takeChangesInLiveness(now: UInt64) -> (down: [Member], forgotten: [Member]) {
+        var down: [Member] = []
+        var forgotten: [Member] = []
+        for (id, member) in members where !isAlive(member, now: now) {
+            if now >= member.lastSeen, now - member.lastSeen >= forgetAfter {
+                members[id] = nil
+                forgotten.append(member)
+            } else if !member.downAlarmed {
+                members[id]!.downAlarmed = true
+                down.append(member)
+            }
+        }
+        return (down.sorted { $0.id < $1.id }, forgotten.sorted { $0.id < $1.id })
+    }
+
+    /// The nodes that became stalled since the last call: each stall is alarmed once.
+    mutating func takeNewStalls(head: UInt64, now: UInt64) -> [Member] {
+        var found: [Member] = []
+        for (id, member) in members where !member.stallAlarmed && isStalled(member, head: head, now: now) {
+            members[id]!.stallAlarmed = true
+            found.append(member)
+        }
+        return found.sorted { $0.id < $1.id }
+    }
+
     /// The status published on `$status`.
-    func status(epoch: UInt32, head: UInt64, firstSeq: UInt64, entriesPerSecond: Double, now: UInt64) -> ClusterStatus {
+    func status(epoch: UInt32, head: UInt64, firstSeq: UInt64, entriesPerSecond: Double, quarantined: Int = 0, now: UInt64) -> ClusterStatus {
         ClusterStatus(
             epoch: epoch,
             head: head,
@@ -141,10 +199,13 @@ struct Membership {
                     digest: member.report?.digest ?? "",
                     instances: member.report?.instances ?? 0,
                     runningEffects: member.report?.runningEffects ?? 0,
-                    pendingSubmissions: member.report?.pendingSubmissions ?? 0
+                    pendingSubmissions: member.report?.pendingSubmissions ?? 0,
+                    digestSeq: member.report?.digestSeq ?? 0,
+                    stalled: isStalled(member, head: head, now: now)
                 )
             },
-            divergences: divergenceCount
+            divergences: divergenceCount,
+            quarantined: quarantined
         )
     }
 }

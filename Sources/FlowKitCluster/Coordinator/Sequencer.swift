@@ -8,8 +8,9 @@
     public enum Outcome: Equatable {
         /// A new entry at the next seq, to be made durable before anyone hears of it.
         case ordered(Entry)
-        /// A retry of a submission already ordered (or being ordered).
-        case duplicate(seq: UInt64?)
+        /// A retry of a submission already ordered (or being ordered): its seq and the epoch that
+        /// ordered it, when still remembered.
+        case duplicate(seq: UInt64?, epoch: UInt32?)
     }
 
     /// The coordinator's term: a new one begins at every start.
@@ -19,12 +20,23 @@
     /// The last seq the log holds durably.
     private(set) var durableHead: UInt64
     private(set) var dedup: DedupTable
+    /// Where each earlier epoch began, learnt from the log, so a duplicate is acknowledged with the
+    /// epoch that ordered it, not the current one.
+    private var history = EpochHistory()
+    /// The first seq this epoch orders: everything from here on is the current epoch's.
+    private let firstSeqOfEpoch: UInt64
 
     public init(epoch: UInt32, durableHead: UInt64, dedup: DedupTable = DedupTable()) {
         self.epoch = epoch
         self.head = durableHead
         self.durableHead = durableHead
         self.dedup = dedup
+        self.firstSeqOfEpoch = durableHead + 1
+    }
+
+    /// The epoch that ordered `seq`, if known.
+    func epoch(of seq: UInt64) -> UInt32? {
+        seq >= firstSeqOfEpoch ? epoch : history.epoch(of: seq)
     }
 
     /// Orders one submission.
@@ -37,7 +49,7 @@
     public mutating func order(_ submission: Submission, origin: UInt32, session: UInt64, now: UInt64) -> Outcome {
         let key = DedupTable.SessionKey(origin: origin, session: session)
         if case .duplicate(let seq) = dedup.lookup(key, submission: submission.submission) {
-            return .duplicate(seq: seq)
+            return .duplicate(seq: seq, epoch: seq.flatMap(epoch(of:)))
         }
         head += 1
         dedup.record(key, submission: submission.submission, seq: head)
@@ -77,10 +89,34 @@
 
     /// Re-learns a durable entry while recovering from the log, so retries of it stay duplicates.
     mutating func recover(_ entry: Entry) {
+        history.note(seq: entry.seq, epoch: entry.epoch)
         dedup.record(
             DedupTable.SessionKey(origin: entry.origin, session: entry.session),
             submission: entry.submission,
             seq: entry.seq
         )
+    }
+}
+
+/// The epochs of a log: the first seq of each run of entries one epoch ordered, oldest first. It
+/// grows by one per coordinator restart, not per entry.
+struct EpochHistory: Sendable {
+    private var starts: [(seq: UInt64, epoch: UInt32)] = []
+
+    /// Notes the epoch of the next entry in seq order.
+    mutating func note(seq: UInt64, epoch: UInt32) {
+        if starts.last?.epoch != epoch { starts.append((seq, epoch)) }
+    }
+
+    /// The epoch of `seq`, if an entry at or before it was noted.
+    func epoch(of seq: UInt64) -> UInt32? {
+        // The last start at or before seq: a binary search over the starts.
+        var low = 0
+        var high = starts.count
+        while low < high {
+            let middle = (low + high) / 2
+            if starts[middle].seq <= seq { low = middle + 1 } else { high = middle }
+        }
+        return low == 0 ? nil : starts[low - 1].epoch
     }
 }

@@ -10,9 +10,10 @@ struct SyncServer: Sendable {
     let socket: AsyncSocket
     let writer: LogWriter
     let core: CoordinatorCore
+    let quarantine: EntryQuarantine
     let maxRangeCount: Int
     let logger: Logger
-    /// The most state bytes in one snapshot chunk.
+    /// The most state bytes in one snapshot chunk; a larger state is split (``SnapshotChunking``).
     let maxChunkBytes = 1 << 20
     let maxRangeBytes = 4 << 20
 
@@ -40,8 +41,9 @@ struct SyncServer: Sendable {
     private func serveRange(_ request: RangeRequest, to peer: RouterEnvelope) async throws {
         let count = Int(min(UInt64(min(Int(request.maxCount), maxRangeCount)), request.to - request.from + 1))
         let maxBytes = maxRangeBytes
+        let quarantine = quarantine
         let records = try await writer.run { log in
-            try log.read(from: request.from, maxCount: count, maxBytes: maxBytes)
+            try log.read(from: request.from, maxCount: count, maxBytes: maxBytes).map(quarantine.deliverable)
         }
         let frames = RangeMessage.frames(
             request: request.request,
@@ -56,21 +58,12 @@ struct SyncServer: Sendable {
         let (seq, instances) = await core.replica.snapshot()
         let epoch = await core.epoch
         logger.info("serving a snapshot", metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances.count)"])
-        var chunk: [SnapshotChunkMessage.Instance] = []
-        var bytes = 0
-        var index: UInt32 = 0
-        for instance in instances {
-            chunk.append(instance)
-            bytes += instance.state.count + instance.address.utf8.count
-            if bytes >= maxChunkBytes {
-                let message = SnapshotChunkMessage(request: request.request, seq: seq, epoch: epoch, chunk: index, isLast: false, instances: chunk)
-                try await socket.send(peer.reply(message.frames))
-                index += 1
-                chunk = []
-                bytes = 0
-            }
+        let chunks = SnapshotChunking.chunks(instances, maxChunkBytes: maxChunkBytes)
+        for (index, chunk) in chunks.enumerated() {
+            let message = SnapshotChunkMessage(
+                request: request.request, seq: seq, epoch: epoch, chunk: UInt32(index), isLast: index == chunks.count - 1, instances: chunk
+            )
+            try await socket.send(peer.reply(message.frames))
         }
-        let last = SnapshotChunkMessage(request: request.request, seq: seq, epoch: epoch, chunk: index, isLast: true, instances: chunk)
-        try await socket.send(peer.reply(last.frames))
     }
 }

@@ -34,6 +34,7 @@ public final class Node: Sendable {
     /// - Parameter onReady: Called with the client endpoint (the port the OS chose included) once
     ///   clients can connect.
     public func run(onReady: @Sendable (String) -> Void = { _ in }) async throws {
+        try configuration.limits.validate(against: configuration.transport)
         try await withIOLoop(name: "node-\(configuration.id)-io", linger: configuration.transport.linger, logger: logger) { loop in
             try await serve(loop: loop, onReady: onReady)
         }

@@ -21,9 +21,11 @@ public struct NodeConfiguration: Sendable {
     public var emitTimeout: Duration = .seconds(10)
     /// How long a query may wait for `min` applied.
     public var queryTimeout: Duration = .seconds(5)
-    /// The largest event payload a client may emit; larger ones are refused as `oversize`. (The
-    /// transport's own limit, far above it, disconnects a peer that sends more.)
-    public var maxEventBytes = 1 << 20
+    /// What emits, cancels and effects' submissions may hold: the same limits the coordinator
+    /// applies (``AdmissionLimits``); larger events are refused as `oversize`.
+    public var limits = AdmissionLimits()
+    /// Applying nothing for this long while behind the head is logged as a stall.
+    public var stallTimeout: Duration = .seconds(5)
     /// Submissions waiting for the coordinator, beyond which emits are refused as overloaded.
     public var maxPendingSubmissions = 50_000
     /// No heartbeat for this long means the coordinator is unreachable.

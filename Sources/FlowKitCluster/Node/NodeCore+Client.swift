@@ -14,7 +14,7 @@ extension NodeCore {
             } catch {
                 let protocolError = error as? ProtocolError ?? ProtocolError(.internalError, "\(error)")
                 counters.count(rejected: protocolError.code)
-                logger.debug("client request refused", metadata: ["flowkit.error": "\(protocolError)"])
+                refusals.note(protocolError, now: WallClock.micros(), logger: logger)
                 reply(.error(request: request, protocolError), to: peer)
             }
         }
@@ -32,34 +32,10 @@ extension NodeCore {
 
     private func handle(_ request: ClientRequest, from peer: RouterEnvelope) throws {
         switch request {
-        case .emit(let id, let wait, let codec, let address, let payload):
-            guard payload.count <= configuration.maxEventBytes else {
-                throw ProtocolError(
-                    .oversize,
-                    "the event is \(payload.count) bytes; this node takes events of at most \(configuration.maxEventBytes) bytes"
-                )
+        case .emit(let id, let wait, _, _, _), .cancel(let id, let wait, _, _):
+            if let admitted = try admit(request) {
+                try submit(admitted, waiter: .client(peer: peer, request: id, wait: wait, deadline: deadline(configuration.emitTimeout)))
             }
-            let parsed = try Address(parsing: address)
-            let flow = try registryFlow(for: parsed)
-            let normalised = try flow.normalise(payload, codec: codec)
-            try submit(
-                kind: .event,
-                codec: flow.wireCodec,
-                address: parsed.description,
-                payload: normalised,
-                waiter: .client(peer: peer, request: id, wait: wait, deadline: deadline(configuration.emitTimeout))
-            )
-
-        case .cancel(let id, let wait, let address, let cancelID):
-            let parsed = try Address(parsing: address)
-            _ = try registryFlow(for: parsed)
-            try submit(
-                kind: cancelID == nil ? .cancelAll : .cancel,
-                codec: .json,
-                address: parsed.description,
-                payload: Array((cancelID ?? "").utf8),
-                waiter: .client(peer: peer, request: id, wait: wait, deadline: deadline(configuration.emitTimeout))
-            )
 
         case .query(let id, let minApplied, let address):
             let parsed = try Address(parsing: address)

@@ -24,9 +24,16 @@ actor NodeCore {
     private var queryWaiters: [(min: UInt64, peer: RouterEnvelope, request: UInt64, address: String, deadline: UInt64)] = []
     private(set) var epoch: UInt32 = 0
     private var lastHeartbeat: UInt64 = 0
-    private var helloSent = false
     private var welcomed = false
+    /// The rule every emit, cancel and effect submission passes: the coordinator's own.
+    private var admission: Admission
+    var refusals: RefusalLog
+    /// When the applied seq last moved, or the node was last at the head; a node behind the head
+    /// that has not moved for ``NodeConfiguration/stallTimeout`` logs that it is stalled.
+    private var progress = (applied: UInt64(0), at: WallClock.micros(), logged: false)
     private var lastReport: UInt64 = 0
+    /// The applied seq of the last report: a node that applied nothing since, at the head, is idle.
+    private var lastReportedApplied: UInt64 = 0
     /// Clients that asked for a PROGRESS after every applied batch, until their deadline.
     private var watchers: [(peer: RouterEnvelope, request: UInt64, until: UInt64)] = []
     /// When the last applied batch was done (µs since the epoch), for PROGRESS reports.
@@ -42,6 +49,8 @@ actor NodeCore {
         self.session = UInt64.random(in: 1...UInt64.max)
         self.submissions = SubmissionQueue(capacity: configuration.maxPendingSubmissions)
         self.follower = LogFollower(retryAfter: UInt64(configuration.retryInterval.microseconds))
+        self.admission = Admission(registry: registry, limits: configuration.limits)
+        self.refusals = RefusalLog(wall: configuration.name)
     }
 
     /// Builds the replicas; their effects submit back through this actor.
@@ -280,21 +289,47 @@ actor NodeCore {
             )
         )
         _ = try? sockets.submit.trySend(Message(parts: hello.frames))
-        helloSent = true
     }
 
-    /// An event or cancel sent by an effect running here.
+    /// An event or cancel sent by an effect running here. It passes the same rule as a client's:
+    /// one the coordinator would refuse (an event over the size limit) is dropped here, and said so.
     func submitFromEffect(address: Address, kind: EntryKind, codec: PayloadCodec, payload: [UInt8]) {
-        _ = submissions.add(kind: kind, codec: codec, address: address.description, payload: payload, waiter: .effect, now: WallClock.micros())
+        do {
+            let admitted = try admit(kind: kind, codec: codec, address: address.description, payload: payload)
+            _ = submissions.add(
+                kind: admitted.kind, codec: admitted.codec, address: admitted.address, payload: admitted.payload,
+                waiter: .effect, now: WallClock.micros()
+            )
+        } catch {
+            let refusal = error as? ProtocolError ?? ProtocolError(.malformed, "\(error)")
+            counters.count(refused: refusal.code)
+            logger.error(
+                "an effect's submission was refused and dropped",
+                metadata: ["flowkit.address": "\(address)", "flowkit.error": "\(refusal)"]
+            )
+        }
         flushSubmissions()
     }
 
-    /// Queues a client's emit or cancel.
-    func submit(kind: EntryKind, codec: PayloadCodec, address: String, payload: [UInt8], waiter: SubmissionQueue.Waiter) throws {
+    /// Applies the admission rule to what an effect submits.
+    private func admit(kind: EntryKind, codec: PayloadCodec, address: String, payload: [UInt8]) throws -> Admission.Admitted {
+        try admission.admit(kind: kind, codec: codec, address: address, payload: payload)
+    }
+
+    /// Applies the admission rule to a client's emit or cancel.
+    func admit(_ request: ClientRequest) throws -> Admission.Admitted? {
+        try admission.admit(request)
+    }
+
+    /// Queues a client's admitted emit or cancel.
+    func submit(_ admitted: Admission.Admitted, waiter: SubmissionQueue.Waiter) throws {
         guard !submissions.isFull else {
             throw ProtocolError(.overloaded, "\(submissions.count) submissions are waiting for the coordinator; retry shortly")
         }
-        _ = submissions.add(kind: kind, codec: codec, address: address, payload: payload, waiter: waiter, now: WallClock.micros())
+        _ = submissions.add(
+            kind: admitted.kind, codec: admitted.codec, address: admitted.address, payload: admitted.payload,
+            waiter: waiter, now: WallClock.micros()
+        )
     }
 
     /// Sends what is due, in one SUBMIT message.
@@ -341,7 +376,11 @@ actor NodeCore {
     }
 
     private func handle(_ ack: AckMessage) {
-        noteTerm(ack.epoch, head: ack.head)
+        // An ACK's epoch is the one that ordered its entries: the coordinator's term, except in an
+        // ACK of duplicates only, which may name the older term that ordered them. A new term is
+        // noticed here, before the answers, so an ack from a coordinator that lost what this node
+        // applied is answered only once the node has rejoined its history.
+        if ack.acks.contains(where: { $0.status != .duplicate }) { noteTerm(ack.epoch, head: ack.head) }
         perform(follower.noteHead(ack.head, now: WallClock.micros()))
         for item in ack.acks {
             switch item.status {
@@ -357,8 +396,15 @@ actor NodeCore {
                     continue
                 }
                 guard let pending = submissions.acknowledge(item.submission) else { continue }
-                if case .client(let peer, let request, _, _) = pending.waiter {
-                    reply(.error(request: request, ProtocolError(reason, "the coordinator refused the entry: \(reason)")), to: peer)
+                let refusal = ProtocolError(reason, "the coordinator refused the entry: \(reason)")
+                switch pending.waiter {
+                case .client(let peer, let request, _, _):
+                    reply(.error(request: request, refusal), to: peer)
+                case .effect:
+                    logger.error(
+                        "the coordinator refused an effect's submission; it is dropped",
+                        metadata: ["flowkit.address": "\(pending.submission.address)", "flowkit.error": "\(refusal)"]
+                    )
                 }
             }
         }
@@ -407,6 +453,7 @@ actor NodeCore {
             reply(.error(request: query.request, ProtocolError(.coordinatorUnavailable, message)), to: query.peer)
         }
         saveLocalSnapshotIfDue(now: now)
+        noteProgress(now: now)
         if now - lastReport >= UInt64(configuration.reportInterval.microseconds) {
             lastReport = now
             sendReport(now: now)
@@ -421,6 +468,27 @@ actor NodeCore {
                 metadata: [
                     "flowkit.coordinator.publish": "\(configuration.coordinator.publish)",
                     "flowkit.coordinator.submit": "\(configuration.coordinator.submit)",
+                ]
+            )
+        }
+    }
+
+    /// Logs, once, a node that has applied nothing for the stall timeout while behind the head:
+    /// an entry it cannot get, or cannot apply, would otherwise hold it back in silence.
+    private func noteProgress(now: UInt64) {
+        let applied = follower.applied
+        if applied != progress.applied || applied >= follower.knownHead {
+            if progress.logged {
+                logger.notice("applying again", metadata: ["flowkit.applied": "\(applied)", "flowkit.head": "\(follower.knownHead)"])
+            }
+            progress = (applied, now, false)
+        } else if !progress.logged, now - min(now, progress.at) >= UInt64(configuration.stallTimeout.microseconds) {
+            progress.logged = true
+            logger.error(
+                "stalled: nothing applied for \(configuration.stallTimeout) while behind the head; waiting for seq \(applied + 1)",
+                metadata: [
+                    "flowkit.applied": "\(applied)", "flowkit.head": "\(follower.knownHead)",
+                    "flowkit.waiting": "\(follower.waitingCount)", "flowkit.joining": "\(follower.isJoining)",
                 ]
             )
         }
@@ -444,6 +512,12 @@ actor NodeCore {
     private func sendReport(now: UInt64) {
         updateGauges()
         let catchingUp = follower.knownHead - min(follower.knownHead, follower.applied) > Self.catchingUpLag
+        // Idle at the head, nothing competes with hashing: bring every digest up to date now, so
+        // the report describes the state exactly (digestSeq) instead of catching up at the budget's
+        // pace for seconds after a load stops.
+        let idle = follower.applied == lastReportedApplied && follower.applied >= follower.knownHead
+        lastReportedApplied = follower.applied
+        if idle { _ = replicas.combinedDigest(exact: true) }
         let changed = catchingUp ? [:] : replicas.takeChanged()
         var digests: [String: InstanceDigest] = [:]
         for (address, digest) in changed { digests[address.description] = digest }
@@ -455,7 +529,8 @@ actor NodeCore {
             runningEffects: replicas.runningEffects,
             effectsLost: 0,
             pendingSubmissions: submissions.count,
-            connected: isConnected
+            connected: isConnected,
+            digestSeq: !catchingUp && replicas.digestsAreCurrent ? follower.applied : 0
         )
         let message = NodeReportMessage(node: configuration.id, applied: follower.applied, time: now, report: report)
         _ = try? sockets.submit.trySend(Message(parts: message.frames))
@@ -484,9 +559,6 @@ actor NodeCore {
         queryWaiters.append((min, peer, request, address, deadline))
     }
 
-    func parkUntilApplied(seq: UInt64, peer: RouterEnvelope, request: UInt64) {
-        appliedWaiters.append((seq, peer, request, epoch))
-    }
 }
 
 /// The sockets a node talks through.

@@ -76,6 +76,10 @@ public enum EntryKind: UInt8, Sendable, Codable {
     case cancel = 2
     /// Cancel every effect of the instance: the payload is empty.
     case cancelAll = 3
+    /// An entry too large for any message, which the coordinator serves in place of the one in its
+    /// log (written by an older version, or by a bug): every replica skips it the same way. The
+    /// payload is the original payload's size, a `u64`. Never submitted.
+    case quarantined = 4
 }
 
 /// How an event payload is encoded. Values are part of the wire protocol.
@@ -89,4 +93,12 @@ public enum PayloadCodec: UInt8, Sendable, Codable, CustomStringConvertible {
     case binary = 2
 
     public var description: String { self == .json ? "json" : "binary" }
+
+    /// The codec a wire byte names: the same check, code and message wherever a codec is read.
+    init(wire raw: UInt8) throws {
+        guard let codec = PayloadCodec(rawValue: raw) else {
+            throw ProtocolError(.unsupportedCodec, "codec \(raw) is unknown; use 1 (JSON) or 2 (binary)")
+        }
+        self = codec
+    }
 }

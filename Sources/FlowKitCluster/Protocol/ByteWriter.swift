@@ -130,6 +130,20 @@ struct ByteReader {
         return Array(bytes[offset..<end])
     }
 
+    /// Throws unless every byte was read: a fixed header with trailing bytes is malformed, at every
+    /// wall alike.
+    mutating func expectEnd(of message: StaticString) throws {
+        guard isAtEnd else {
+            throw ProtocolError(.malformed, "\(message) has \(remaining) unexpected trailing byte(s) after its fields")
+        }
+    }
+
+    /// A short-string's bytes, unchecked: for a field whose text a rule elsewhere validates.
+    mutating func readShortBytes(_ field: StaticString) throws -> [UInt8] {
+        let length = Int(try readUInt16(field, isLength: true))
+        return try readBytes(length, field)
+    }
+
     mutating func readShortString(_ field: StaticString) throws -> String {
         let length = Int(try readUInt16(field, isLength: true))
         let at = try take(length, field)

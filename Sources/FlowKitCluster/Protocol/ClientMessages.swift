@@ -76,10 +76,7 @@ public enum ClientRequest: Sendable, Equatable {
         case .emit:
             try expectFrames(frames, 2, for: "EMIT")
             let wait = try Self.waitMode(&reader)
-            let rawCodec = try reader.readUInt8("codec")
-            guard let codec = PayloadCodec(rawValue: rawCodec) else {
-                throw ProtocolError(.unsupportedCodec, "codec \(rawCodec) is unknown; use 1 (JSON) or 2 (binary)")
-            }
+            let codec = try reader.readCodec()
             let address = try reader.readShortString("address")
             self = .emit(request: request, wait: wait, codec: codec, address: address, payload: frames[1])
         case .query:
@@ -89,13 +86,19 @@ public enum ClientRequest: Sendable, Equatable {
         case .cancel:
             try expectFrames(frames, 1, for: "CANCEL")
             let wait = try Self.waitMode(&reader)
-            let all = try reader.readUInt8("all") != 0
+            let all = try reader.readUInt8("all")
             let address = try reader.readShortString("address")
-            let id = try reader.readShortString("id")
-            guard all || !id.isEmpty else {
-                throw ProtocolError(.malformed, "CANCEL needs a cancel id, or all = 1")
+            let id = try reader.readShortBytes("id")
+            switch all {
+            case 0:
+                // The same rule as a kind 2 submission's at the coordinator.
+                self = .cancel(request: request, wait: wait, address: address, id: try Admission.cancelID(id))
+            case 1:
+                try Admission.checkCancelAllPayload(id)
+                self = .cancel(request: request, wait: wait, address: address, id: nil)
+            default:
+                throw ProtocolError(.malformed, "all must be 0 (cancel by id) or 1 (every effect); got \(all)")
             }
-            self = .cancel(request: request, wait: wait, address: address, id: all ? nil : id)
         case .watch:
             try expectFrames(frames, 1, for: "WATCH")
             self = .watch(request: request, seconds: try reader.readUInt32("seconds"))
@@ -103,9 +106,7 @@ public enum ClientRequest: Sendable, Equatable {
             try expectFrames(frames, 1, for: "STATUS")
             self = .status(request: request)
         }
-        guard reader.isAtEnd else {
-            throw ProtocolError(.malformed, "\(type) has \(reader.remaining) unexpected trailing bytes")
-        }
+        try reader.expectEnd(of: "the request's header")
     }
 
     private static func waitMode(_ reader: inout ByteReader) throws -> WaitMode {

@@ -130,6 +130,7 @@ public struct Submission: Sendable, Equatable {
 
     init(from reader: inout ByteReader) throws {
         submission = try reader.readUInt64("submission")
+        guard submission >= 1 else { throw ProtocolError(.malformed, "submission ids start at 1 in every session; got 0") }
         kind = try reader.readKind()
         codec = try reader.readCodec()
         submittedAt = try reader.readUInt64("submitted-at")
@@ -148,10 +149,6 @@ extension ByteReader {
     }
 
     mutating func readCodec() throws -> PayloadCodec {
-        let raw = try readUInt8("codec")
-        guard let codec = PayloadCodec(rawValue: raw) else {
-            throw ProtocolError(.malformed, "\(context): unknown codec \(raw)")
-        }
-        return codec
+        try PayloadCodec(wire: try readUInt8("codec"))
     }
 }

@@ -48,6 +48,8 @@ public struct HelloMessage: Sendable, Equatable {
         var (_, reader) = try WireHeader.read(frames[0], expecting: .hello)
         node = try reader.readUInt32("node")
         session = try reader.readUInt64("session")
+        try reader.expectEnd(of: "HELLO's header")
+        guard node >= 1 else { throw ProtocolError(.malformed, "HELLO names node 0; node ids start at 1") }
         info = try JSONFrame.decode(NodeInfo.self, from: frames[1], in: "HELLO")
     }
 }
@@ -98,6 +100,7 @@ public struct WelcomeMessage: Sendable, Equatable {
         var (_, reader) = try WireHeader.read(frames[0], expecting: .welcome)
         epoch = try reader.readUInt32("epoch")
         head = try reader.readUInt64("head")
+        try reader.expectEnd(of: "WELCOME's header")
         info = try JSONFrame.decode(CoordinatorInfo.self, from: frames[1], in: "WELCOME")
     }
 }
@@ -147,6 +150,8 @@ public struct NodeReportMessage: Sendable, Equatable {
         node = try reader.readUInt32("node")
         applied = try reader.readUInt64("applied")
         time = try reader.readUInt64("time")
+        try reader.expectEnd(of: "NODE_REPORT's header")
+        guard node >= 1 else { throw ProtocolError(.malformed, "NODE_REPORT names node 0; node ids start at 1") }
         report = try JSONFrame.decode(NodeReport.self, from: frames[1], in: "NODE_REPORT")
     }
 }
@@ -167,6 +172,9 @@ public struct NodeReport: Codable, Sendable, Equatable {
     /// Emits waiting for the coordinator.
     public var pendingSubmissions: Int
     public var connected: Bool
+    /// The seq `digest` describes exactly: `applied` when every instance's digest is current, 0
+    /// while some lag (a busy node hashes within a budget). Digests compare only at the same seq.
+    public var digestSeq: UInt64
 
     public init(
         name: String,
@@ -176,8 +184,10 @@ public struct NodeReport: Codable, Sendable, Equatable {
         runningEffects: Int,
         effectsLost: Int,
         pendingSubmissions: Int,
-        connected: Bool
+        connected: Bool,
+        digestSeq: UInt64 = 0
     ) {
+        self.digestSeq = digestSeq
         self.name = name
         self.digest = digest
         self.digests = digests

@@ -42,6 +42,7 @@ public struct EntriesMessage: Sendable, Equatable {
         }
         self.address = address
         epoch = try reader.readUInt32("epoch")
+        try reader.expectEnd(of: "ENTRIES's header")
         var records = ByteReader(frames[2], context: "ENTRIES records")
         entries = try decodeEntries(&records)
         guard !entries.isEmpty else { throw ProtocolError(.malformed, "an ENTRIES message carries at least one entry") }
@@ -105,6 +106,7 @@ public struct HeartbeatMessage: Sendable, Equatable {
         epoch = try reader.readUInt32("epoch")
         head = try reader.readUInt64("head")
         time = try reader.readUInt64("time")
+        try reader.expectEnd(of: "HEARTBEAT")
     }
 }
 
@@ -171,11 +173,19 @@ public struct ClusterStatus: Codable, Sendable, Equatable {
         public var instances: Int
         public var runningEffects: Int
         public var pendingSubmissions: Int
+        /// The seq `digest` describes exactly, 0 when the node's digests lag its state (see
+        /// ``NodeReport/digestSeq``).
+        public var digestSeq: UInt64
+        /// Alive but behind the head and applying nothing for the coordinator's stall timeout.
+        public var stalled: Bool
 
         public init(
             id: UInt32, name: String, clientEndpoint: String, applied: UInt64, lag: UInt64, alive: Bool,
-            lastSeenMillis: UInt64, digest: String, instances: Int, runningEffects: Int, pendingSubmissions: Int
+            lastSeenMillis: UInt64, digest: String, instances: Int, runningEffects: Int, pendingSubmissions: Int,
+            digestSeq: UInt64 = 0, stalled: Bool = false
         ) {
+            self.digestSeq = digestSeq
+            self.stalled = stalled
             self.id = id
             self.name = name
             self.clientEndpoint = clientEndpoint
@@ -198,8 +208,14 @@ public struct ClusterStatus: Codable, Sendable, Equatable {
     public var nodes: [Node]
     /// Divergences seen so far in this coordinator's term.
     public var divergences: Int
+    /// Entries of the log too large for any message, served as quarantined stand-ins (kind 4).
+    public var quarantined: Int
 
-    public init(epoch: UInt32, head: UInt64, firstSeq: UInt64, entriesPerSecond: Double, nodes: [Node], divergences: Int) {
+    public init(
+        epoch: UInt32, head: UInt64, firstSeq: UInt64, entriesPerSecond: Double, nodes: [Node], divergences: Int,
+        quarantined: Int = 0
+    ) {
+        self.quarantined = quarantined
         self.epoch = epoch
         self.head = head
         self.firstSeq = firstSeq
@@ -220,6 +236,11 @@ public struct Alarm: Codable, Sendable, Equatable {
         case logUnavailable
         /// A node restarted while its effects ran: they were lost with its previous process.
         case effectsLost
+        /// A node alive but behind the head has applied nothing for the stall timeout.
+        case nodeStalled
+        /// An entry of the log is too large for any message: it is served as a quarantined
+        /// stand-in, which every replica skips (its event is not applied anywhere).
+        case entryQuarantined
     }
 
     public var kind: Kind

@@ -29,6 +29,10 @@ public struct SubmitMessage: Sendable, Equatable {
         var (_, reader) = try WireHeader.read(frames[0], expecting: .submit)
         origin = try reader.readUInt32("origin")
         session = try reader.readUInt64("session")
+        try reader.expectEnd(of: "SUBMIT's header")
+        guard origin >= 1 else {
+            throw ProtocolError(.malformed, "SUBMIT names origin 0; node ids start at 1")
+        }
         var records = ByteReader(frames[1], context: "SUBMIT records")
         submissions = try records.readRecords("submission").map { record in
             var record = record
@@ -98,6 +102,7 @@ public struct AckMessage: Sendable, Equatable {
         var (_, reader) = try WireHeader.read(frames[0], expecting: .ack)
         epoch = try reader.readUInt32("epoch")
         head = try reader.readUInt64("head")
+        try reader.expectEnd(of: "ACK's header")
         guard frames[1].count % Self.ackSize == 0 else {
             throw ProtocolError(.malformed, "ACK records are \(Self.ackSize) bytes each; got \(frames[1].count) bytes")
         }

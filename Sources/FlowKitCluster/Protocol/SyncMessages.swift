@@ -75,6 +75,7 @@ public struct RangeMessage: Sendable, Equatable {
         request = try reader.readUInt64("request")
         epoch = try reader.readUInt32("epoch")
         head = try reader.readUInt64("head")
+        try reader.expectEnd(of: "RANGE's header")
         var records = ByteReader(frames[1], context: "RANGE records")
         entries = try decodeEntries(&records)
     }
@@ -161,6 +162,7 @@ public struct SnapshotChunkMessage: Sendable, Equatable {
         epoch = try reader.readUInt32("epoch")
         chunk = try reader.readUInt32("chunk")
         isLast = try reader.readUInt8("last") != 0
+        try reader.expectEnd(of: "SNAPSHOT_CHUNK's header")
         var body = ByteReader(frames[1], context: "SNAPSHOT_CHUNK records")
         instances = try body.readRecords("instance").map { record in
             var record = record
@@ -182,8 +184,10 @@ public enum SyncRequest: Sendable, Equatable {
         switch type {
         case .rangeRequest:
             self = .range(try RangeRequest(reader: &reader))
+            try reader.expectEnd(of: "RANGE_REQUEST")
         default:
             self = .snapshot(SnapshotRequest(request: try reader.readUInt64("request")))
+            try reader.expectEnd(of: "SNAPSHOT_REQUEST")
         }
     }
 

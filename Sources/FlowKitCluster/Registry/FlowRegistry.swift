@@ -120,7 +120,8 @@ struct EventCodecs<Event: Codable & Sendable>: Sendable {
         } catch let error as ProtocolError {
             throw error
         } catch {
-            throw ProtocolError(.undecodableEvent, "the \(codec) payload does not decode as \(String(reflecting: Event.self)) (\(Self.describe(error)))")
+            let reason = codec == .json ? Self.describeJSON(payload, error) : Self.describe(error)
+            throw ProtocolError(.undecodableEvent, "the \(codec) payload does not decode as \(String(reflecting: Event.self)) (\(reason))")
         }
     }
 
@@ -128,6 +129,28 @@ struct EventCodecs<Event: Codable & Sendable>: Sendable {
         if wire == .binary, let encodeBinary { return encodeBinary(event) }
         // A Codable event of plain values always encodes.
         return (try? Array(JSONEncoder().encode(event))) ?? []
+    }
+
+    /// Why a JSON payload is not an event, in the terms of the encoding Swift synthesizes for an
+    /// enum: an object with one key, the case's name. Foundation's own words for an unknown case
+    /// ("Invalid number of keys found, expected one") puzzle anyone who sent one key.
+    static func describeJSON(_ payload: [UInt8], _ error: any Error) -> String {
+        let atTop: Bool = switch error as? DecodingError {
+        case .typeMismatch(_, let context)?, .dataCorrupted(let context)?, .keyNotFound(_, let context)?, .valueNotFound(_, let context)?:
+            context.codingPath.isEmpty
+        default:
+            false
+        }
+        guard atTop, let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any] else {
+            return describe(error)
+        }
+        switch object.count {
+        case 1: return "no event case named \"\(object.keys.first!)\""
+        case 0: return "an event is a JSON object with one key, its case name; this object has none"
+        default:
+            let keys = object.keys.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
+            return "an event is a JSON object with one key, its case name; this object has \(object.count): \(keys)"
+        }
     }
 
     /// A decoding error in a sentence, with the path to the bad field.

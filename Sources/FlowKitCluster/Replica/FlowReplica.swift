@@ -100,6 +100,8 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
             instance.runtime.cancel { $0.description == name }
         case .cancelAll:
             instance.runtime.cancelAll()
+        case .quarantined:
+            break  // ReplicaSet skips these before they reach an instance
         }
     }
 

@@ -16,6 +16,14 @@ struct LogFollower {
         case restore(seq: UInt64, instances: [SnapshotChunkMessage.Instance], then: [Entry])
     }
 
+    /// A snapshot being received: its request, and the chunks so far, in order.
+    private struct PendingSnapshot {
+        var request: UInt64
+        var sentAt: UInt64
+        var instances: [SnapshotChunkMessage.Instance] = []
+        var nextChunk: UInt32 = 0
+    }
+
     /// A range request that has not been answered.
     private struct Repair {
         var request: UInt64
@@ -26,7 +34,7 @@ struct LogFollower {
     private(set) var stream: OrderedStream
     /// Range requests in flight, in the order they were sent (and of their ranges).
     private var repairs: [Repair] = []
-    private var snapshot: (request: UInt64, sentAt: UInt64, instances: [SnapshotChunkMessage.Instance])?
+    private var snapshot: PendingSnapshot?
     private var heldDuringSnapshot: [Entry] = []
     private var nextRequest: UInt64 = 1
     /// Microseconds before an unanswered request is sent again.
@@ -83,7 +91,12 @@ struct LogFollower {
 
     mutating func receive(_ chunk: SnapshotChunkMessage, now: UInt64) -> [Action] {
         guard var pending = snapshot, pending.request == chunk.request else { return [] }
-        pending.instances.append(contentsOf: chunk.instances)
+        // A chunk dropped on the way (the coordinator's ROUTER drops what a full queue cannot
+        // take) would leave instances out, or a split state short: ask for the snapshot again.
+        guard chunk.chunk == pending.nextChunk, (try? SnapshotChunking.append(chunk.instances, to: &pending.instances)) != nil else {
+            return startSnapshot(now: now)
+        }
+        pending.nextChunk += 1
         guard chunk.isLast else {
             snapshot = pending
             return []
@@ -106,7 +119,7 @@ struct LogFollower {
     /// Asks for every instance's state; entries arriving meanwhile are held.
     mutating func startSnapshot(now: UInt64) -> [Action] {
         let request = takeRequestID()
-        snapshot = (request, now, [])
+        snapshot = PendingSnapshot(request: request, sentAt: now)
         repairs = []
         return [.requestSnapshot(SnapshotRequest(request: request))]
     }

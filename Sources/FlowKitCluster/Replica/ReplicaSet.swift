@@ -31,7 +31,7 @@ import Logging
     private var lastRefresh: UInt64 = 0
     static let digestBudget: UInt64 = 20
     static let digestBurst: Int64 = 50_000
-    /// Entries whose payload did not decode; every replica skips the same ones.
+    /// Entries whose payload did not decode, and quarantined ones; every replica skips the same ones.
     private(set) var skippedEntries = 0
 
     /// A passive set, which never runs effects: the coordinator's, a monitor's, a benchmark's.
@@ -55,6 +55,10 @@ import Logging
     ///
     /// - Parameter runEffects: Whether this process originated the entry and runs its effects.
     public func apply(_ entry: Entry, runEffects: Bool) {
+        if entry.kind == .quarantined {
+            skip(entry, because: ProtocolError(.oversize, "the coordinator quarantined this entry: too large for any message"))
+            return
+        }
         let replica: any FlowReplica
         if let existing = byText[entry.address] {
             replica = existing
@@ -140,6 +144,9 @@ import Logging
 
     /// The combined digest as last computed, without hashing anything now.
     var lastCombinedDigest: StateDigest { combined.digest }
+
+    /// Whether every instance's digest describes its current state (none deferred by the budget).
+    var digestsAreCurrent: Bool { undigested.isEmpty }
 
     /// The combined digest of every instance.
     ///

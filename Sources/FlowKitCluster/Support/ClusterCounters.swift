@@ -38,6 +38,10 @@ final class ClusterCounters: Sendable {
     let effectsLost = CounterCell("flowkit_effects_lost_total")
     let gapsRepaired = CounterCell("flowkit_gap_repairs_total")
     let logLossesSeen = CounterCell("flowkit_coordinator_log_losses_total")
+    /// Nodes found stalled (alive, behind the head, applying nothing), once per stall.
+    let stalls = CounterCell("flowkit_node_stalls_total")
+    /// Log entries too large for any message, served as quarantined stand-ins.
+    let quarantined = CounterCell("flowkit_entries_quarantined_total")
     /// Messages refused at the door, by reason.
     private let rejected: [ProtocolError.Code: CounterCell]
     /// Submissions refused (overloaded, log unavailable), by reason.
@@ -89,4 +93,5 @@ final class ClusterGauges: Sendable {
     let pendingCommit = Gauge(label: "flowkit_pending_commit_entries")
     let instances = Gauge(label: "flowkit_instances")
     let nodesAlive = Gauge(label: "flowkit_nodes_alive")
+    let nodesStalled = Gauge(label: "flowkit_nodes_stalled")
 }

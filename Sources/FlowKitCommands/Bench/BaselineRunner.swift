@@ -20,22 +20,18 @@ enum BaselineRunner {
     static func run(messages: Int, size: Int, roundTrips: Int, logDirectory: String) async throws -> BaselineResult {
         let context = try ZMQContext()
         defer { context.shutdown() }
-        let result: Result<BaselineResult, any Error> = await withCheckedContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(returning: Result(catching: {
-                    let rate = try pubSub(context: context, messages: messages, size: size, logDirectory: logDirectory)
-                    let (p50, p99) = try roundTrip(context: context, count: roundTrips, size: size, logDirectory: logDirectory)
-                    return BaselineResult(
-                        pubsubMsgsPerSecond: rate.rounded(),
-                        pubsubMessages: messages,
-                        messageBytes: size,
-                        rttMicros: .init(p50: p50, p99: p99, count: roundTrips),
-                        method: "ZeroMQ.Socket (synchronous, one thread per side) over tcp://127.0.0.1, bench ↔ bench-peer child"
-                    )
-                }))
+        let result: Result<BaselineResult, any Error> = await onDedicatedThread(named: "bench-baseline") {
+            Result {
+                let rate = try pubSub(context: context, messages: messages, size: size, logDirectory: logDirectory)
+                let (p50, p99) = try roundTrip(context: context, count: roundTrips, size: size, logDirectory: logDirectory)
+                return BaselineResult(
+                    pubsubMsgsPerSecond: rate.rounded(),
+                    pubsubMessages: messages,
+                    messageBytes: size,
+                    rttMicros: .init(p50: p50, p99: p99, count: roundTrips),
+                    method: "ZeroMQ.Socket (synchronous, one thread per side) over tcp://127.0.0.1, bench ↔ bench-peer child"
+                )
             }
-            thread.name = "bench-baseline"
-            thread.start()
         }
         await context.terminate()
         return try result.get()

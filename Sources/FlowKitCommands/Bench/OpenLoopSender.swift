@@ -36,14 +36,8 @@ final class OpenLoopSender: Sendable {
     ///   the latencies either way.
     func run(plan: LoadPlan, payload: [UInt8], codec: PayloadCodec, sockets: [AsyncSocket], tick: UInt64, maxOverrun: Double, stop: StopFlag) async -> Report {
         sentCount.store(0, ordering: .relaxed)
-        return await withCheckedContinuation { continuation in
-            let thread = Thread { [self] in
-                continuation.resume(
-                    returning: send(plan: plan, payload: payload, codec: codec, sockets: sockets, tick: tick, maxOverrun: maxOverrun, stop: stop)
-                )
-            }
-            thread.name = "bench-sender"
-            thread.start()
+        return await onDedicatedThread(named: "bench-sender") { [self] in
+            send(plan: plan, payload: payload, codec: codec, sockets: sockets, tick: tick, maxOverrun: maxOverrun, stop: stop)
         }
     }
 

@@ -35,7 +35,7 @@ struct CancelCommand: AsyncParsableCommand {
             let ordered = try await client.cancel(at: address, id: all ? nil : id, wait: .applied)
             await client.close()
             if target.json {
-                printFlushed(jsonLine(["seq": "\(ordered.seq)", "epoch": "\(ordered.epoch)"]))
+                printFlushed(jsonLine(ordered))
             } else {
                 printFlushed("cancel of \(all ? "every effect" : "'\(id!)'") at \(address) ordered at seq \(ordered.seq)")
             }

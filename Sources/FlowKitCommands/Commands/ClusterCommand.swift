@@ -44,6 +44,9 @@ struct ClusterCommand: AsyncParsableCommand {
     @Flag(help: "Encrypt and authenticate every socket with CURVE: keys are generated in <dir>/keys.")
     var curve = false
 
+    @Option(help: "The largest event admitted, in bytes, by the coordinator and every node. Default 1048576 (1 MiB).")
+    var maxEventBytes: Int?
+
     func validate() throws {
         guard (1...32).contains(nodes) else { throw ValidationError("--nodes must be 1 to 32") }
         guard ["synced", "relaxed"].contains(durability) else { throw ValidationError("--durability must be synced or relaxed") }
@@ -59,6 +62,10 @@ struct ClusterCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let supervisor = LocalCluster(directory: dir, basePort: basePort, childLogLevel: childLogLevel, durability: durability)
         do {
+            if let maxEventBytes {
+                let limit = ["--max-event-bytes", "\(maxEventBytes)"]
+                await supervisor.setExtraArguments(coordinator: limit, node: limit)
+            }
             if curve { try await supervisor.enableCurve(nodes: nodes) }
             let file = try await supervisor.start(nodes: nodes)
             printFlushed("cluster up: coordinator \(file.coordinator.submit), nodes " + file.nodes.map { "\($0.name) \($0.clientEndpoint)" }.joined(separator: ", "))

@@ -39,6 +39,12 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds between heartbeats. Default 100.")
     var heartbeatMs: Int?
 
+    @Option(help: "The largest event admitted, in bytes. Default 1048576 (1 MiB); at most the 64 MiB frame limit less 312.")
+    var maxEventBytes: Int?
+
+    @Option(help: "Milliseconds a live node may apply nothing while behind the head before it counts as stalled (an alarm). Default 5000.")
+    var stallMs: Int?
+
     func run() async throws {
         let settings = try common.settings()
         let logger = try common.makeLogger(label: "flowkit.coordinator", settings: settings)
@@ -62,6 +68,12 @@ struct CoordinatorCommand: AsyncParsableCommand {
         }
         if let interval = try settings.milliseconds("coordinator", "heartbeat-ms", flag: heartbeatMs) {
             configuration.heartbeatInterval = interval
+        }
+        if let bytes = try settings.int("coordinator", "max-event-bytes", flag: maxEventBytes) {
+            configuration.limits.maxEventBytes = bytes
+        }
+        if let timeout = try settings.milliseconds("coordinator", "stall-ms", flag: stallMs) {
+            configuration.stallTimeout = timeout
         }
         configuration.transport.curve = try curve.security(settings: settings, section: "coordinator")
         let coordinator = Coordinator(configuration: configuration, registry: FlowKitCLI.registry, logger: logger)

@@ -35,7 +35,7 @@ struct EmitCommand: AsyncParsableCommand {
             let ordered = try await client.emit(json: event, to: address, wait: mode)
             await client.close()
             if target.json {
-                printFlushed(jsonLine(["seq": "\(ordered.seq)", "epoch": "\(ordered.epoch)", "applied": "\(ordered.applied)"]))
+                printFlushed(jsonLine(ordered))
             } else {
                 printFlushed("ordered \(address) at seq \(ordered.seq) (epoch \(ordered.epoch))\(ordered.applied ? ", applied" : "")")
             }

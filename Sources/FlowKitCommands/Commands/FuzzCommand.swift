@@ -24,12 +24,20 @@ struct FuzzCommand: AsyncParsableCommand {
             halves, oversize (1 MiB + 4 KiB) and unmodified valid ones, all from the socket's valid \
             messages and --seed.
 
+            Then the same submissions go to both walls, node-1's client socket (as EMIT or CANCEL) and \
+            the coordinator's submit socket (as SUBMIT from a node that skipped its own check): every \
+            size limit at, below and above its edge (the largest event, a SUBMIT frame 16 bytes under \
+            the 64 MiB frame limit, the longest cancel id), every constrained field at its edges (flow \
+            name and key lengths, control characters, bad UTF-8, codecs, kinds, origin 0, submission \
+            0, trailing bytes), then --wall-cases random combinations. Both must admit alike or \
+            refuse with the same reason; what only a SUBMIT can carry must be refused.
+
             Then a child process subscribes to 4 topics of --long-subscription-mib / 4 MiB each on the \
             publish socket and leaves, and the coordinator's RSS is read before and after.
 
             Checks: no process crashes; every ERROR received matches the receiver's \
             flowkit_rejected_total{reason} (scraped from /metrics before and after each socket); every \
-            answer is a FlowKit message; no process's RSS rises more than --rss-growth-limit above its \
+            answer is a FlowKit message; both walls decide alike; no process's RSS rises more than --rss-growth-limit above its \
             level before the fuzzing, nor because of the long subscriptions; valid emits are acknowledged while every socket is fuzzed; at the \
             end the nodes converge with equal digests and every acknowledged id is once on every node.
 
@@ -55,6 +63,9 @@ struct FuzzCommand: AsyncParsableCommand {
     @Option(help: "MiB any process's RSS may rise above its level before the fuzzing.")
     var rssGrowthLimit = 256
 
+    @Option(help: "Random submissions sent to both walls (a node and the coordinator), after every limit and field edge once.")
+    var wallCases = 1_000
+
     @Option(help: "MiB of subscription topics (in 4 topics) a child process subscribes on the publish socket, to measure what long subscriptions cost the coordinator; 0 skips it.")
     var longSubscriptionMib = 16
 
@@ -79,6 +90,7 @@ struct FuzzCommand: AsyncParsableCommand {
     func validate() throws {
         guard messages >= 1 else { throw ValidationError("--messages must be at least 1") }
         guard rate > 0, rssGrowthLimit > 0 else { throw ValidationError("--rate and --rss-growth-limit must be positive") }
+        guard wallCases >= 0 else { throw ValidationError("--wall-cases must not be negative") }
         do {
             _ = try FuzzTarget.parseList(targets)
         } catch let error as ChaosError {
@@ -99,6 +111,7 @@ struct FuzzCommand: AsyncParsableCommand {
         configuration.rate = rate
         configuration.growthLimitBytes = rssGrowthLimit << 20
         configuration.longSubscriptionBytes = longSubscriptionMib << 20
+        configuration.wallCases = wallCases
         configuration.directory = dir
         configuration.quiet = quiet
         let stop = StopFlag()

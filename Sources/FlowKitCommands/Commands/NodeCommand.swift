@@ -46,6 +46,9 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "The subscriber's receive high-water mark in messages: beyond it, published entries are dropped for this node, which repairs the gap from the log.")
     var subscriberHwm: Int?
 
+    @Option(help: "The largest event a client or effect may submit, in bytes. Default 1048576 (1 MiB); set the coordinator's the same.")
+    var maxEventBytes: Int?
+
     func run() async throws {
         let settings = try common.settings()
         let logger = try common.makeLogger(label: "flowkit.node", settings: settings)
@@ -74,6 +77,9 @@ struct NodeCommand: AsyncParsableCommand {
         configuration.advertisedEndpoint = settings.string("node", "advertise", flag: advertise)
         if let hwm = try settings.int("node", "subscriber-hwm", flag: subscriberHwm) {
             configuration.subscriberHighWaterMark = Int32(clamping: hwm)
+        }
+        if let bytes = try settings.int("node", "max-event-bytes", flag: maxEventBytes) {
+            configuration.limits.maxEventBytes = bytes
         }
         if let interval = try settings.milliseconds("node", "snapshot-ms", flag: snapshotMs) {
             configuration.snapshotInterval = interval

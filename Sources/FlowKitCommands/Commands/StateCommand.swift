@@ -1,5 +1,6 @@
 import ArgumentParser
 import FlowKitCluster
+import Foundation
 
 /// `flowkit state`: reads a flow instance's state from a node.
 struct StateCommand: AsyncParsableCommand {
@@ -23,9 +24,12 @@ struct StateCommand: AsyncParsableCommand {
             let state = try await client.query(address, minApplied: minSeq)
             await client.close()
             if target.json {
-                printFlushed(
-                    #"{"address":"\#(address)","applied":\#(state.applied),"lastSeq":\#(state.lastSeq),"digest":"\#(state.digest)","state":\#(String(decoding: state.json, as: UTF8.self))}"#
-                )
+                let object: [String: Any] = [
+                    "address": address, "applied": state.applied, "lastSeq": state.lastSeq, "digest": "\(state.digest)",
+                    "state": (try? JSONSerialization.jsonObject(with: Data(state.json), options: [.fragmentsAllowed])) ?? NSNull(),
+                ]
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+                printFlushed(String(decoding: data, as: UTF8.self))
             } else {
                 printFlushed("\(address) after seq \(state.lastSeq) (node applied \(state.applied)), digest \(state.digest)")
                 printFlushed(prettyJSON(state.json))

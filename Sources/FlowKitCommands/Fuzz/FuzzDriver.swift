@@ -32,11 +32,7 @@ struct FuzzDriver: Sendable {
     let head: UInt64
 
     func run() async -> Tally {
-        await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: self.runBlocking()) }
-            thread.name = "fuzz-\(target.rawValue)"
-            thread.start()
-        }
+        await onDedicatedThread(named: "fuzz-\(target.rawValue)") { self.runBlocking() }
     }
 
     private func runBlocking() -> Tally {

@@ -28,6 +28,8 @@ struct FuzzReport: CheckedReport, Codable {
     var seed: UInt64
     var messagesPerTarget: Int
     var phases: [Phase]
+    /// The same submissions at a node and at the coordinator.
+    var walls: WallAgreement.Result?
     var subscriptionProbe: LongSubscriptionProbe.Result?
     var memory: [String: ProcessMemory.Samples]
     var audit: LedgerAudit.Result
@@ -66,6 +68,13 @@ struct FuzzReport: CheckedReport, Codable {
             if !phase.tally.otherReplies.isEmpty {
                 lines.append("  \(phase.target.rawValue): other answers: " + phase.tally.otherReplies.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             }
+        }
+        if let walls {
+            lines.append("")
+            lines.append("both walls: \(walls.cases) submissions (\(walls.comparedAtBothWalls) sent to node-1 and the coordinator, \(walls.coordinatorOnly) only a SUBMIT carries): "
+                + "\(walls.admitted) admitted by both, refused alike " + walls.refusedByReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+                + "; \(walls.inconclusive) undecided; \(walls.disagreements.count) disagreements")
+            for disagreement in walls.disagreements.prefix(20) { lines.append("  DISAGREE: \(disagreement)") }
         }
         lines.append("")
         lines.append("memory (RSS before → peak → after the fuzzing): " + memory.sorted { $0.key < $1.key }.map {

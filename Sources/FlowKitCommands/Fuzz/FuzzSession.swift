@@ -11,6 +11,9 @@ struct FuzzConfiguration: Sendable {
     var rate: Double = 200
     /// How far any process's RSS may rise above where it was before the fuzzing began.
     var growthLimitBytes = 256 << 20
+    /// Random submissions sent to both walls, after every limit and field edge once; with 0 only
+    /// those are.
+    var wallCases = 1_000
     /// Subscription bytes the long-subscription probe sends (in 4 topics); 0 skips it.
     var longSubscriptionBytes = 16 << 20
     var directory: String?
@@ -45,6 +48,22 @@ struct FuzzSession: Sendable {
             try? FileManager.default.removeItem(atPath: directory)
         }
         return report
+    }
+
+    /// Every limit and field edge, then random combinations, at both walls.
+    private func checkWalls(nodeEndpoint: String, submitEndpoint: String) async -> WallAgreement.Result {
+        var random = ChaosRandom(seed: configuration.seed).derived("walls")
+        let limit = AdmissionLimits.defaultMaxEventBytes
+        let cases = WallCases.boundaries(maxEventBytes: limit, frameLimit: Int(TransportOptions().maxMessageBytes))
+            + (0..<configuration.wallCases).map { _ in WallCases.random(&random, maxEventBytes: limit) }
+        if !configuration.quiet {
+            printError("sending \(cases.count) submissions to both walls (node-1's client socket and the coordinator's submit socket)…")
+        }
+        let result = await WallAgreement(nodeEndpoint: nodeEndpoint, submitEndpoint: submitEndpoint, cases: cases, session: random.next()).run()
+        if !configuration.quiet {
+            printError("  \(result.comparedAtBothWalls) at both walls, \(result.coordinatorOnly) at the coordinator only, in \(String(format: "%.1f", result.seconds)) s: \(result.disagreements.count) disagreements")
+        }
+        return result
     }
 
     private func run(_ cluster: LoopbackChaosCluster, directory: String) async throws -> FuzzReport {
@@ -117,6 +136,11 @@ struct FuzzSession: Sendable {
             phases.append(phase)
             if !crashes.isEmpty { break }
         }
+        var walls: WallAgreement.Result?
+        if !stop.isSet, crashes.isEmpty {
+            walls = await checkWalls(nodeEndpoint: endpoints.nodes[1]!, submitEndpoint: await cluster.cluster.file!.coordinator.submit)
+            crashes += await cluster.unexpectedExits().filter { !crashes.contains($0) }
+        }
         try await Task.sleep(for: .seconds(2))
         sampler.cancel()
         var subscriptionProbe: LongSubscriptionProbe.Result?
@@ -168,6 +192,17 @@ struct FuzzSession: Sendable {
             .init(name: "every acknowledged id once on every node", held: audit.passed, detail: "\(audit.acknowledged) ids, \(audit.lost) lost, \(audit.duplicated) duplicated"),
             .init(name: "no fuzz sender failed", held: phases.allSatisfy { $0.tally.error == nil }, detail: phases.compactMap { $0.tally.error }.joined(separator: "; ")),
         ]
+        if let walls {
+            let limit = max(5, walls.cases / 20)
+            checks.append(.init(
+                name: "both walls decide alike",
+                held: walls.disagreements.isEmpty && walls.error == nil && walls.inconclusive <= limit,
+                detail: walls.error ?? (walls.disagreements.isEmpty
+                    ? "\(walls.comparedAtBothWalls) cases at both walls, \(walls.coordinatorOnly) only a SUBMIT carries: \(walls.admitted) admitted, "
+                        + "\(walls.refusedByReason.values.reduce(0, +)) refused alike, \(walls.inconclusive) undecided (at most \(limit))"
+                    : walls.disagreements.prefix(5).joined(separator: "; "))
+            ))
+        }
         if let probe = subscriptionProbe {
             checks.append(.init(
                 name: "long subscriptions cost bounded memory",
@@ -177,7 +212,7 @@ struct FuzzSession: Sendable {
             ))
         }
         return FuzzReport(
-            seed: configuration.seed, messagesPerTarget: configuration.messages, phases: phases, subscriptionProbe: subscriptionProbe, memory: memory, audit: audit,
+            seed: configuration.seed, messagesPerTarget: configuration.messages, phases: phases, walls: walls, subscriptionProbe: subscriptionProbe, memory: memory, audit: audit,
             finalHead: quiescence.head, alarms: alarms, membersListed: membersListed, crashes: crashes, checks: checks, directory: directory
         )
     }

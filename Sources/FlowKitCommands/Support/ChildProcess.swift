@@ -1,12 +1,11 @@
-import CFlowKitSupport
 import Dispatch
 import Foundation
 
 /// A `flowkit` child process that `flowkit cluster` (or `bench`, `chaos`) supervises.
 ///
 /// Children die with their parent: the parent passes its pid in `FLOWKIT_PARENT_PID`, and a child
-/// that sees it asks the kernel for SIGTERM when the parent dies (``dieWithParentIfAsked()``), so
-/// no orphan survives even a `kill -9` of the parent.
+/// that sees it watches for the parent's death and stops, within a bounded time
+/// (``dieWithParentIfAsked()``), so no orphan survives even a `kill -9` of the parent.
 final class ChildProcess: @unchecked Sendable {
     let name: String
     let process: Process
@@ -133,13 +132,29 @@ final class ChildProcess: @unchecked Sendable {
         return text.split(separator: "\n").suffix(lines).joined(separator: "\n")
     }
 
-    /// In a child started by a supervisor: die when the supervisor dies.
+    /// In a child started by a supervisor: die when the supervisor dies, however it dies.
+    ///
+    /// A thread of its own polls the parent pid every 100 ms (a pid, unlike the kernel's
+    /// parent-death signal, belongs to the process, not to the thread that spawned the child).
+    /// Once the parent is gone it asks for a graceful stop with SIGTERM, and exits regardless
+    /// after ``orphanGrace``: a graceful stop that hangs (a peer that stopped answering, a socket
+    /// that will not close) must not leave the process behind.
     static func dieWithParentIfAsked() {
         guard let text = ProcessInfo.processInfo.environment[parentVariable], let parent = Int32(text) else { return }
-        _ = flowkit_set_parent_death_signal(SIGTERM)
-        // The parent may have died before the request took effect.
+        // The parent may have died before this process got here.
         if getppid() != parent { exit(1) }
+        Thread.detachNewThread {
+            while getppid() == parent { usleep(100_000) }
+            FileHandle.standardError.write(Data("flowkit: the supervising process (pid \(parent)) is gone; stopping\n".utf8))
+            kill(getpid(), SIGTERM)
+            usleep(useconds_t(orphanGrace.components.seconds * 1_000_000))
+            FileHandle.standardError.write(Data("flowkit: still running \(orphanGrace) after its supervisor died; exiting now\n".utf8))
+            _exit(1)
+        }
     }
+
+    /// How long an orphaned child may take to stop gracefully before it exits regardless.
+    static let orphanGrace: Duration = .seconds(5)
 }
 
 struct ChildProcessError: Error, CustomStringConvertible {

@@ -73,6 +73,8 @@ struct MonitorView {
             what = "CANCEL id \(String(decoding: entry.payload, as: UTF8.self))"
         case .cancelAll:
             what = "CANCEL every effect"
+        case .quarantined:
+            what = "QUARANTINED: too large for any message, skipped by every replica"
         }
         return "seq \(entry.seq)  \(entry.address)  \(what.prefix(80))  (from \(origin))"
     }
@@ -83,7 +85,7 @@ struct MonitorView {
         case .entries(let entries):
             return entries.map { describe($0) }
         case .status(let status):
-            let nodes = status.nodes.map { "\($0.name) applied=\($0.applied) lag=\($0.lag) \($0.alive ? "alive" : "DOWN")" }
+            let nodes = status.nodes.map { "\($0.name) applied=\($0.applied) lag=\($0.lag) \($0.alive ? ($0.stalled ? "STALLED" : "alive") : "DOWN")" }
             return ["status head=\(status.head) rate=\(Int(status.entriesPerSecond))/s " + nodes.joined(separator: "; ")]
         case .alarm(let alarm):
             return ["ALARM \(alarm.kind.rawValue): \(alarm.message)"]

@@ -325,10 +325,13 @@ final class TestCluster: Sendable {
     func waitUntilApplied(_ seq: UInt64, timeout: Duration = .seconds(20)) async throws -> [Int: NodeStatus] {
         var result: [Int: NodeStatus] = [:]
         for id in nodeIDs {
-            result[id] = try await eventually("node \(id) applied \(seq)", timeout: timeout) {
+            // Typed: with `result[id] =` the probe's `nil` would be an `Optional<NodeStatus>`
+            // value, ending the wait at once.
+            let status: NodeStatus = try await eventually("node \(id) applied \(seq)", timeout: timeout) {
                 let status = try await self.client(id).status()
                 return status.applied >= seq ? status : nil
             }
+            result[id] = status
         }
         return result
     }

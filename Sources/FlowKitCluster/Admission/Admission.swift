@@ -1,0 +1,119 @@
+/// The one rule for what may enter the order, written once and applied at both walls.
+///
+/// A node applies it to every emit, cancel and effect submission before it submits them; the
+/// coordinator applies it again to every submission before ordering it, as the last wall before the
+/// log. Both refuse the same things with the same code and message, so a client learns the same
+/// reason whichever wall it reaches, and the coordinator is never more lenient than a node.
+///
+/// The fields it checks, as docs/PROTOCOL.md constrains them, in this order (the payload's shape,
+/// the address, then what needs the flow):
+/// - `address`: a valid `flow/key` (``Address``) of a registered flow;
+/// - kind 1, an event: the codec is one the flow accepts, the payload decodes as the flow's event
+///   and is at most ``AdmissionLimits/maxEventBytes``, as sent and in the flow's wire codec;
+/// - kind 2, a cancel by id: codec 1, the id 1 to 65,535 bytes of UTF-8;
+/// - kind 3, cancel all: codec 1, no payload;
+/// - kind 4 is the coordinator's own (``EntryKind/quarantined``) and is never submitted.
+struct Admission: Sendable {
+    /// What the rule lets through, in the form it is ordered in.
+    struct Admitted: Equatable {
+        var kind: EntryKind
+        var codec: PayloadCodec
+        /// The address as text, exactly as it parsed.
+        var address: String
+        /// Events in the flow's wire codec; a cancel id as UTF-8.
+        var payload: [UInt8]
+    }
+
+    let registry: FlowRegistry
+    let limits: AdmissionLimits
+    /// Addresses already found valid, with their flow, so a busy instance is parsed once rather
+    /// than for every submission; emptied when it reaches its bound.
+    private var known: [String: any RegisteredFlow] = [:]
+    private static let knownCapacity = 100_000
+
+    init(registry: FlowRegistry, limits: AdmissionLimits) {
+        self.registry = registry
+        self.limits = limits
+    }
+
+    /// A client's EMIT or CANCEL, as the node would submit it; `nil` for other requests.
+    mutating func admit(_ request: ClientRequest) throws -> Admitted? {
+        switch request {
+        case .emit(_, _, let codec, let address, let payload):
+            try admit(kind: .event, codec: codec, address: address, payload: payload)
+        case .cancel(_, _, let address, let id):
+            try admit(kind: id == nil ? .cancelAll : .cancel, codec: .json, address: address, payload: Array((id ?? "").utf8))
+        case .query, .status, .watch:
+            nil
+        }
+    }
+
+    /// A submission from a SUBMIT, as the coordinator would order it.
+    mutating func admit(_ submission: Submission) throws -> Admitted {
+        try admit(kind: submission.kind, codec: submission.codec, address: submission.address, payload: submission.payload)
+    }
+
+    /// Checks one submission's content.
+    ///
+    /// - Returns: The submission as it is to be ordered.
+    /// - Throws: ``ProtocolError`` naming the first rule it breaks.
+    mutating func admit(kind: EntryKind, codec: PayloadCodec, address: String, payload: [UInt8]) throws -> Admitted {
+        // The payload's shape first, then the address, then what needs the flow: the order a node
+        // meets them in, as its decoder checks a CANCEL's id before the rule sees the address.
+        switch kind {
+        case .event:
+            try limits.checkEventSize(payload.count)
+        case .cancel:
+            try Self.requireTextCodec(codec, kind: kind)
+            _ = try Self.cancelID(payload)
+        case .cancelAll:
+            try Self.requireTextCodec(codec, kind: kind)
+            try Self.checkCancelAllPayload(payload)
+        case .quarantined:
+            throw ProtocolError(.malformed, "entry kind 4 marks an entry the coordinator quarantined; it cannot be submitted")
+        }
+        let flow = try self.flow(at: address)
+        guard kind == .event else { return Admitted(kind: kind, codec: codec, address: address, payload: payload) }
+        let normalised = try flow.normalise(payload, codec: codec)
+        try limits.checkEventSize(normalised.count)
+        return Admitted(kind: kind, codec: flow.wireCodec, address: address, payload: normalised)
+    }
+
+    /// The registered flow of a valid address.
+    private mutating func flow(at address: String) throws -> any RegisteredFlow {
+        if let flow = known[address] { return flow }
+        let flow = try registry.flow(for: try Address(parsing: address))
+        if known.count >= Self.knownCapacity { known.removeAll(keepingCapacity: true) }
+        known[address] = flow
+        return flow
+    }
+
+    private static func requireTextCodec(_ codec: PayloadCodec, kind: EntryKind) throws {
+        guard codec == .json else {
+            throw ProtocolError(.unsupportedCodec, "a cancel (kind \(kind.rawValue)) carries text: its codec is 1 (JSON); got \(codec.rawValue)")
+        }
+    }
+
+    /// A cancel of every effect names no id: the same rule for a CANCEL with `all` = 1 at a node
+    /// and a kind 3 payload at the coordinator.
+    static func checkCancelAllPayload(_ bytes: [UInt8]) throws {
+        guard bytes.isEmpty else {
+            throw ProtocolError(.malformed, "a cancel of every effect (all = 1, kind 3) names no cancel id; got \(bytes.count) bytes of one")
+        }
+    }
+
+    /// The text of a cancel id: 1 to 65,535 bytes of UTF-8, the same rule for a CANCEL's `id` at a
+    /// node and a kind 2 payload at the coordinator.
+    static func cancelID(_ bytes: [UInt8]) throws -> String {
+        guard !bytes.isEmpty else {
+            throw ProtocolError(.malformed, "a cancel by id (kind 2) needs a cancel id; to cancel every effect, use all = 1 (kind 3)")
+        }
+        guard bytes.count <= AdmissionLimits.maxCancelIDBytes else {
+            throw ProtocolError(.oversize, "the cancel id is \(bytes.count) bytes; cancel ids are at most \(AdmissionLimits.maxCancelIDBytes) bytes")
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw ProtocolError(.malformed, "the cancel id is not valid UTF-8")
+        }
+        return text
+    }
+}

@@ -1,0 +1,29 @@
+extension ClusterStatus {
+    /// What keeps the cluster from being healthy now, one sentence each; empty when every node is
+    /// alive, has applied the head, and reports a digest of the head that equals every other
+    /// node's, with no divergence this term. `flowkit status` exits 0 only then.
+    public var problems: [String] {
+        guard !nodes.isEmpty else { return ["no node has reported to the coordinator"] }
+        var problems: [String] = []
+        for node in nodes {
+            if !node.alive {
+                problems.append("\(node.name) is down: no report for \(node.lastSeenMillis) ms")
+            } else if node.stalled {
+                problems.append("\(node.name) is stalled: it has applied nothing past \(node.applied), \(node.lag) behind the head \(head)")
+            } else if node.applied < head {
+                problems.append("\(node.name) has applied \(node.applied) of \(head)")
+            } else if node.digestSeq != head {
+                problems.append("\(node.name)'s digest describes seq \(node.digestSeq), not yet the head \(head)")
+            }
+        }
+        let atHead = nodes.filter { $0.alive && $0.digestSeq == head && $0.applied == head }
+        if Set(atHead.map(\.digest)).count > 1 {
+            let listed = atHead.map { "\($0.name) \($0.digest.prefix(16))" }.joined(separator: ", ")
+            problems.append("digests differ at seq \(head): \(listed)")
+        }
+        if divergences > 0 {
+            problems.append("\(divergences) divergence(s) this term: replicas held different states after the same entry (see the alarms)")
+        }
+        return problems
+    }
+}
