@@ -52,4 +52,34 @@ import Testing
         }
         #expect(reported[20_020] == expected[20_020], "the last seq was reported with its state's digest")
     }
+
+    /// Hashing off the owner's thread: jobs carry copies of the states at their seqs; what they
+    /// find is reported for those seqs; a job that finishes after the instance was hashed again at
+    /// a later seq changes nothing; a snapshot makes jobs out at the time stale.
+    @Test func digestJobsDescribeTheStatesTheyCopied() throws {
+        var registry = FlowRegistry()
+        registry.register(LedgerFlow.self, as: "ledger")
+        let replicas = ReplicaSet(registry: registry, logger: Logger(label: "test"))
+        replicas.apply(entry(1, id: "a"), runEffects: false)
+        let jobs = replicas.takeDigestJobs()
+        #expect(jobs.map(\.seq) == [1])
+        #expect(replicas.takeDigestJobs().isEmpty, "one batch at a time")
+        #expect(!replicas.digestsAreCurrent)
+        // The instance moves on while its job is out, and a status query hashes it at once.
+        replicas.apply(entry(2, id: "b"), runEffects: false)
+        let exact = replicas.combinedDigest(exact: true)
+        let results = try jobs.map { ReplicaSet.DigestResult(address: $0.address, seq: $0.seq, generation: $0.generation, digest: try $0.hash()) }
+        #expect(results[0].digest == (try StateDigest(of: LedgerFlow.State(ids: ["a"]))), "the job hashed the state it copied")
+        replicas.finishDigestJobs(results, hashingMicros: 10)
+        #expect(replicas.combinedDigest(exact: false) == exact, "the older digest did not replace the newer one")
+        #expect(replicas.takeChanged(hashing: false).values.map(\.seq) == [2])
+        #expect(replicas.digestsAreCurrent)
+        // A snapshot replaces the instances: a job out at that moment is stale.
+        replicas.apply(entry(3, id: "c"), runEffects: false)
+        let stale = replicas.takeDigestJobs()
+        try replicas.importStates([])
+        let staleResults = try stale.map { ReplicaSet.DigestResult(address: $0.address, seq: $0.seq, generation: $0.generation, digest: try $0.hash()) }
+        replicas.finishDigestJobs(staleResults, hashingMicros: 10)
+        #expect(replicas.takeChanged(hashing: false).isEmpty)
+    }
 }

@@ -116,18 +116,19 @@ public final class Coordinator: Sendable {
         onReady(endpoints)
 
         await withDiscardingTaskGroup { group in
-            // The ordering path runs on the I/O loop's thread (it never blocks: commits go to the
-            // log writer's queue), so a message reaches it and leaves it with no thread hop.
+            // The ordering path runs on the I/O loop's thread, commits included (the sync blocks
+            // the loop while submissions gather in the socket for the next group), so a message
+            // reaches the log and leaves as an ACK with no thread hop.
             group.addTask(executorPreference: loop) {
                 while let batch = try? await submit.receiveBatch(max: 1_024) {
                     await core.handleSubmitBatch(batch)
                 }
             }
-            group.addTask(executorPreference: loop) { await core.commitLoop() }
             group.addTask(executorPreference: loop) {
                 while let batch = try? await publish.receiveBatch(max: 256) { await core.noteSubscriptions(batch) }
             }
             group.addTask { await replica.run() }
+            group.addTask { await core.receiveReports() }
             group.addTask { await syncServer.run() }
             group.addTask { [configuration] in
                 await every(configuration.heartbeatInterval) { await core.heartbeat() }

@@ -48,6 +48,8 @@ public struct CoordinatorConfiguration: Sendable {
     public var retainEntries: UInt64 = 100_000
     /// Socket options shared by every socket.
     public var transport = TransportOptions()
+    /// Records when sampled entries pass each hop here, for `flowkit bench --trace`; off by default.
+    public var trace: HopTrace?
 
     public init() {}
 }

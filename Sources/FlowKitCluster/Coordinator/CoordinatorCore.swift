@@ -6,8 +6,10 @@ import ZeroMQ
 /// The coordinator's serial heart: it orders submissions, groups them into commits, and once the
 /// log holds a group durably, acknowledges it to its submitters and publishes it.
 ///
-/// Durable before visible: nothing is acknowledged or published before ``commitLoop()`` has seen
-/// the log commit it. While one group commits, the next one gathers; that is the group commit.
+/// Durable before visible: nothing is acknowledged or published before the log has committed it.
+/// Each batch read from the submit socket is ordered and committed at once, on the I/O loop's
+/// thread; what arrives while a commit syncs waits in the socket and forms the next group. That is
+/// the group commit, without a thread hop or a timer between a submission and its commit.
 actor CoordinatorCore {
     private let configuration: CoordinatorConfiguration
     private let registry: FlowRegistry
@@ -18,8 +20,6 @@ actor CoordinatorCore {
     private var sequencer: Sequencer
     private(set) var firstSeq: UInt64
     private var pending = PendingCommit()
-    private let commitSignal: AsyncStream<Void>.Continuation
-    private let commitSignals: AsyncStream<Void>
     /// Set while the log refuses writes (disk full, I/O error): submissions are refused until
     /// `retryAt`, when the next one tries the log again.
     private var logFailure: (error: ProtocolError, retryAt: UInt64)?
@@ -32,6 +32,9 @@ actor CoordinatorCore {
     /// Address prefixes someone subscribes to (from the XPUB socket's subscription messages): while
     /// there are any, runs of one instance are published under their address as well as batches.
     private var addressSubscriptions: Set<[UInt8]> = []
+    /// NODE_REPORTs read from the submit socket, for ``receiveReports()`` to decode.
+    private let reportIntake: AsyncStream<(RouterEnvelope, [[UInt8]])>.Continuation
+    private let reports: AsyncStream<(RouterEnvelope, [[UInt8]])>
     /// The rule every submission passes before it is ordered: the same one nodes apply.
     private var admission: Admission
     private var refusals = RefusalLog(wall: "coordinator")
@@ -64,7 +67,8 @@ actor CoordinatorCore {
             forgetAfter: UInt64(configuration.forgetDownNodesAfter.microseconds)
         )
         self.admission = Admission(registry: registry, limits: configuration.limits)
-        (commitSignals, commitSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        // Bounded: a flood of reports (a fuzzer's) is dropped, not queued.
+        (reports, reportIntake) = AsyncStream.makeStream(of: (RouterEnvelope, [[UInt8]]).self, bufferingPolicy: .bufferingNewest(1_024))
         lastStatus = (WallClock.micros(), sequencer.durableHead)
     }
 
@@ -79,6 +83,7 @@ actor CoordinatorCore {
 
     /// Handles a batch of messages from the submit socket.
     func handleSubmitBatch(_ messages: [Message]) async {
+        let received = configuration.trace == nil ? 0 : WallClock.micros()
         var immediate = PendingCommit()
         for message in messages {
             guard let (peer, body) = RouterEnvelope.split(message) else { continue }
@@ -89,7 +94,7 @@ actor CoordinatorCore {
                 let (type, _) = try WireHeader.read(first, expecting: .submit, .hello, .nodeReport)
                 switch type {
                 case .submit:
-                    try handleSubmit(SubmitMessage(frames: body), from: peer, immediate: &immediate)
+                    try handleSubmit(SubmitMessage(frames: body), from: peer, received: received, immediate: &immediate)
                 case .hello:
                     let hello = try HelloMessage(frames: body)
                     let lost = membership.hello(node: hello.node, session: hello.session, info: hello.info, now: WallClock.micros())
@@ -110,9 +115,10 @@ actor CoordinatorCore {
                     )
                     _ = try? submitSocket.trySend(peer.reply(welcome.frames))
                 default:
-                    let report = try NodeReportMessage(frames: body)
-                    for divergence in membership.report(report, head: sequencer.durableHead, now: WallClock.micros()) {
-                        await raise(divergence)
+                    // Decoded elsewhere (``receiveReports()``): a report's JSON of a thousand
+                    // digests took milliseconds, which the order behind it waited for.
+                    if case .dropped(let (oldest, _)) = reportIntake.yield((peer, body)) {
+                        reject(ProtocolError(.overloaded, "1,024 NODE_REPORTs wait to be read; the oldest was dropped"), from: oldest)
                     }
                 }
             } catch {
@@ -122,10 +128,10 @@ actor CoordinatorCore {
         for (peer, epoch, acks) in immediate.acks {
             sendAcks(acks, to: peer, epoch: epoch)
         }
-        if !pending.isEmpty { commitSignal.yield() }
+        commitPending()
     }
 
-    private func handleSubmit(_ message: SubmitMessage, from peer: RouterEnvelope, immediate: inout PendingCommit) throws {
+    private func handleSubmit(_ message: SubmitMessage, from peer: RouterEnvelope, received: UInt64, immediate: inout PendingCommit) throws {
         let now = WallClock.micros()
         let epoch = sequencer.epoch
         for submission in message.submissions {
@@ -145,6 +151,10 @@ actor CoordinatorCore {
             ordered.payload = admitted.payload
             switch sequencer.order(ordered, origin: message.origin, session: message.session, now: now) {
             case .ordered(let entry):
+                if let trace = configuration.trace, trace.samples(entry.seq) {
+                    trace.note(entry.seq, .coordinatorReceived, at: received)
+                    trace.note(entry.seq, .coordinatorOrdered, at: now)
+                }
                 pending.add(entry)
                 pending.ack(.init(submission: submission.submission, seq: entry.seq, status: .ordered), to: peer, epoch: epoch)
             case .duplicate(let seq, let orderedIn):
@@ -157,6 +167,23 @@ actor CoordinatorCore {
                     immediate.ack(ack, to: peer, epoch: orderedIn ?? 0)
                 }
             }
+        }
+    }
+
+    /// Decodes NODE_REPORTs off the ordering path and takes in what they say, until cancelled.
+    nonisolated func receiveReports() async {
+        for await (peer, body) in reports {
+            do {
+                await note(try NodeReportMessage(frames: body))
+            } catch {
+                await reject(error, from: peer)
+            }
+        }
+    }
+
+    private func note(_ report: NodeReportMessage) async {
+        for divergence in membership.report(report, head: sequencer.durableHead, now: WallClock.micros()) {
+            await raise(divergence)
         }
     }
 
@@ -185,23 +212,28 @@ actor CoordinatorCore {
 
     // MARK: Group commit
 
-    /// Commits pending groups one after another until the task is cancelled.
-    func commitLoop() async {
-        for await _ in commitSignals {
-            while let group = takePending() {
-                let records = group.records
-                do {
-                    let started = ContinuousClock.now
-                    try await writer.run { log in
-                        try log.append(records)
-                        try log.commit()
-                    }
-                    counters.recordCommit(entries: records.count, duration: ContinuousClock.now - started)
-                    await committed(group)
-                } catch {
-                    failed(group, error)
+    /// Makes what is pending durable now, on this thread, then acknowledges and publishes it.
+    private func commitPending() {
+        guard let group = takePending() else { return }
+        let records = group.records
+        do {
+            let started = ContinuousClock.now
+            let startedAt = configuration.trace == nil ? 0 : WallClock.micros()
+            try writer.runHere { log in
+                try log.append(records)
+                try log.commit()
+            }
+            counters.recordCommit(entries: records.count, duration: ContinuousClock.now - started)
+            if let trace = configuration.trace {
+                let committedAt = WallClock.micros()
+                for entry in group.entries where trace.samples(entry.seq) {
+                    trace.note(entry.seq, .coordinatorCommitStarted, at: startedAt)
+                    trace.note(entry.seq, .coordinatorCommitted, at: committedAt)
                 }
             }
+            committed(group)
+        } catch {
+            failed(group, error)
         }
     }
 
@@ -211,19 +243,27 @@ actor CoordinatorCore {
         return pending
     }
 
-    private func committed(_ group: PendingCommit) async {
+    private func committed(_ group: PendingCommit) {
         if let last = group.lastSeq { sequencer.committed(through: last) }
         if logFailure != nil {
             logger.notice("the log takes writes again")
             logFailure = nil
         }
         for (peer, epoch, acks) in group.acks { sendAcks(acks, to: peer, epoch: epoch) }
+        let acknowledgedAt = configuration.trace == nil ? 0 : WallClock.micros()
         for frame in packer.pack(group.records.lazy.map(\.record)) {
             publish(EntriesMessage.frames(address: EntriesMessage.batchTopic, epoch: sequencer.epoch, records: frame.frame), entries: frame.count)
         }
         if !addressSubscriptions.isEmpty {
             for run in entryRuns(group.entries, records: group.records, packer: packer) {
                 publish(EntriesMessage.frames(address: run.address, epoch: sequencer.epoch, records: run.records), entries: run.count)
+            }
+        }
+        if let trace = configuration.trace {
+            let publishedAt = WallClock.micros()
+            for entry in group.entries where trace.samples(entry.seq) {
+                trace.note(entry.seq, .coordinatorAcknowledged, at: acknowledgedAt)
+                trace.note(entry.seq, .coordinatorPublished, at: publishedAt)
             }
         }
         counters.ordered.add(group.entries.count)
@@ -274,6 +314,7 @@ actor CoordinatorCore {
     }
 
     func publishStatus() async {
+        configuration.trace?.flush()
         let now = WallClock.micros()
         let head = sequencer.durableHead
         let seconds = Double(now &- lastStatus.time) / 1_000_000

@@ -1,7 +1,8 @@
 import Dispatch
 
-/// Runs the coordinator's log on a thread of its own, so that `fdatasync` and disk reads never
-/// block Swift's cooperative pool. Jobs run one at a time, in submission order.
+/// Serialises access to the coordinator's log: reads (ranges, compaction) run on a thread of their
+/// own, so disk reads never block Swift's cooperative pool; commits run on the caller's thread
+/// (``runHere(_:)``). Jobs run one at a time, in submission order.
 final class LogWriter: Sendable {
     /// The log, touched only from `queue`: that confinement is what makes sharing it safe.
     private final class Confined: @unchecked Sendable {
@@ -14,6 +15,12 @@ final class LogWriter: Sendable {
 
     init(log: any EntryLog) {
         self.confined = Confined(log)
+    }
+
+    /// Runs `body` with the log on the calling thread, after any job queued before it and before
+    /// any queued after: the commit path, which must not pay two thread switches per commit.
+    func runHere<Value>(_ body: (any EntryLog) throws -> Value) throws -> Value {
+        try queue.sync { try body(confined.log) }
     }
 
     /// Runs `body` with the log on the log thread and returns its result.

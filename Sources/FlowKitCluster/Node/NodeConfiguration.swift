@@ -48,6 +48,8 @@ public struct NodeConfiguration: Sendable {
     public var coordinatorPublicKey: CurveKey?
     /// Socket options shared by every socket.
     public var transport = TransportOptions()
+    /// Records when sampled entries pass each hop here, for `flowkit bench --trace`; off by default.
+    public var trace: HopTrace?
 
     public init(id: UInt32, coordinator: CoordinatorEndpoints, name: String? = nil) {
         precondition(id >= 1, "node ids start at 1")

@@ -24,17 +24,19 @@ extension NodeCore {
         }
     }
 
-    /// Saves a snapshot of every instance on a thread of its own, when one is due.
+    /// Saves a snapshot of every instance on a thread of its own, when one is due: only copying
+    /// the states happens here; encoding and writing them does not hold up the loop thread.
     func saveLocalSnapshotIfDue(now: UInt64) {
         guard let snapshots = localSnapshots, !snapshots.saving, applied > snapshots.lastSavedSeq,
             now - snapshots.lastSaveTime >= UInt64(configuration.snapshotInterval.microseconds)
         else { return }
         let seq = applied
-        let bytes = SnapshotCodec.encode(replicas.exportStates())
+        let states = replicas.exportStateJobs()
         localSnapshots?.saving = true
         localSnapshots?.lastSaveTime = now
         let store = snapshots.store
         snapshots.queue.async { [weak self] in
+            let bytes = SnapshotCodec.encode(ReplicaSet.encode(states))
             let result = Result { try store.save(Snapshot(seq: seq, bytes: bytes)) }
             Task { await self?.localSnapshotSaved(seq: seq, result: result) }
         }

@@ -31,6 +31,8 @@ actor NodeCore {
     /// When the applied seq last moved, or the node was last at the head; a node behind the head
     /// that has not moved for ``NodeConfiguration/stallTimeout`` logs that it is stalled.
     private var progress = (applied: UInt64(0), at: WallClock.micros(), logged: false)
+    /// Whether a batch of digests is being hashed off the loop thread.
+    private var hashing = false
     private var lastReport: UInt64 = 0
     /// The applied seq of the last report: a node that applied nothing since, at the head, is idle.
     private var lastReportedApplied: UInt64 = 0
@@ -76,6 +78,7 @@ actor NodeCore {
 
     /// Messages from the publish socket: entries and heartbeats.
     func receivePublished(_ messages: [Message]) {
+        let received = configuration.trace == nil ? 0 : WallClock.micros()
         var entries: [Entry] = []
         for message in messages {
             let parts = message.parts
@@ -96,6 +99,9 @@ actor NodeCore {
                 counters.count(rejected: (error as? ProtocolError)?.code ?? .malformed)
                 logger.warning("bad message on the publish socket", metadata: ["flowkit.error": "\(error)"])
             }
+        }
+        if let trace = configuration.trace {
+            for entry in entries where trace.samples(entry.seq) { trace.note(entry.seq, .nodeEntriesReceived, at: received) }
         }
         if !entries.isEmpty { perform(follower.receive(entries, now: WallClock.micros())) }
     }
@@ -180,17 +186,27 @@ actor NodeCore {
     /// Applies entries the follower released, in seq order.
     private func apply(_ entries: [Entry]) {
         guard !entries.isEmpty else { return }
+        let learnt = configuration.trace == nil ? 0 : WallClock.micros()
         for entry in entries {
             let mine = entry.origin == configuration.id && entry.session == session
             replicas.apply(entry, runEffects: mine)
+            // Its ENTRIES often arrive before its ACK: it is ordered either way.
             if mine, let acknowledged = submissions.acknowledge(entry.submission) {
                 answer(acknowledged, seq: entry.seq, epoch: entry.epoch)
+                traceAnswer(acknowledged, seq: entry.seq, learntAt: learnt)
             }
         }
         counters.applied.add(entries.count)
         releaseWaiters()
         appliedAt = WallClock.micros()
         if !watchers.isEmpty { pushProgress() }
+        if let trace = configuration.trace {
+            let progressSent = WallClock.micros()
+            for entry in entries where trace.samples(entry.seq) {
+                trace.note(entry.seq, .nodeApplied, at: appliedAt)
+                if !watchers.isEmpty { trace.note(entry.seq, .nodeProgressSent, at: progressSent) }
+            }
+        }
     }
 
     /// Disconnects from the coordinator's three sockets and connects again.
@@ -376,6 +392,7 @@ actor NodeCore {
     }
 
     private func handle(_ ack: AckMessage) {
+        let acknowledgedAt = configuration.trace == nil ? 0 : WallClock.micros()
         // An ACK's epoch is the one that ordered its entries: the coordinator's term, except in an
         // ACK of duplicates only, which may name the older term that ordered them. A new term is
         // noticed here, before the answers, so an ack from a coordinator that lost what this node
@@ -387,6 +404,7 @@ actor NodeCore {
             case .ordered, .duplicate:
                 guard let pending = submissions.acknowledge(item.submission) else { continue }
                 answer(pending, seq: item.seq, epoch: ack.epoch)
+                traceAnswer(pending, seq: item.seq, learntAt: acknowledgedAt)
             case .refused:
                 // Retryable refusals (overloaded, log unavailable) stay queued; anything else means
                 // this node and the coordinator disagree about the flows: the client must know.
@@ -408,6 +426,15 @@ actor NodeCore {
                 }
             }
         }
+    }
+
+    /// Traces a sampled submission of this node's, once it knows its seq (from its ACK or ENTRIES).
+    private func traceAnswer(_ pending: SubmissionQueue.Pending, seq: UInt64, learntAt: UInt64) {
+        guard let trace = configuration.trace, seq != 0, trace.samples(seq) else { return }
+        trace.note(seq, .nodeReceived, at: pending.submission.submittedAt)
+        trace.note(seq, .nodeSubmitted, at: pending.firstSent)
+        trace.note(seq, .nodeAcknowledged, at: learntAt)
+        trace.note(seq, .nodeAnswered, at: WallClock.micros())
     }
 
     /// What a client whose emit was not acknowledged within `timeout` is told.
@@ -454,9 +481,11 @@ actor NodeCore {
         }
         saveLocalSnapshotIfDue(now: now)
         noteProgress(now: now)
+        hashChangedInstances()
         if now - lastReport >= UInt64(configuration.reportInterval.microseconds) {
             lastReport = now
             sendReport(now: now)
+            configuration.trace?.flush()
         }
         if !isConnected, now - lastHeartbeat > UInt64(configuration.coordinatorTimeout.microseconds) * 4 {
             // Still nothing: say hello again, in case the coordinator restarted without us noticing,
@@ -471,6 +500,31 @@ actor NodeCore {
                 ]
             )
         }
+    }
+
+    /// Hashes the instances changed since their last digest, on the cooperative pool: the loop
+    /// thread only copies their states. One batch at a time, within the digest budget; none while
+    /// the node is far behind (its digests would describe states long past).
+    private func hashChangedInstances() {
+        guard !hashing, follower.knownHead - min(follower.knownHead, follower.applied) <= Self.catchingUpLag else { return }
+        let jobs = replicas.takeDigestJobs()
+        guard !jobs.isEmpty else { return }
+        hashing = true
+        Task.detached(priority: .utility) { [weak self] in
+            let started = WallClock.micros()
+            var results: [ReplicaSet.DigestResult] = []
+            results.reserveCapacity(jobs.count)
+            for job in jobs {
+                guard let digest = try? job.hash() else { continue }
+                results.append(.init(address: job.address, seq: job.seq, generation: job.generation, digest: digest))
+            }
+            await self?.finishHashing(results, micros: WallClock.micros() - min(started, WallClock.micros()))
+        }
+    }
+
+    private func finishHashing(_ results: [ReplicaSet.DigestResult], micros: UInt64) {
+        hashing = false
+        replicas.finishDigestJobs(results, hashingMicros: micros)
     }
 
     /// Logs, once, a node that has applied nothing for the stall timeout while behind the head:
@@ -518,12 +572,12 @@ actor NodeCore {
         let idle = follower.applied == lastReportedApplied && follower.applied >= follower.knownHead
         lastReportedApplied = follower.applied
         if idle { _ = replicas.combinedDigest(exact: true) }
-        let changed = catchingUp ? [:] : replicas.takeChanged()
+        let changed = catchingUp ? [:] : replicas.takeChanged(hashing: false)
         var digests: [String: InstanceDigest] = [:]
         for (address, digest) in changed { digests[address.description] = digest }
         let report = NodeReport(
             name: configuration.name,
-            digest: (catchingUp ? replicas.lastCombinedDigest : replicas.combinedDigest(exact: false)).description,
+            digest: replicas.lastCombinedDigest.description,
             digests: digests,
             instances: replicas.count,
             runningEffects: replicas.runningEffects,
@@ -533,7 +587,9 @@ actor NodeCore {
             digestSeq: !catchingUp && replicas.digestsAreCurrent ? follower.applied : 0
         )
         let message = NodeReportMessage(node: configuration.id, applied: follower.applied, time: now, report: report)
-        _ = try? sockets.submit.trySend(Message(parts: message.frames))
+        // Encoding a thousand digests as JSON takes milliseconds: not on the loop thread.
+        let socket = sockets.submit
+        Task.detached(priority: .utility) { _ = try? socket.trySend(Message(parts: message.frames)) }
     }
 
     // MARK: Answers

@@ -20,6 +20,8 @@ struct SubmissionQueue {
         var waiter: Waiter
         /// When it was last sent; 0 = never.
         var lastSent: UInt64 = 0
+        /// When it was first sent; 0 = never.
+        var firstSent: UInt64 = 0
         var attempts = 0
         /// Why the coordinator last refused it, when the refusal is one the node retries
         /// (overloaded, its log unavailable); the client's error names it if the wait runs out.
@@ -89,6 +91,7 @@ struct SubmissionQueue {
             guard result.isEmpty || bytes + entry.submission.payload.count <= maxBytes else { return false }
             bytes += entry.submission.payload.count
             entry.lastSent = now
+            if entry.firstSent == 0 { entry.firstSent = now }
             entry.attempts += 1
             pending[id] = entry
             sent.append((id, now))

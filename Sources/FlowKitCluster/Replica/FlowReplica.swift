@@ -30,9 +30,8 @@ protocol FlowReplica: AnyObject {
     var address: Address { get }
     /// The seq of the last entry applied to this instance; 0 before the first.
     var lastSeq: UInt64 { get }
-    /// Whether the instance changed since its owner last reported it, and since its digest was
-    /// last computed: flags on the replica itself, so marking costs no hashing per entry.
-    var isUnreported: Bool { get set }
+    /// Whether the instance changed since a hash of its state last began: a flag on the replica
+    /// itself, so marking costs no hashing per entry.
     var isUndigested: Bool { get set }
     var runningEffects: Int { get }
 
@@ -43,8 +42,12 @@ protocol FlowReplica: AnyObject {
     func apply(_ entry: Entry, runEffects: Bool) throws
 
     func stateJSON() throws -> [UInt8]
+    /// The state as JSON, to encode elsewhere (the state is a copy).
+    func stateJSONJob() -> @Sendable () throws -> [UInt8]
     func restore(stateJSON: [UInt8], lastSeq: UInt64) throws
     func digest() throws -> StateDigest
+    /// The digest of the state as it is now, to compute elsewhere (the state is a copy).
+    func digestJob() -> @Sendable () throws -> StateDigest
     /// Stops every effect; the replica is being dropped.
     func shutDown()
 }
@@ -54,7 +57,6 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
     private let registration: TypedFlowRegistration<F>
     private let instance: FlowInstance<F>
     private(set) var lastSeq: UInt64 = 0
-    var isUnreported = false
     var isUndigested = false
 
     init(registration: TypedFlowRegistration<F>, address: Address, context: ReplicaContext) {
@@ -106,9 +108,16 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
     }
 
     func stateJSON() throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return Array(try encoder.encode(instance.state))
+        try stateJSONJob()()
+    }
+
+    func stateJSONJob() -> @Sendable () throws -> [UInt8] {
+        let state = instance.state
+        return {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            return Array(try encoder.encode(state))
+        }
     }
 
     func restore(stateJSON: [UInt8], lastSeq: UInt64) throws {
@@ -122,6 +131,11 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
 
     func digest() throws -> StateDigest {
         try StateDigest(of: instance.state)
+    }
+
+    func digestJob() -> @Sendable () throws -> StateDigest {
+        let state = instance.state
+        return { try StateDigest(of: state) }
     }
 
     func shutDown() {

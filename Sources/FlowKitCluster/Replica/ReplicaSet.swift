@@ -14,14 +14,19 @@ import Logging
     /// The same replicas by address text, as entries carry it: the apply path finds an instance
     /// without parsing or validating its address again.
     private var byText: [String: any FlowReplica] = [:]
-    /// Instances changed since ``takeChanged()``: what a node's next report carries digests for.
-    private var unreported: [any FlowReplica] = []
-    /// Instances changed since their digest was last computed.
+    /// Instances changed since a hash of their state last began.
     private var undigested: [any FlowReplica] = []
+    /// Digests computed since ``takeChanged(hashing:)``: what a node's next report carries, each
+    /// with the seq of the state it describes.
+    private var fresh: [Address: InstanceDigest] = [:]
     /// The digest of every instance, combined order-independently and kept up to date as instances
     /// change, so a process with many instances need not rehash them all to report.
     private var combined = DigestAccumulator()
-    private var digests: [Address: StateDigest] = [:]
+    private var digests: [Address: (seq: UInt64, digest: StateDigest)] = [:]
+    /// Hashes handed out by ``takeDigestJobs()`` and not yet finished.
+    private var jobsInFlight = 0
+    /// Bumped when the instances are replaced (a snapshot): jobs of an earlier generation are stale.
+    private var generation: UInt64 = 0
     /// Microseconds of hashing periodic digests may spend now: a token bucket refilled at 1/20 of
     /// the time that passes (at most 5 % of a thread), holding at most 50 ms. A process with
     /// large or many changing instances (a ledger of every id) would otherwise spend its time
@@ -80,10 +85,6 @@ import Logging
     }
 
     private func markChanged(_ replica: any FlowReplica) {
-        if !replica.isUnreported {
-            replica.isUnreported = true
-            unreported.append(replica)
-        }
         if !replica.isUndigested {
             replica.isUndigested = true
             undigested.append(replica)
@@ -119,34 +120,22 @@ import Logging
 
     // MARK: Digests
 
-    /// The digests of the instances changed since the last call.
-    func takeChanged() -> [Address: InstanceDigest] {
-        refreshDigests(all: false)
-        var result: [Address: InstanceDigest] = [:]
-        var later: [any FlowReplica] = []
-        for replica in unreported {
-            guard replicas[replica.address] === replica else {
-                replica.isUnreported = false
-                continue
-            }
-            // Its digest is behind its state (the budget deferred it): reported once rehashed.
-            if replica.isUndigested {
-                later.append(replica)
-                continue
-            }
-            replica.isUnreported = false
-            guard let digest = digests[replica.address] else { continue }
-            result[replica.address] = InstanceDigest(seq: replica.lastSeq, digest: digest.description)
-        }
-        unreported = later
-        return result
+    /// The digests computed since the last call, each with the seq of the state it describes.
+    ///
+    /// - Parameter hashing: Hash changed instances now, within the budget (an owner that hashes
+    ///   off its thread, through ``takeDigestJobs()``, passes `false`).
+    func takeChanged(hashing: Bool = true) -> [Address: InstanceDigest] {
+        if hashing { refreshDigests(all: false) }
+        defer { fresh = [:] }
+        return fresh
     }
 
     /// The combined digest as last computed, without hashing anything now.
     var lastCombinedDigest: StateDigest { combined.digest }
 
-    /// Whether every instance's digest describes its current state (none deferred by the budget).
-    var digestsAreCurrent: Bool { undigested.isEmpty }
+    /// Whether every instance's digest describes its current state (none deferred by the budget,
+    /// none being hashed).
+    var digestsAreCurrent: Bool { undigested.isEmpty && jobsInFlight == 0 }
 
     /// The combined digest of every instance.
     ///
@@ -157,14 +146,19 @@ import Logging
         return combined.digest
     }
 
-    /// Rehashes the instances changed since their digests were last computed, and only those;
-    /// unless `all`, only as many as the digest budget allows now, oldest change first.
-    private func refreshDigests(all: Bool) {
+    /// Refills the hashing allowance for the time since the last refill.
+    private func refillAllowance() {
         let now = WallClock.micros()
         if lastRefresh != 0, now > lastRefresh {
             digestAllowance = min(digestAllowance + Int64((now - lastRefresh) / Self.digestBudget), Self.digestBurst)
         }
         lastRefresh = now
+    }
+
+    /// Rehashes the instances changed since their digests were last computed, and only those;
+    /// unless `all`, only as many as the digest budget allows now, oldest change first.
+    private func refreshDigests(all: Bool) {
+        refillAllowance()
         var deferred: [any FlowReplica] = []
         for replica in undigested {
             guard replicas[replica.address] === replica else {
@@ -181,20 +175,83 @@ import Logging
             // fold hashes too, and counting only the first let twice the budget through.
             defer { digestAllowance -= Int64(WallClock.micros() - min(started, WallClock.micros())) }
             guard let digest = try? replica.digest() else { continue }
-            if let old = digests[replica.address] { combined.remove(replica.address, old) }
-            combined.add(replica.address, digest)
-            digests[replica.address] = digest
+            record(replica.address, seq: replica.lastSeq, digest: digest)
         }
         undigested = deferred
+    }
+
+    /// Records a digest, unless one of a later state is recorded already (a job that finished
+    /// after a status query hashed the instance again).
+    private func record(_ address: Address, seq: UInt64, digest: StateDigest) {
+        if let old = digests[address] {
+            guard old.seq <= seq else { return }
+            combined.remove(address, old.digest)
+        }
+        combined.add(address, digest)
+        digests[address] = (seq, digest)
+        fresh[address] = InstanceDigest(seq: seq, digest: digest.description)
+    }
+
+    /// A state to hash off the owner's thread: its instance, the seq it is at, and the work.
+    struct DigestJob: Sendable {
+        let address: Address
+        let seq: UInt64
+        let generation: UInt64
+        let hash: @Sendable () throws -> StateDigest
+    }
+
+    /// What a ``DigestJob`` found.
+    struct DigestResult: Sendable {
+        let address: Address
+        let seq: UInt64
+        let generation: UInt64
+        let digest: StateDigest
+    }
+
+    /// Hands out the changed instances' states to hash elsewhere, so the owner's thread, which
+    /// applies entries and answers clients, never stalls hashing (a node did for up to 50 ms at a
+    /// time, the budget's burst, and that was its p99). Nothing while jobs are out or the budget
+    /// is spent; the states are copies (copy-on-write), taken now.
+    func takeDigestJobs() -> [DigestJob] {
+        refillAllowance()
+        guard jobsInFlight == 0, digestAllowance > 0, !undigested.isEmpty else { return [] }
+        var jobs: [DigestJob] = []
+        for replica in undigested where replicas[replica.address] === replica {
+            replica.isUndigested = false
+            jobs.append(DigestJob(address: replica.address, seq: replica.lastSeq, generation: generation, hash: replica.digestJob()))
+        }
+        undigested = []
+        jobsInFlight = jobs.count
+        return jobs
+    }
+
+    /// Takes back what jobs found, charging the time they took to the budget.
+    func finishDigestJobs(_ results: [DigestResult], hashingMicros: UInt64) {
+        jobsInFlight = 0
+        digestAllowance -= Int64(hashingMicros)
+        for result in results where result.generation == generation && replicas[result.address] != nil {
+            record(result.address, seq: result.seq, digest: result.digest)
+        }
     }
 
     // MARK: Snapshots
 
     /// Every instance's state, as JSON, with the seq of its last entry.
     func exportStates() -> [SnapshotChunkMessage.Instance] {
-        replicas.sorted { $0.key < $1.key }.compactMap { address, replica in
-            guard let state = try? replica.stateJSON() else { return nil }
-            return SnapshotChunkMessage.Instance(address: address.description, lastSeq: replica.lastSeq, state: state)
+        Self.encode(exportStateJobs())
+    }
+
+    /// Every instance's state, copied now, to encode as JSON elsewhere (``encode(_:)``): a process
+    /// with many instances does not stall its thread encoding them all.
+    func exportStateJobs() -> [(address: String, lastSeq: UInt64, encode: @Sendable () throws -> [UInt8])] {
+        replicas.sorted { $0.key < $1.key }.map { address, replica in (address.description, replica.lastSeq, replica.stateJSONJob()) }
+    }
+
+    /// Runs what ``exportStateJobs()`` handed out; an instance whose state does not encode is left out.
+    static func encode(_ jobs: [(address: String, lastSeq: UInt64, encode: @Sendable () throws -> [UInt8])]) -> [SnapshotChunkMessage.Instance] {
+        jobs.compactMap { job in
+            guard let state = try? job.encode() else { return nil }
+            return SnapshotChunkMessage.Instance(address: job.address, lastSeq: job.lastSeq, state: state)
         }
     }
 
@@ -205,8 +262,10 @@ import Logging
         byText = [:]
         digests = [:]
         combined = DigestAccumulator()
-        unreported = []
+        fresh = [:]
         undigested = []
+        jobsInFlight = 0
+        generation += 1
         for instance in instances {
             let address = try Address(parsing: instance.address)
             let replica = try replicaCreatingIfNeeded(address)

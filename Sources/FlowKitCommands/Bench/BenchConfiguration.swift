@@ -31,6 +31,8 @@ struct BenchConfiguration: Codable, Sendable {
     var wait: String = "ordered"
     /// The sender's shortest sleep between rounds, in microseconds.
     var sendTick: Int = 200
+    /// With `--trace`: one seq in this many is traced through every hop.
+    var traceEvery: UInt64?
 
     /// The events of a step: the warm-up's and the measured window's.
     var totalEvents: Int { Int((rate * (warmup + duration)).rounded(.down)) }

@@ -25,6 +25,10 @@ enum BenchReport {
             lines.append("  " + BenchFormat.left(name, 24) + cells.joined() + BenchFormat.right(BenchFormat.count(Int(summary.count)), 10))
         }
         lines.append("  (from each event's intended send time: coordinated omission corrected)")
+        if let hops = result.hops {
+            lines.append("")
+            lines.append(hops.text)
+        }
         if let baseline = result.baseline, let ratios = result.ratios {
             lines.append("")
             lines.append(

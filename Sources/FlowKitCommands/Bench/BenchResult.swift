@@ -26,6 +26,8 @@ struct BenchResult: Codable, Sendable {
     /// With `--search`: whether this step counted as sustained, and why not.
     var sustained: Bool?
     var notSustainedBecause: [String]?
+    /// With `--trace`: where the sampled events' time went, hop by hop.
+    var hops: HopBreakdown?
 
     struct Throughput: Codable, Sendable {
         /// The rate asked for.

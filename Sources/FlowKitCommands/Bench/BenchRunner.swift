@@ -27,7 +27,7 @@ final class BenchRunner: Sendable {
         self.baseline = baseline
         self.stop = stop
         self.live = live
-        let recorder = LatencyRecorder(nodes: target.nodes.count)
+        let recorder = LatencyRecorder(nodes: target.nodes.count, traceEvery: base.traceEvery)
         self.recorder = recorder
         connections = try await LoadConnections(
             nodes: target.nodes, connections: base.connections, transport: target.transport, recorder: recorder, logger: logger
@@ -59,7 +59,8 @@ final class BenchRunner: Sendable {
         let maxOverrun = min(10, max(2, configuration.duration))
         let report = await sender.run(
             plan: plan, payload: configuration.payload(), codec: configuration.payloadCodec,
-            sockets: connections.emitters, tick: UInt64(configuration.sendTick), maxOverrun: maxOverrun, stop: stop
+            sockets: connections.emitters, tick: UInt64(configuration.sendTick), maxOverrun: maxOverrun, stop: stop,
+            recordSendTimes: configuration.traceEvery != nil
         )
         // Every emit is answered within the node's emit timeout (10 s): ordered, or an error.
         let answerDeadline = ContinuousClock.now + .seconds(15)
@@ -85,7 +86,16 @@ final class BenchRunner: Sendable {
         monitor.finish()
         await monitoring.value
         let outcome = recorder.outcome()
-        return assemble(configuration: configuration, plan: plan, report: report, outcome: outcome, samples: monitor.result, check: check)
+        var result = assemble(configuration: configuration, plan: plan, report: report, outcome: outcome, samples: monitor.result, check: check)
+        if let every = configuration.traceEvery, let directory = target.traceDirectory {
+            try? await Task.sleep(for: .milliseconds(1_500))  // every process flushes its trace each second
+            var bench: [UInt64: HopBreakdown.BenchSide] = [:]
+            for (seq, event) in recorder.traced {
+                bench[seq] = .init(intended: plan.intended(event.index), sent: report.sentAt?[event.index] ?? 0, answered: event.arrival)
+            }
+            result.hops = HopBreakdown.make(directory: directory, every: every, bench: bench)
+        }
+        return result
     }
 
     private func assemble(

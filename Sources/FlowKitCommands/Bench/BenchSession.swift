@@ -42,7 +42,10 @@ struct BenchSession {
             target = try await BenchTarget.attach(directory: attach, logger: logger)
         } else {
             printError("starting a coordinator and \(command.nodes) nodes (durability \(command.durability))…")
-            target = try await BenchTarget.start(nodes: command.nodes, durability: command.durability, dataDirectory: command.dataDir, logger: logger)
+            target = try await BenchTarget.start(
+                nodes: command.nodes, durability: command.durability, dataDirectory: command.dataDir,
+                traceEvery: command.trace ? command.traceEvery : nil, logger: logger
+            )
         }
         var configuration = base
         configuration.nodes = target.nodes.count

@@ -18,8 +18,13 @@ final class BenchTarget: Sendable {
     let nodes: [LoadConnections.NodeEndpoint]
     let transport: TransportOptions
     let head: HeadTracker
+    /// Where the started cluster's processes write their hop traces, with `--trace`.
+    let traceDirectory: String?
 
-    private init(file: LocalClusterFile, local: LocalCluster?, dataDirectory: String?, keepData: Bool, logger: Logger) async throws {
+    private init(
+        file: LocalClusterFile, local: LocalCluster?, dataDirectory: String?, keepData: Bool, traceDirectory: String? = nil, logger: Logger
+    ) async throws {
+        self.traceDirectory = traceDirectory
         self.file = file
         self.local = local
         self.dataDirectory = dataDirectory
@@ -45,14 +50,25 @@ final class BenchTarget: Sendable {
     /// Starts a coordinator and `nodes` nodes on OS-chosen loopback ports, in a fresh directory.
     ///
     /// - Throws: ``BenchError`` with the failing child's log tail.
-    static func start(nodes: Int, durability: String, dataDirectory: String?, logger: Logger) async throws -> BenchTarget {
+    /// - Parameter traceEvery: Trace one seq in this many through every hop (`--trace`).
+    static func start(nodes: Int, durability: String, dataDirectory: String?, traceEvery: UInt64? = nil, logger: Logger) async throws -> BenchTarget {
         let directory = dataDirectory ?? NSTemporaryDirectory() + "flowkit-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let cluster = LocalCluster(directory: directory, basePort: 0, childLogLevel: "warning", durability: durability)
+        var traceDirectory: String?
+        if let traceEvery {
+            let trace = directory + "/trace"
+            try FileManager.default.createDirectory(atPath: trace, withIntermediateDirectories: true)
+            let arguments = ["--trace-dir", trace, "--trace-every", "\(traceEvery)"]
+            await cluster.setExtraArguments(coordinator: arguments, node: arguments)
+            traceDirectory = trace
+        }
         do {
             let file = try await cluster.start(nodes: nodes)
-            return try await BenchTarget(file: file, local: cluster, dataDirectory: directory, keepData: dataDirectory != nil, logger: logger)
+            return try await BenchTarget(
+                file: file, local: cluster, dataDirectory: directory, keepData: dataDirectory != nil, traceDirectory: traceDirectory, logger: logger
+            )
         } catch {
             await cluster.stop()
             throw BenchError(.clusterStart, "could not start the cluster (logs in \(directory)): \(error)")

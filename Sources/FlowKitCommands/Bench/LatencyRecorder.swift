@@ -56,13 +56,21 @@ final class LatencyRecorder: Sendable {
         var timelines: [ApplyTimeline]
         var lastResolve: UInt64 = 0
         var lastTrim: UInt64 = 0
+        /// With tracing: the sampled events' request index and EMITTED arrival, by seq.
+        var traced: [UInt64: (index: Int, arrival: UInt64)] = [:]
     }
 
     private let state: Mutex<State>
+    /// With tracing: events whose seq is a multiple of this are remembered (``traced``).
+    let traceEvery: UInt64?
 
-    init(nodes: Int) {
+    init(nodes: Int, traceEvery: UInt64? = nil) {
         state = Mutex(State(timelines: Array(repeating: ApplyTimeline(), count: nodes)))
+        self.traceEvery = traceEvery
     }
+
+    /// The sampled events of this step: request index and EMITTED arrival, by seq.
+    var traced: [UInt64: (index: Int, arrival: UInt64)] { state.withLock { $0.traced } }
 
     static func histogram() -> Histogram<UInt64> {
         // Up to an hour, three significant digits.
@@ -100,6 +108,7 @@ final class LatencyRecorder: Sendable {
                     state.acknowledgedPerInstance[plan.instance(index)] += 1
                     if inWindow { state.acknowledgedInWindow += 1 }
                     state.pending.append(Pending(seq: seq, intended: intended, measured: measured))
+                    if let every = traceEvery, seq % every == 0 { state.traced[seq] = (index, arrival) }
                 case .error(let request, let error):
                     guard let index = plan.index(ofRequest: request) else { continue }
                     state.answered += 1

@@ -20,6 +20,8 @@ final class OpenLoopSender: Sendable {
         var unsent: Int
         /// Seconds past the schedule's end until the last event went out.
         var overrunSeconds: Double
+        /// With tracing: when each event was handed to its socket (µs since the epoch; 0 if never).
+        var sentAt: [UInt64]?
     }
 
     private let sentCount = Atomic<Int>(0)
@@ -34,14 +36,21 @@ final class OpenLoopSender: Sendable {
     ///   round sends everything due. Shorter ticks send closer to the intended times but wake the
     ///   thread more often (a cost the cluster shares on a small machine); the delay is counted in
     ///   the latencies either way.
-    func run(plan: LoadPlan, payload: [UInt8], codec: PayloadCodec, sockets: [AsyncSocket], tick: UInt64, maxOverrun: Double, stop: StopFlag) async -> Report {
+    func run(
+        plan: LoadPlan, payload: [UInt8], codec: PayloadCodec, sockets: [AsyncSocket], tick: UInt64, maxOverrun: Double, stop: StopFlag,
+        recordSendTimes: Bool = false
+    ) async -> Report {
         sentCount.store(0, ordering: .relaxed)
         return await onDedicatedThread(named: "bench-sender") { [self] in
-            send(plan: plan, payload: payload, codec: codec, sockets: sockets, tick: tick, maxOverrun: maxOverrun, stop: stop)
+            send(plan: plan, payload: payload, codec: codec, sockets: sockets, tick: tick, maxOverrun: maxOverrun, stop: stop, recordSendTimes: recordSendTimes)
         }
     }
 
-    private func send(plan: LoadPlan, payload: [UInt8], codec: PayloadCodec, sockets: [AsyncSocket], tick: UInt64, maxOverrun: Double, stop: StopFlag) -> Report {
+    private func send(
+        plan: LoadPlan, payload: [UInt8], codec: PayloadCodec, sockets: [AsyncSocket], tick: UInt64, maxOverrun: Double, stop: StopFlag,
+        recordSendTimes: Bool
+    ) -> Report {
+        var sentAt = recordSendTimes ? [UInt64](repeating: 0, count: plan.count) : []
         let payloadFrame = Frame(payload)
         let headers = plan.addresses.map { address in
             // The header frame with request id 0, patched per event.
@@ -71,6 +80,12 @@ final class OpenLoopSender: Sendable {
             var blocked = false
             for index in sockets.indices where !backlogs[index].isEmpty {
                 let queued = (try? sockets[index].trySend(contentsOf: backlogs[index])) ?? 0
+                if recordSendTimes, queued > 0 {
+                    let handed = BenchClock.wallMicros()
+                    for message in backlogs[index].prefix(queued) {
+                        if let event = Self.requestIndex(message, plan: plan) { sentAt[event] = handed }
+                    }
+                }
                 sent += queued
                 if queued == backlogs[index].count {
                     backlogs[index].removeAll(keepingCapacity: true)
@@ -106,7 +121,8 @@ final class OpenLoopSender: Sendable {
             sent: sent,
             sentPerInstance: sentPerInstance,
             unsent: plan.count - sent,
-            overrunSeconds: finish > scheduleEnd ? Double(finish - scheduleEnd) / 1e6 : 0
+            overrunSeconds: finish > scheduleEnd ? Double(finish - scheduleEnd) / 1e6 : 0,
+            sentAt: recordSendTimes ? sentAt : nil
         )
     }
 

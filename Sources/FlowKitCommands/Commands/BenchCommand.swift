@@ -77,6 +77,12 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "The sender's shortest sleep between rounds, in µs: each round sends everything due (the delay counts in the latencies).")
     var sendTick = 200
 
+    @Flag(help: "Trace sampled events through every hop (node, coordinator, log, publish, every node) and print where the time goes. Not with --attach.")
+    var trace = false
+
+    @Option(help: "With --trace: one seq in this many is traced.")
+    var traceEvery: UInt64 = 50
+
     @Flag(help: "Skip the raw ZeroMQ baseline.")
     var noBaseline = false
 
@@ -101,6 +107,10 @@ struct BenchCommand: AsyncParsableCommand {
         _ = try sweepRates()
         guard (10...100_000).contains(sendTick) else { throw ValidationError("--send-tick must be 10 to 100000 µs") }
         guard baselineMessages >= 1_000 else { throw ValidationError("--baseline-messages must be at least 1000") }
+        guard !(trace && attach != nil) else {
+            throw ValidationError("--trace needs a cluster the bench starts (its processes record the hops): drop --attach")
+        }
+        guard traceEvery >= 1 else { throw ValidationError("--trace-every must be at least 1") }
     }
 
     func sweepRates() throws -> [Double]? {
@@ -116,7 +126,7 @@ struct BenchCommand: AsyncParsableCommand {
         BenchConfiguration(
             rate: rate, duration: duration, warmup: warmup, nodes: nodes, connections: connections, instances: instances,
             eventSize: eventSize, effects: effects, codec: codec, durability: attach == nil ? durability : "unknown", attach: attach,
-            sendTick: sendTick
+            sendTick: sendTick, traceEvery: trace ? traceEvery : nil
         )
     }
 

@@ -17,6 +17,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
 
     @OptionGroup var common: CommonOptions
     @OptionGroup var curve: CurveServerOptions
+    @OptionGroup var tracing: TraceOptions
 
     @Option(help: "Serve Prometheus metrics at http://<host:port>/metrics (port 0: one the OS chooses).")
     var metrics: String?
@@ -76,6 +77,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
             configuration.stallTimeout = timeout
         }
         configuration.transport.curve = try curve.security(settings: settings, section: "coordinator")
+        configuration.trace = tracing.trace(name: "coordinator")
         let coordinator = Coordinator(configuration: configuration, registry: FlowKitCLI.registry, logger: logger)
         do {
             try await ShutdownService.run(logger: logger) {

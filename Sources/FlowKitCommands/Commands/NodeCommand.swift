@@ -17,6 +17,7 @@ struct NodeCommand: AsyncParsableCommand {
 
     @OptionGroup var common: CommonOptions
     @OptionGroup var curve: CurveServerOptions
+    @OptionGroup var tracing: TraceOptions
 
     @Option(help: "With CURVE: the coordinator's public key (a .pub file or Z85 text).")
     var coordinatorKey: String?
@@ -85,6 +86,7 @@ struct NodeCommand: AsyncParsableCommand {
             configuration.snapshotInterval = interval
         }
         configuration.transport.curve = try curve.security(settings: settings, section: "node")
+        configuration.trace = tracing.trace(name: configuration.name)
         if configuration.transport.curve != nil {
             guard let key = settings.string("node", "coordinator-key", flag: coordinatorKey) else {
                 throw ValidationError("with CURVE a node needs --coordinator-key, the coordinator's public key")

@@ -1,0 +1,101 @@
+import Foundation
+import Synchronization
+
+/// When sampled entries pass each hop inside a process, for `flowkit bench --trace`: the
+/// breakdown of one event's time from the load tool through a node, the coordinator, its log and
+/// back, and out to every node.
+///
+/// Off unless configured. An entry is sampled when its seq is a multiple of ``every``, so every
+/// process samples the same entries and the load tool joins their records by seq. Records are
+/// appended to a JSON-lines file (`{"seq":…,"stage":"…","us":…}`, microseconds since the Unix
+/// epoch) on each ``flush()``; at most ``capacity`` are kept between flushes.
+public final class HopTrace: Sendable {
+    /// The hops a process records, in the order an event meets them.
+    public enum Stage: String, Sendable, CaseIterable, Codable {
+        /// The origin node read the client's EMIT.
+        case nodeReceived = "node.received"
+        /// The origin node first sent the SUBMIT carrying it.
+        case nodeSubmitted = "node.submitted"
+        /// The coordinator read the SUBMIT.
+        case coordinatorReceived = "coordinator.received"
+        /// The coordinator gave it its seq.
+        case coordinatorOrdered = "coordinator.ordered"
+        /// The commit that made it durable began (append and sync).
+        case coordinatorCommitStarted = "coordinator.commitStarted"
+        /// That commit ended: durable.
+        case coordinatorCommitted = "coordinator.committed"
+        /// Its ACK was handed to the submit socket.
+        case coordinatorAcknowledged = "coordinator.acknowledged"
+        /// Its ENTRIES message was handed to the publish socket.
+        case coordinatorPublished = "coordinator.published"
+        /// The origin node learnt its seq: from the ACK, or from the ENTRIES that carried it,
+        /// whichever came first.
+        case nodeAcknowledged = "node.acknowledged"
+        /// The origin node handed its EMITTED to the client socket.
+        case nodeAnswered = "node.answered"
+        /// A node read the ENTRIES message that carried it.
+        case nodeEntriesReceived = "node.entriesReceived"
+        /// A node applied it.
+        case nodeApplied = "node.applied"
+        /// A node handed the PROGRESS covering it to the client socket.
+        case nodeProgressSent = "node.progressSent"
+    }
+
+    private struct Record: Encodable {
+        var seq: UInt64
+        var stage: String
+        var us: UInt64
+    }
+
+    /// One entry in every `every` is sampled (by seq).
+    public let every: UInt64
+    /// Where the records go.
+    public let path: String
+    /// The most records held between flushes; beyond it, records are dropped (and counted).
+    public let capacity = 200_000
+    private let records = Mutex<(pending: [Record], dropped: Int)>(([], 0))
+
+    /// - Parameters:
+    ///   - every: Sample entries whose seq is a multiple of this (at least 1).
+    ///   - path: The JSON-lines file records are appended to; created if missing.
+    public init(every: UInt64, path: String) {
+        precondition(every >= 1)
+        self.every = every
+        self.path = path
+    }
+
+    @inline(__always)
+    func samples(_ seq: UInt64) -> Bool { seq % every == 0 }
+
+    /// Notes that sampled entry `seq` reached `stage` at `micros`.
+    func note(_ seq: UInt64, _ stage: Stage, at micros: UInt64) {
+        records.withLock { records in
+            guard records.pending.count < capacity else {
+                records.dropped += 1
+                return
+            }
+            records.pending.append(Record(seq: seq, stage: stage.rawValue, us: micros))
+        }
+    }
+
+    /// Appends what was noted since the last flush to the file.
+    public func flush() {
+        let pending = records.withLock { records in
+            defer { records.pending = [] }
+            return records.pending
+        }
+        guard !pending.isEmpty else { return }
+        let encoder = JSONEncoder()
+        var text = Data()
+        for record in pending {
+            guard let line = try? encoder.encode(record) else { continue }
+            text.append(line)
+            text.append(0x0A)
+        }
+        if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+        guard let handle = FileHandle(forWritingAtPath: path) else { return }
+        defer { try? handle.close() }
+        _ = try? handle.seekToEnd()
+        try? handle.write(contentsOf: text)
+    }
+}
