@@ -102,6 +102,15 @@ struct FileSystem: Sendable {
         }
     }
 
+    /// Reserves `size` bytes for the file (`posix_fallocate`). Best effort: a file system that
+    /// cannot (or a full disk) leaves the file as it was, and appends then grow it as usual.
+    func preallocate(_ fd: Int32, size: Int, path: String) {
+        guard fault(.write(byteCount: size), path) == nil else { return }
+        #if os(Linux)
+        _ = posix_fallocate(fd, 0, off_t(size))
+        #endif
+    }
+
     func truncate(_ fd: Int32, to size: Int, path: String) throws {
         if let fault = fault(.truncate, path) { throw LogError.system("truncating", path: path, errno: fault.errno) }
         while ftruncate(fd, off_t(size)) != 0 {

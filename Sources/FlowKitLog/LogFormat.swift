@@ -25,6 +25,12 @@
 ///   8      8    seq          record seq; firstSeq, firstSeq+1, ... without gaps
 ///   16     n    payload
 ///
+/// Reserved space
+///   A segment may end in zeros after its last record: space reserved when it was created
+///   (posix_fallocate) and not yet written. Zeros are never a record (a record's CRC covers its
+///   seq), so recovery takes them for the end of the records and leaves them; a segment is cut
+///   to its last record when it is sealed.
+///
 /// Invariants
 ///   - Segment k+1 starts at the seq after segment k's last record (a segment may be empty).
 ///   - Every segment but the last is complete and synced: it is fdatasync'ed before the next

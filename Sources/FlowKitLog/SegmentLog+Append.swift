@@ -122,6 +122,12 @@ extension SegmentLog {
             try fileSystem.sync(try active.descriptor(fileSystem), path: active.path)
             active.needsSync = false
         }
+        if options.preallocate {
+            // A sealed segment ends at its last record, as if it had grown record by record.
+            let fd = try active.descriptor(fileSystem)
+            try fileSystem.truncate(fd, to: active.size, path: active.path)
+            try fileSystem.sync(fd, path: active.path)
+        }
         active.close(fileSystem)  // sealed: reopened on demand, so descriptors stay few
         try createSegment(firstSeq: firstSeq)
     }
@@ -139,6 +145,11 @@ extension SegmentLog {
         segment.size = LogFormat.segmentHeaderSize
         try fileSystem.sync(fd, path: path)
         try fileSystem.syncDirectory(directory)
+        // After the header is durable: a crash in between leaves a valid segment that is short.
+        if options.preallocate {
+            fileSystem.preallocate(fd, size: options.segmentBytes, path: path)
+            try fileSystem.sync(fd, path: path)
+        }
     }
 
     /// Hands the write buffer to the OS (`pwrite`), without syncing.

@@ -115,6 +115,12 @@ extension SegmentLog {
         }
         segment.size = goodEnd
         guard let damage else { return segment }
+        // Zeros from the last record to the end: space reserved and never written (or a write
+        // that reached no byte of it; or a segment a crash left unsealed). Nothing was lost, and
+        // in the last segment appends continue into it.
+        if try isZero(fd: fd, path: path, from: goodEnd, to: fileSize) {
+            return segment
+        }
         let lastGood = segment.lastSeq.map { "\($0)" } ?? "none"
         guard isLast else {
             throw LogError(
@@ -153,6 +159,21 @@ extension SegmentLog {
         try fileSystem.truncate(fd, to: goodEnd, path: segment.path)
         try fileSystem.sync(fd, path: segment.path)
         statistics.bytesTruncatedAtRecovery += cut
+    }
+
+    /// Whether every byte of the file from `start` to `end` is zero.
+    private func isZero(fd: Int32, path: String, from start: Int, to end: Int) throws -> Bool {
+        var offset = start
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while offset < end {
+            let count = min(chunk.count, end - offset)
+            let got = try chunk.withUnsafeMutableBytes { buffer in
+                try fileSystem.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]), at: offset, path: path)
+            }
+            guard got == count, chunk.prefix(count).allSatisfy({ $0 == 0 }) else { return false }
+            offset += count
+        }
+        return true
     }
 
     /// Searches (at most 16 MiB of) the cut tail for a record with a valid checksum and seq.

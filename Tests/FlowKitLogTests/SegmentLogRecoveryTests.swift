@@ -4,9 +4,10 @@ import Testing
 
 @Suite("SegmentLog recovery")
 struct SegmentLogRecoveryTests {
-    /// A one-segment log with records 1...5 (payloads of 40 bytes); returns the file and where record 5 starts.
+    /// A one-segment log with records 1...5 (payloads of 40 bytes), as a log that grows its file
+    /// record by record leaves it; returns the file and where record 5 starts.
     private func pristineSegment(in dir: borrowing TemporaryDirectory) throws -> (bytes: [UInt8], lastRecordStart: Int) {
-        let log = try SegmentLog(directory: dir.file("pristine"), logger: quietLogger)
+        let log = try SegmentLog(directory: dir.file("pristine"), options: .init(preallocate: false), logger: quietLogger)
         try log.append(records(1...5, size: 40))
         try log.commit()
         log.close()
@@ -29,9 +30,13 @@ struct SegmentLogRecoveryTests {
             let (log, capture) = try open(Array(pristine[..<cut]), in: dir, name: "cut\(cut)")
             #expect(log.lastSeq == 4, "cut at \(cut)")
             #expect(try readAll(log) == records(1...4, size: 40))
-            #expect(log.statistics.bytesTruncatedAtRecovery == cut - lastStart)
-            #expect(fileSize(dir.file("cut\(cut)/00000000000000000001.seg")) == lastStart)
-            #expect(capture.contains(.warning, "truncating") == (cut > lastStart))
+            // A torn write whose bytes are all zeros (the first bytes of a record's length) reads
+            // as reserved space: kept, overwritten by the next append.
+            let torn = pristine[lastStart..<cut]
+            let cutAway = torn.allSatisfy { $0 == 0 } ? 0 : torn.count
+            #expect(log.statistics.bytesTruncatedAtRecovery == cutAway)
+            #expect(fileSize(dir.file("cut\(cut)/00000000000000000001.seg")) == cut - cutAway)
+            #expect(capture.contains(.warning, "truncating") == (cutAway > 0))
             // The log continues where it was cut.
             try log.append(records(5...6, size: 40))
             try log.commit()
@@ -48,7 +53,7 @@ struct SegmentLogRecoveryTests {
         let tails: [[UInt8]] = [
             (0..<3).map { _ in .random(in: 0...255, using: &generator) },
             (0..<500).map { _ in .random(in: 0...255, using: &generator) },
-            [UInt8](repeating: 0, count: 4096),  // preallocated, never written
+            [UInt8](repeating: 0, count: 4090) + [7],  // a stray byte at the end of reserved space
         ]
         for (index, tail) in tails.enumerated() {
             let (log, capture) = try open(pristine + tail, in: dir, name: "g\(index)")
@@ -56,6 +61,22 @@ struct SegmentLogRecoveryTests {
             #expect(log.statistics.bytesTruncatedAtRecovery == tail.count)
             #expect(capture.contains(.warning, "truncating"))
         }
+    }
+
+    /// Zeros after the last record are space reserved for it and never written: kept, with no
+    /// warning, and appends continue into them.
+    @Test func reservedSpaceAfterTheLastRecordIsKept() throws {
+        let dir = TemporaryDirectory("reserved")
+        let (pristine, _) = try pristineSegment(in: dir)
+        let (log, capture) = try open(pristine + [UInt8](repeating: 0, count: 4096), in: dir, name: "r")
+        #expect(try readAll(log) == records(1...5, size: 40))
+        #expect(log.statistics.bytesTruncatedAtRecovery == 0)
+        #expect(!capture.contains(.warning, "truncating"))
+        #expect(fileSize(dir.file("r/00000000000000000001.seg")) == pristine.count + 4096)
+        try log.append(records(6...7, size: 40))
+        try log.commit()
+        log.close()
+        #expect(try readAll(try SegmentLog(directory: dir.file("r"), logger: quietLogger)) == records(1...7, size: 40))
     }
 
     @Test(arguments: [0, 3, 4, 7, 8, 15, 16, 40, 55])

@@ -130,3 +130,46 @@ struct SegmentLogTests {
         #expect(try log.read(from: 3_001).first?.payload.count == 2 << 20)
     }
 }
+
+extension SegmentLogTests {
+    /// A new segment reserves its whole size at once, so appends never grow the file (and
+    /// `fdatasync` writes no file size); a sealed segment is cut to its last record; a reopened
+    /// log keeps the reserved space; a torn record in it is cut as usual.
+    @Test func preallocatedSegmentsReserveTheirSpaceAndAreCutWhenSealed() throws {
+        let dir = TemporaryDirectory("prealloc")
+        let options = SegmentLog.Options(segmentBytes: 64 << 10)
+        let log = try SegmentLog(directory: dir.path, options: options, logger: quietLogger)
+        try log.append(records(1...10, size: 100))
+        try log.commit()
+        let first = dir.file(segmentFiles(in: dir.path)[0])
+        #expect(fileSize(first) == 64 << 10)
+        // Past the segment's size: the first is sealed, cut to its records; the next reserves.
+        for batch in 0..<8 {
+            try log.append(records(UInt64(11 + batch * 100)...UInt64(110 + batch * 100), size: 100))
+            try log.commit()
+        }
+        let files = segmentFiles(in: dir.path)
+        #expect(files.count >= 2)
+        let sealedSize = fileSize(dir.file(files[0]))
+        #expect(sealedSize < 64 << 10 && (sealedSize - 32) % (16 + 100) == 0, "sealed at its last record: \(sealedSize)")
+        #expect(fileSize(dir.file(files[files.count - 1])) == 64 << 10)
+        log.close()
+
+        let reopened = try SegmentLog(directory: dir.path, options: options, logger: quietLogger)
+        #expect(reopened.lastSeq == 810)
+        #expect(reopened.statistics.bytesTruncatedAtRecovery == 0)
+        let expected: [LogRecord] = records(1...810, size: 100)
+        #expect(try readAll(reopened) == expected)
+        reopened.close()
+
+        // A torn record: some of its bytes in the reserved space.
+        let last = dir.file(files[files.count - 1])
+        var bytes = readFile(last)
+        let end = bytes.lastIndex { $0 != 0 }! + 1
+        bytes.replaceSubrange(end..<end + 20, with: [UInt8](repeating: 0xAB, count: 20))
+        writeFile(last, bytes)
+        let recovered = try SegmentLog(directory: dir.path, options: options, logger: quietLogger)
+        #expect(recovered.lastSeq == 810)
+        #expect(recovered.statistics.bytesTruncatedAtRecovery == (64 << 10) - end)
+    }
+}
