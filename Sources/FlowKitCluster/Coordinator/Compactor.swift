@@ -6,8 +6,8 @@ import Logging
 /// Keeps the log bounded: every `every` entries it saves a snapshot of the coordinator's replica,
 /// then drops log segments that lie wholly below `snapshot - retain`.
 ///
-/// The snapshot is taken from the replica (which pauses its own applying, never the order) and
-/// written on a thread of its own, so commits go on meanwhile.
+/// The snapshot is copied from the replica (which pauses its own applying, never the order) and
+/// encoded and written on the background thread, at low priority, so commits go on meanwhile.
 actor Compactor {
     private let replica: CoordinatorReplica
     private let writer: LogWriter
@@ -17,7 +17,6 @@ actor Compactor {
     private let retain: UInt64
     private let logger: Logger
     private var lastSnapshot: UInt64 = 0
-    private let queue = DispatchQueue(label: "flowkit.coordinator.snapshots")
 
     init(
         replica: CoordinatorReplica, writer: LogWriter, snapshots: SnapshotStore, core: CoordinatorCore,
@@ -35,14 +34,14 @@ actor Compactor {
 
     func compactIfDue() async {
         guard await replica.applied >= lastSnapshot + every else { return }
-        let (seq, instances) = await replica.snapshot()
-        let bytes = SnapshotCodec.encode(instances)
+        let (seq, jobs) = await replica.snapshotJobs()
         let snapshots = self.snapshots
         do {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                queue.async {
-                    continuation.resume(with: Result { try snapshots.save(Snapshot(seq: seq, bytes: bytes)) })
-                }
+            // Encoded and written on the background thread: the states were copied at `seq`.
+            let instances = try await BackgroundWork.shared.run {
+                let instances = ReplicaSet.encode(jobs)
+                try snapshots.save(Snapshot(seq: seq, bytes: SnapshotCodec.encode(instances)))
+                return instances.count
             }
             lastSnapshot = seq
             guard seq > retain else { return }
@@ -54,7 +53,7 @@ actor Compactor {
             await core.noteCompacted(firstSeq: first)
             logger.info(
                 "snapshot saved, log compacted",
-                metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances.count)", "flowkit.first": "\(first)"]
+                metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances)", "flowkit.first": "\(first)"]
             )
         } catch {
             logger.error("could not save a snapshot or compact the log", metadata: ["flowkit.error": "\(error)"])

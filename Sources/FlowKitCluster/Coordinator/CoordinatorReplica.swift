@@ -49,11 +49,28 @@ actor CoordinatorReplica {
         applied = seq
     }
 
-    /// Digests of the instances changed since the last call, to compare with the nodes' reports.
+    /// Digests computed since the last call, to compare with the nodes' reports; starts hashing
+    /// what changed since, on the background thread, for the next call.
     func takeChangedDigests() -> [String: InstanceDigest] {
         var result: [String: InstanceDigest] = [:]
-        for (address, digest) in replicas.takeChanged() { result[address.description] = digest }
+        for (address, digest) in replicas.takeChanged(hashing: false) { result[address.description] = digest }
+        let jobs = replicas.takeDigestJobs()
+        if !jobs.isEmpty {
+            BackgroundWork.shared.start { [weak self] in
+                let (results, micros) = ReplicaSet.hash(jobs)
+                Task { await self?.finishHashing(results, micros: micros) }
+            }
+        }
         return result
+    }
+
+    private func finishHashing(_ results: [ReplicaSet.DigestResult], micros: UInt64) {
+        replicas.finishDigestJobs(results, hashingMicros: micros)
+    }
+
+    /// Every instance's state, copied now, to encode elsewhere.
+    func snapshotJobs() -> (seq: UInt64, jobs: [(address: String, lastSeq: UInt64, encode: @Sendable () throws -> [UInt8])]) {
+        (applied, replicas.exportStateJobs())
     }
 
     var instanceCount: Int { replicas.count }

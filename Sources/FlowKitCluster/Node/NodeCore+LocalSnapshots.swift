@@ -24,7 +24,7 @@ extension NodeCore {
         }
     }
 
-    /// Saves a snapshot of every instance on a thread of its own, when one is due: only copying
+    /// Saves a snapshot of every instance on the background thread, when one is due: only copying
     /// the states happens here; encoding and writing them does not hold up the loop thread.
     func saveLocalSnapshotIfDue(now: UInt64) {
         guard let snapshots = localSnapshots, !snapshots.saving, applied > snapshots.lastSavedSeq,
@@ -35,7 +35,7 @@ extension NodeCore {
         localSnapshots?.saving = true
         localSnapshots?.lastSaveTime = now
         let store = snapshots.store
-        snapshots.queue.async { [weak self] in
+        BackgroundWork.shared.start { [weak self] in
             let bytes = SnapshotCodec.encode(ReplicaSet.encode(states))
             let result = Result { try store.save(Snapshot(seq: seq, bytes: bytes)) }
             Task { await self?.localSnapshotSaved(seq: seq, result: result) }
@@ -57,7 +57,6 @@ extension NodeCore {
 /// A node's local snapshots and when it last saved one.
 struct LocalSnapshots {
     let store: SnapshotStore
-    let queue = DispatchQueue(label: "flowkit.node.snapshots")
     var lastSavedSeq: UInt64 = 0
     var lastSaveTime: UInt64 = 0
     var saving = false

@@ -502,7 +502,7 @@ actor NodeCore {
         }
     }
 
-    /// Hashes the instances changed since their last digest, on the cooperative pool: the loop
+    /// Hashes the instances changed since their last digest, on the background thread: the loop
     /// thread only copies their states. One batch at a time, within the digest budget; none while
     /// the node is far behind (its digests would describe states long past).
     private func hashChangedInstances() {
@@ -510,15 +510,9 @@ actor NodeCore {
         let jobs = replicas.takeDigestJobs()
         guard !jobs.isEmpty else { return }
         hashing = true
-        Task.detached(priority: .utility) { [weak self] in
-            let started = WallClock.micros()
-            var results: [ReplicaSet.DigestResult] = []
-            results.reserveCapacity(jobs.count)
-            for job in jobs {
-                guard let digest = try? job.hash() else { continue }
-                results.append(.init(address: job.address, seq: job.seq, generation: job.generation, digest: digest))
-            }
-            await self?.finishHashing(results, micros: WallClock.micros() - min(started, WallClock.micros()))
+        BackgroundWork.shared.start { [weak self] in
+            let (results, micros) = ReplicaSet.hash(jobs)
+            Task { await self?.finishHashing(results, micros: micros) }
         }
     }
 
@@ -589,7 +583,7 @@ actor NodeCore {
         let message = NodeReportMessage(node: configuration.id, applied: follower.applied, time: now, report: report)
         // Encoding a thousand digests as JSON takes milliseconds: not on the loop thread.
         let socket = sockets.submit
-        Task.detached(priority: .utility) { _ = try? socket.trySend(Message(parts: message.frames)) }
+        BackgroundWork.shared.start { _ = try? socket.trySend(Message(parts: message.frames)) }
     }
 
     // MARK: Answers

@@ -225,6 +225,18 @@ import Logging
         return jobs
     }
 
+    /// Runs digest jobs where it is called; returns what they found and the microseconds it took.
+    static func hash(_ jobs: [DigestJob]) -> (results: [DigestResult], micros: UInt64) {
+        let started = WallClock.micros()
+        var results: [DigestResult] = []
+        results.reserveCapacity(jobs.count)
+        for job in jobs {
+            guard let digest = try? job.hash() else { continue }
+            results.append(DigestResult(address: job.address, seq: job.seq, generation: job.generation, digest: digest))
+        }
+        return (results, WallClock.micros() - min(started, WallClock.micros()))
+    }
+
     /// Takes back what jobs found, charging the time they took to the budget.
     func finishDigestJobs(_ results: [DigestResult], hashingMicros: UInt64) {
         jobsInFlight = 0

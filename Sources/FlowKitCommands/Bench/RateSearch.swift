@@ -11,10 +11,9 @@ struct RateSearch: Sendable {
     struct Criteria: Sendable {
         /// Ordered and applied throughput at least this share of the offered rate.
         var minimumShare = 0.95
-        /// Applied-on-all-nodes p99 at most this (µs): above it latency has "exploded". Open-loop
-        /// load beyond capacity makes latency grow through the whole step, to seconds; a noisy
-        /// machine's hiccups stay well below.
-        var maxP99Micros: UInt64 = 1_000_000
+        /// Applied-on-all-nodes p99 at most this (µs): a rate whose tail a user would not accept
+        /// is not sustained, whatever its throughput. 10 ms by default (`--search-p99-limit`).
+        var maxP99Micros: UInt64 = 10_000
         /// Refusals at most this share of the events sent.
         var maxRefusedShare = 0.01
 

@@ -71,8 +71,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "The first rate --search tries.")
     var searchStart: Double = 20_000
 
-    @Option(help: "With --search: the applied p99 (ms) above which latency has exploded (the load outgrew the cluster).")
-    var searchP99Limit: Double = 1_000
+    @Option(help: "With --search: the highest applied-on-all-nodes p99 (ms) a sustained rate may have.")
+    var searchP99Limit: Double = 10
 
     @Option(help: "The sender's shortest sleep between rounds, in µs: each round sends everything due (the delay counts in the latencies).")
     var sendTick = 200

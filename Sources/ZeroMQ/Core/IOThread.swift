@@ -10,7 +10,7 @@ import Darwin
 ///
 /// Blocking libzmq calls (`zmq_poll`, `zmq_ctx_term`) must never run on a cooperative
 /// thread: the pool has one thread per core, so a blocked one stalls unrelated tasks.
-enum IOThread {
+package enum IOThread {
     private final class Body {
         let name: String
         let run: @Sendable () -> Void
@@ -24,7 +24,7 @@ enum IOThread {
     /// - Parameters:
     ///   - name: The thread name shown by `top -H`, `gdb` and `perf`.
     ///   - body: The work to run; the thread ends when it returns.
-    static func start(name: String, _ body: @escaping @Sendable () -> Void) {
+    package static func start(name: String, _ body: @escaping @Sendable () -> Void) {
         let box = Unmanaged.passRetained(Body(name: name, run: body)).toOpaque()
         #if canImport(Glibc)
         var thread = pthread_t()
