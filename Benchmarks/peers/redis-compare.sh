@@ -95,8 +95,9 @@ say "Redis: primary on $primary with 3 replicas (appendonly yes, appendfsync alw
 cpu_of() {  # the CPU seconds of the given pids, from /proc/<pid>/stat
     local ticks=0 pid
     for pid in "$@"; do ticks=$((ticks + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done
-    echo "scale=3; $ticks / $(getconf CLK_TCK)" | bc
+    awk -v ticks="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.3f", ticks / hz }'
 }
+minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
 
 value=$(printf 'x%.0s' $(seq 100))
 requests=$((duration * 15000))
@@ -104,7 +105,7 @@ say "redis-benchmark: 16 clients, $requests XADDs of 100 bytes"
 before=$(cpu_of "${pids[@]}")
 redis-benchmark -p "$primary" -c 16 -n "$requests" --csv XADD closed '*' f "$value" 2>/dev/null | tail -1 >"$out/redis-benchmark.csv"
 after=$(cpu_of "${pids[@]}")
-echo "{\"cpuSeconds\": $(echo "$after - $before" | bc), \"requests\": $requests}" >"$out/redis-benchmark-cpu.json"
+echo "{\"cpuSeconds\": $(minus "$after" "$before"), \"requests\": $requests}" >"$out/redis-benchmark-cpu.json"
 max_rate=$(python3 -c "import csv; row = next(csv.reader(open('$out/redis-benchmark.csv'))); print(int(float(row[1]) // 100 * 100))")
 [ -n "$rates" ] || rates="$max_rate,10000"
 say "Redis's maximum with 16 clients: $max_rate/s; comparing at ${rates//,/, }/s"
@@ -115,7 +116,7 @@ for rate in "${rate_list[@]}"; do
     before=$(cpu_of "${pids[@]}")
     "$work/redis-openloop" "$primary" "$rate" "$duration" 16 100 "open-$rate" >"$out/redis-openloop-$rate.json"
     after=$(cpu_of "${pids[@]}")
-    python3 - "$out/redis-openloop-$rate.json" "$(echo "$after - $before" | bc)" <<'EOF'
+    python3 - "$out/redis-openloop-$rate.json" "$(minus "$after" "$before")" <<'EOF'
 import json, sys
 path, cpu = sys.argv[1], float(sys.argv[2])
 run = json.load(open(path)); run["cpuSeconds"] = cpu

@@ -121,3 +121,62 @@ extension ClusterProcessTests {
         return stdout
     }
 }
+
+extension ClusterProcessTests {
+    /// `flowkit bench --trace`: every hop of the sampled events has a duration, and the hops of the
+    /// ordered path add up to its end-to-end time (each event's own hops, so their medians need
+    /// not; the check is on the sum of medians against a generous bound).
+    @Test func benchTraceBreaksEachEventsTimeDownByHop() async throws {
+        let output = try await Self.runBench(
+            ["bench", "--rate", "1000", "--duration", "3", "--warmup", "1", "--trace", "--trace-every", "10", "--json", "--no-baseline", "--quiet"]
+        )
+        struct Traced: Decodable {
+            struct Hops: Decodable {
+                struct Hop: Decodable {
+                    var name: String
+                    var latency: BenchOutput.Summary
+                }
+                var every: Int
+                var sampled: Int
+                var hops: [Hop]
+            }
+            var hops: Hops
+            var passed: Bool
+        }
+        let result = try JSONDecoder().decode(Traced.self, from: Data(output.utf8))
+        #expect(result.passed)
+        #expect(result.hops.every == 10)
+        #expect(result.hops.sampled > 250, "about one event in 10 of 4,000: \(result.hops.sampled)")
+        let hops = Dictionary(uniqueKeysWithValues: result.hops.hops.map { ($0.name, $0.latency) })
+        for hop in result.hops.hops {
+            #expect(hop.latency.count > 250, "\(hop.name) was seen for \(hop.latency.count) events")
+        }
+        let commit = try #require(hops["coordinator: commit (append + fdatasync)"])
+        let total = try #require(hops["ordered, end to end"])
+        #expect(commit.p50 > 0 && commit.p50 < total.p50, "a commit is part of the ordered time")
+        let pieces = result.hops.hops.prefix { $0.name != "ordered, end to end" }.map(\.latency.p50).reduce(0, +)
+        #expect(pieces <= total.p50 * 3 && pieces * 3 >= total.p50, "the hops' medians (\(pieces) µs) roughly make up the whole (\(total.p50) µs)")
+    }
+
+    /// The Redis peer comparison runs as documented (briefly): Redis with 3 replicas is started on
+    /// ports of its own and stopped, both loads run, and the table compares them.
+    @Test func redisPeerComparisonRuns() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let directory = NSTemporaryDirectory() + "flowkit-redis-it-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try await CommandRunner(directory: directory).run(
+            "/bin/bash",
+            [root.appendingPathComponent("Benchmarks/peers/redis-compare.sh").path, "--duration", "2", "--rates", "2000",
+             "--flowkit", try TestCluster.findBinary(), "--out", directory + "/out"],
+            timeout: .seconds(300)
+        )
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(result.stdout.contains("| at 2,000/s: p50 to the durable acknowledgement"), "\(result.stdout)")
+        #expect(result.stdout.contains("end check passed"), "\(result.stdout)")
+        let summary = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/out/summary.json"))) as? [String: Any]
+        let rates = summary?["rates"] as? [[String: Any]] ?? []
+        #expect(rates.count == 1 && (rates.first?["redis"] as? [String: Any])?["answered"] as? Int == 4_000, "\(String(describing: summary))")
+        #expect(ProcessTable.named("redis-server").isEmpty, "the script stopped every Redis it started")
+    }
+}

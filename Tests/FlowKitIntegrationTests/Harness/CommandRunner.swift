@@ -95,6 +95,15 @@ extension ChildProcess {
 
 /// Processes on this machine, from `/proc`.
 enum ProcessTable {
+    /// The live processes whose command name is `command`.
+    static func named(_ command: String) -> [pid_t] {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+        return entries.filter { $0.allSatisfy(\.isNumber) }.compactMap { entry -> pid_t? in
+            guard let (name, state, _) = stat(of: pid_t(entry)!), name == command, state != "Z" else { return nil }
+            return pid_t(entry)
+        }
+    }
+
     /// The pids whose parent is `parent`, with their command names.
     static func children(of parent: pid_t) -> [(pid: pid_t, command: String)] {
         var found: [(pid_t, String)] = []
