@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/pointfreeco/swift-case-paths", from: "1.5.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
         .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.0.0"),
@@ -41,6 +42,7 @@ let package = Package(
         .target(
             name: "FlowKit",
             dependencies: [
+                .product(name: "CasePaths", package: "swift-case-paths"),
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "Dependencies", package: "swift-dependencies"),
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -205,6 +207,16 @@ let package = Package(
                 "FlowKitLog",
                 "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Every code sample of FlowKit.docc's articles, as they write it, with tests of its behaviour.
+        .testTarget(
+            name: "ArticleSampleTests",
+            dependencies: [
+                "FlowKit",
+                "FlowKitTesting",
+                .product(name: "Clocks", package: "swift-clocks"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -25,13 +25,19 @@ if [ "${FUZZ_INCREMENTAL:-0}" != 1 ]; then
     # The build products only: the corpus (work), and the dependencies' checkouts, stay.
     rm -rf .build/release .build/release.yaml .build/build.db .build/x86_64-unknown-linux-gnu .build/aarch64-unknown-linux-gnu
 fi
-echo "==> building the fuzz target (release, -sanitize=fuzzer,address; it takes minutes)"
-if ! swift build -c release --product FuzzDecoders --sanitize=fuzzer --sanitize=address >"$work/build.log" 2>&1; then
+# Every module gets AddressSanitizer and libFuzzer's coverage instrumentation (what
+# -sanitize=fuzzer adds), so coverage inside FlowKitCluster guides the fuzzer; only FuzzDecoders
+# links libFuzzer itself (Fuzz/Package.swift). A global --sanitize=fuzzer would link libFuzzer's
+# `main` into the package's macro tools (CasePathsMacros) too, which then fail to link.
+build=(swift build -c release --product FuzzDecoders --sanitize=address
+    -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp)
+echo "==> building the fuzz target (release, AddressSanitizer and libFuzzer coverage; it takes minutes)"
+if ! "${build[@]}" >"$work/build.log" 2>&1; then
     tail -30 "$work/build.log"
     echo "fuzz-decoders: this toolchain could not build a libFuzzer binary (see $PWD/$work/build.log)" >&2
     exit 2
 fi
-binary="$(swift build -c release --product FuzzDecoders --sanitize=fuzzer --sanitize=address --show-bin-path)/FuzzDecoders"
+binary="$("${build[@]}" --show-bin-path)/FuzzDecoders"
 
 echo "==> writing the seed corpus"
 FLOWKIT_FUZZ_SEEDS="$work/seeds" "$binary" >/dev/null 2>&1 || true

@@ -36,3 +36,9 @@ public protocol Flow<State, Event>: Sendable {
     /// - Returns: The effect to run, or ``Effect/none``.
     func reduce(into state: inout State, event: Event) -> Effect<Event>
 }
+
+extension Flow {
+    /// An event, in TCA's words: FlowKit's flows are reduced over events and emit them, where TCA's
+    /// reducers are sent actions. `MyFlow.Action` is `MyFlow.Event`.
+    public typealias Action = Event
+}

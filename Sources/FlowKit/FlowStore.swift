@@ -26,6 +26,9 @@ public actor FlowStore<F: Flow> {
     private let subscribers = SubscriberList<F.State>()
     private let logger: Logger
     private var isShutDown = false
+    /// Called with the new state after every change, on the store's executor: the subscribers of
+    /// ``StatefulFlowProviding``, which ``subscribe(perform:)`` adds to.
+    public var stateSubscribers: [((F.State) -> Void)] = []
 
     /// Creates a store, building the flow inside the store's dependency scope.
     ///
@@ -94,6 +97,16 @@ public actor FlowStore<F: Flow> {
         return EmitTask(group: apply(event, group: nil))
     }
 
+    /// Applies an event and starts its effects, as TCA's stores spell it: `send` is ``emit(_:)``.
+    ///
+    /// ```swift
+    /// .task { await store.send(.view(.runTasks)).finish() }
+    /// ```
+    @discardableResult
+    public func send(_ event: F.Event) -> EmitTask {
+        emit(event)
+    }
+
     /// Applies events in order, as if each was emitted in turn, in one hop onto the actor.
     ///
     /// - Parameter events: The events to apply.
@@ -111,10 +124,13 @@ public actor FlowStore<F: Flow> {
 
     @discardableResult
     private func apply(_ event: F.Event, group: EffectGroup?) -> EffectGroup? {
-        if subscribers.isEmpty {
+        if subscribers.isEmpty, stateSubscribers.isEmpty {
             return instance.apply(event, group: group)
         }
-        return instance.apply(event, group: group) { _, state in subscribers.notify(state) }
+        return instance.apply(event, group: group) { _, state in
+            subscribers.notify(state)
+            for subscriber in stateSubscribers { subscriber(state) }
+        }
     }
 
     /// Cancels every running effect, refuses new events and finishes every state stream.
@@ -192,4 +208,15 @@ extension FlowStore {
 final class WeakBox<Value: AnyObject & Sendable>: @unchecked Sendable {
     // Written once, before any reader can see the box.
     weak var value: Value?
+}
+
+/// A store is a ``StatefulFlowProviding`` flow: `await store.subscribe { state in … }` and
+/// `await store.emit(event)` work as on any actor flow.
+extension FlowStore: StatefulFlowProviding where F.State: Hashable {
+    /// Emits an event, as ``StatefulFlowProviding`` spells it; ``emit(_:)-(F.Event)`` does the
+    /// same and returns a handle on the event's effects.
+    @_disfavoredOverload
+    public func emit(_ event: F.Event) async {
+        let _: EmitTask = emit(event)
+    }
 }

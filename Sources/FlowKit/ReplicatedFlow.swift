@@ -5,7 +5,8 @@
 /// extension CounterFlow: ReplicatedFlow {
 ///     static var initialState: State { State() }
 /// }
-/// registry.register(CounterFlow.self, as: "counter")
+/// registry.register(CounterFlow.self)   // as "counter", its flowName
+/// 
 /// ```
 ///
 /// Replication replays one ordered log on every node, so the reducer must be deterministic: no
@@ -17,10 +18,41 @@ public protocol ReplicatedFlow: Flow where State: Codable, Event: Codable {
     static var initialState: State { get }
     /// A few events, shown (as JSON) in the error a client gets for an event that does not decode.
     static var sampleEvents: [Event] { get }
+    /// The flow's name in addresses (`name/instanceKey`) unless it is registered under another:
+    /// by default the type's name without its `Flow` suffix, in kebab case (`CounterFlow` is
+    /// `counter`, `ChatRoomFlow` is `chat-room`).
+    static var flowName: String { get }
 }
 
 extension ReplicatedFlow {
     public static var sampleEvents: [Event] { [] }
+    public static var flowName: String { defaultFlowName(forType: String(describing: Self.self)) }
+}
+
+/// `CounterFlow` → `counter`, `ChatRoomFlow` → `chat-room`, `HTTPProxyFlow` → `http-proxy`:
+/// the type's name (without generic arguments) minus a `Flow` suffix, words joined by `-`, and only
+/// what an address allows (`a-z`, `0-9`, `-`, `_`; at most 48 bytes).
+func defaultFlowName(forType typeName: String) -> String {
+    var name = Substring(typeName.prefix { $0 != "<" })
+    if name.hasSuffix("Flow"), name.count > 4 { name = name.dropLast(4) }
+    let characters = Array(name)
+    var result = ""
+    for (index, character) in characters.enumerated() {
+        if character.isUppercase, index > 0 {
+            let previous = characters[index - 1]
+            let next = index + 1 < characters.count ? characters[index + 1] : nil
+            // A new word starts at an upper-case letter after a lower-case one or a digit, and at
+            // the last capital of an acronym followed by a lower-case letter ("HTTPProxy").
+            if previous.isLowercase || previous.isNumber || (previous.isUppercase && next?.isLowercase == true) {
+                result.append("-")
+            }
+        }
+        let lowered = character.lowercased()
+        if lowered.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }) {
+            result.append(lowered)
+        }
+    }
+    return result.isEmpty ? "flow" : String(result.prefix(48))
 }
 
 /// An event with a compact binary encoding, for clusters that need more speed than JSON gives.

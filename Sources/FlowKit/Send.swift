@@ -38,3 +38,34 @@ public struct Send<Event: Sendable>: Sendable {
         }
     }
 }
+
+extension Send {
+    /// Sends an event back to the flow, as TCA's `send(_:animation:)` is spelled, so that effects
+    /// written for SwiftUI compile unchanged: `await send(.timerTick, animation: .default)`.
+    ///
+    /// A flow's state is not a view: the event is sent as by ``callAsFunction(_:)``, and the
+    /// animation belongs to whatever view later shows the state. Outside SwiftUI, ``Animation`` is
+    /// a stand-in that carries nothing.
+    public func callAsFunction(_ event: Event, animation: Animation?) async {
+        await callAsFunction(event)
+    }
+}
+
+#if canImport(SwiftUI)
+import SwiftUI
+#else
+/// Where SwiftUI does not exist (Linux, servers), the `animation:` a SwiftUI effect passes to
+/// `send(_:animation:)`: accepted so the effect compiles unchanged, and ignored.
+public struct Animation: Sendable, Hashable {
+    private init() {}
+
+    /// SwiftUI's default animation.
+    public static let `default` = Animation()
+    /// Spellings SwiftUI effects commonly pass.
+    public static let linear = Animation()
+    public static let easeIn = Animation()
+    public static let easeOut = Animation()
+    public static let easeInOut = Animation()
+    public static let spring = Animation()
+}
+#endif

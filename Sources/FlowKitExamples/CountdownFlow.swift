@@ -4,7 +4,7 @@ import FlowKit
 
 /// The seed's countdown: a timer with a duration that cancels itself and reports completion.
 public struct CountdownFlow: Flow {
-    public struct State: Codable, Equatable, Sendable {
+    public struct State: Codable, Hashable, Sendable {
         public var timeRemaining: Int
         public var isCompleted: Bool
 

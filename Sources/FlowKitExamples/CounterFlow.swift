@@ -2,7 +2,7 @@ import FlowKit
 
 /// The smallest flow: a count that goes up and down.
 public struct CounterFlow: Flow {
-    public struct State: Codable, Equatable, Sendable {
+    public struct State: Codable, Hashable, Sendable {
         public var count: Int
 
         public init(count: Int = 0) {

@@ -2,7 +2,7 @@ import FlowKit
 
 /// A replicated dictionary of strings: the building block of configuration and presence data.
 public struct KeyValueFlow: Flow {
-    public struct State: Codable, Equatable, Sendable {
+    public struct State: Codable, Hashable, Sendable {
         public var entries: [String: String]
         /// How many writes the instance has applied, removals included.
         public var version: Int
@@ -34,6 +34,7 @@ public struct KeyValueFlow: Flow {
 
 extension KeyValueFlow: ReplicatedFlow {
     public static var initialState: State { State() }
+    public static var flowName: String { "kv" }
     public static var sampleEvents: [Event] { [.set(key: "mode", value: "fast"), .remove(key: "mode"), .clear] }
 
 }

@@ -5,7 +5,7 @@ import FlowKit
 /// The fault tests use it to prove delivery: every acknowledged submission's id must appear exactly
 /// once, whatever crashed in between.
 public struct LedgerFlow: Flow {
-    public struct State: Codable, Equatable, Sendable {
+    public struct State: Codable, Hashable, Sendable {
         public var ids: [String]
 
         public init(ids: [String] = []) {

@@ -5,7 +5,7 @@ import FlowKit
 ///
 /// Its events have a compact binary encoding, so a cluster can carry them at high rates.
 public struct LoadFlow: Flow {
-    public struct State: Codable, Equatable, Sendable {
+    public struct State: Codable, Hashable, Sendable {
         /// Events applied to this instance.
         public var count: Int
         /// Effects that reported back (only for effect-heavy events).

@@ -102,6 +102,7 @@ extension DependencyValues {
 
 extension MovieListFlow: ReplicatedFlow {
     public static var initialState: State { .initial }
+    public static var flowName: String { "movies" }
     public static var sampleEvents: [Event] { [.fetchMovies(page: 1), .reset] }
 
 }

@@ -8,7 +8,7 @@ public struct SearchFlow: Flow {
     public enum Filter: String, Codable, Equatable, Sendable { case all, shortTitles, longTitles }
     public enum SortOrder: String, Codable, Equatable, Sendable { case ascending, descending }
 
-    public struct State: Codable, Equatable, Sendable {
+    public struct State: Codable, Hashable, Sendable {
         public var searchText: String
         public var filter: Filter
         public var sortOrder: SortOrder

@@ -5,7 +5,7 @@ import FlowKit
 /// The seed's streaming effect: a long-running stream, restarted with `cancelInFlight` and stopped
 /// with ``Effect/cancel(id:)``.
 public struct StreamingFlow: Flow {
-    public struct State: Codable, Equatable, Sendable {
+    public struct State: Codable, Hashable, Sendable {
         public var isStreaming: Bool
         public var received: [String]
         public var errorMessage: String?

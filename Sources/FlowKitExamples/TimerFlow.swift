@@ -8,7 +8,7 @@ import FlowKit
 /// ``Effect/cancel(id:)``; in a cluster either one, emitted at any node, stops the timer running on
 /// the node where it started.
 public struct TimerFlow: Flow {
-    public struct State: Codable, Equatable, Sendable {
+    public struct State: Codable, Hashable, Sendable {
         public var isTimerActive: Bool
         public var secondsElapsed: Int
 

@@ -65,8 +65,26 @@ extension TestStore {
 
     /// Drops every received event that has not been asserted yet.
     public func skipReceivedEvents() {
+        applyInbox()
         assertedState = received.last?.state ?? assertedState
         received.removeAll()
+    }
+
+    /// Drops every received event that has not been asserted yet: ``skipReceivedEvents()`` as TCA
+    /// spells it (FlowKit's actions are events). With `strict`, a store with nothing to skip fails
+    /// the test.
+    public func skipReceivedActions(
+        strict: Bool = true,
+        fileID: StaticString = #fileID,
+        filePath: StaticString = #filePath,
+        line: UInt = #line,
+        column: UInt = #column
+    ) async {
+        applyInbox()
+        if strict, received.isEmpty {
+            fail("There were no received actions to skip.", at: SourceLocation(fileID: fileID, filePath: filePath, line: line, column: column))
+        }
+        skipReceivedEvents()
     }
 
     /// Cancels every effect still running.
@@ -75,7 +93,7 @@ extension TestStore {
         await instance.runtime.waitUntilIdle()
     }
 
-    /// Changes how strictly the store asserts.
+    /// Changes how strictly the store asserts; the same as setting ``exhaustivity``.
     public func setExhaustivity(_ exhaustivity: Exhaustivity) {
         self.exhaustivity = exhaustivity
     }
@@ -104,17 +122,17 @@ extension TestStore {
         await Task.megaYield()
     }
 
-    /// The next received event; with exhaustivity off, the next one equal to `expected`.
-    func nextReceived(timeout: Duration, matching expected: F.Event) async -> Received? {
+    /// The next received event; with exhaustivity off, the next one that `matches`.
+    func nextReceived(timeout: Duration, matching matches: (F.Event) -> Bool) async -> Received? {
         let deadline = ContinuousClock.now.advanced(by: timeout)
         while true {
             applyInbox()
-            if exhaustivity == .off, let index = received.firstIndex(where: { $0.event == expected }) {
+            if exhaustivity == .off, let index = received.firstIndex(where: { matches($0.event) }) {
                 if index > 0 { assertedState = received[index - 1].state }
                 received.removeFirst(index)
             }
             if exhaustivity == .on, !received.isEmpty { return received.removeFirst() }
-            if exhaustivity == .off, received.first?.event == expected { return received.removeFirst() }
+            if exhaustivity == .off, let first = received.first, matches(first.event) { return received.removeFirst() }
             guard ContinuousClock.now < deadline else { return nil }
             await inbox.waitForPost(until: deadline)
         }

@@ -3,6 +3,7 @@ import CustomDump
 import Dependencies
 import FlowKit
 import IssueReporting
+import Synchronization
 
 /// A store for tests that asserts, exhaustively, everything a flow does: each state change, each
 /// event its effects send back, and that no effect is left running.
@@ -35,7 +36,7 @@ import IssueReporting
 /// them one by one, against the state each one produced. Posting to the inbox never suspends the
 /// effect, so an effect that sends and then sleeps on a `TestClock` has its sleep registered before
 /// the test can advance the clock.
-public actor TestStore<F: Flow> where F.State: Equatable, F.Event: Equatable {
+public actor TestStore<F: Flow> where F.State: Equatable {
     /// How strictly the store asserts.
     public enum Exhaustivity: Sendable, Equatable {
         /// Every state change, received event and running effect must be asserted.
@@ -60,8 +61,13 @@ public actor TestStore<F: Flow> where F.State: Equatable, F.Event: Equatable {
     let inbox: Inbox<F.Event>
     let failures: FailureLog
 
-    /// How strictly the store asserts; exhaustive by default.
-    public internal(set) var exhaustivity: Exhaustivity = .on
+    /// How strictly the store asserts; exhaustive by default. Settable from the test, as in TCA:
+    /// `store.exhaustivity = .off`.
+    public nonisolated var exhaustivity: Exhaustivity {
+        get { exhaustivitySetting.withLock { $0 } }
+        set { exhaustivitySetting.withLock { $0 = newValue } }
+    }
+    private let exhaustivitySetting = Mutex(Exhaustivity.on)
     /// How long ``receive(_:timeout:assert:fileID:filePath:line:column:)`` and
     /// ``finish(timeout:fileID:filePath:line:column:)`` wait before failing. Waiting is on the wall
     /// clock only to bound a test that is going to fail; flows' own time comes from their injected
@@ -145,7 +151,9 @@ public actor TestStore<F: Flow> where F.State: Equatable, F.Event: Equatable {
         await settleEffects()
         return TestStoreTask(emitTask: EmitTask(group: group))
     }
+}
 
+extension TestStore where F.Event: Equatable {
     /// Asserts that an effect sent `event`, and the state it produced.
     ///
     /// Waits up to `timeout` for the event to arrive.
@@ -164,7 +172,7 @@ public actor TestStore<F: Flow> where F.State: Equatable, F.Event: Equatable {
         column: UInt = #column
     ) async {
         let location = SourceLocation(fileID: fileID, filePath: filePath, line: line, column: column)
-        guard let next = await nextReceived(timeout: timeout ?? self.timeout, matching: event) else {
+        guard let next = await nextReceived(timeout: timeout ?? self.timeout, matching: { $0 == event }) else {
             fail(
                 """
                 Expected to receive an event, but received none within \(timeout ?? self.timeout).
@@ -186,3 +194,70 @@ public actor TestStore<F: Flow> where F.State: Equatable, F.Event: Equatable {
     }
 }
 
+extension TestStore where F.Event: CasePathable {
+    /// Asserts that an effect sent an event of the case `casePath` names, whatever its value, and
+    /// the state it produced: `await store.receive(\.numberFactResponse.success)`, as in TCA. The
+    /// event type need not be `Equatable`; mark it `@CasePathable`.
+    ///
+    /// - Parameters:
+    ///   - casePath: The case (or a nested case) expected next.
+    ///   - timeout: How long to wait; `nil` uses ``timeout``.
+    ///   - updateStateToExpectedResult: Changes the previous state into the expected one.
+    public func receive<Value>(
+        _ casePath: CaseKeyPath<F.Event, Value>,
+        timeout: Duration? = nil,
+        assert updateStateToExpectedResult: (@Sendable (inout F.State) throws -> Void)? = nil,
+        fileID: StaticString = #fileID,
+        filePath: StaticString = #filePath,
+        line: UInt = #line,
+        column: UInt = #column
+    ) async {
+        await receive(casePath, timeout: timeout, matching: { _ in true }, description: "\(casePath)", assert: updateStateToExpectedResult,
+            at: SourceLocation(fileID: fileID, filePath: filePath, line: line, column: column))
+    }
+
+    /// Asserts that an effect sent an event of the case `casePath` names carrying `value`, and the
+    /// state it produced: `await store.receive(\.numberFactResponse.success, "42 is a number")`.
+    public func receive<Value: Equatable>(
+        _ casePath: CaseKeyPath<F.Event, Value>,
+        _ value: Value,
+        timeout: Duration? = nil,
+        assert updateStateToExpectedResult: (@Sendable (inout F.State) throws -> Void)? = nil,
+        fileID: StaticString = #fileID,
+        filePath: StaticString = #filePath,
+        line: UInt = #line,
+        column: UInt = #column
+    ) async {
+        await receive(casePath, timeout: timeout, matching: { $0 == value }, description: "\(casePath) with \(String(customDumping: value))",
+            assert: updateStateToExpectedResult, at: SourceLocation(fileID: fileID, filePath: filePath, line: line, column: column))
+    }
+
+    private func receive<Value>(
+        _ casePath: CaseKeyPath<F.Event, Value>,
+        timeout: Duration?,
+        matching matches: (Value) -> Bool,
+        description: String,
+        assert updateStateToExpectedResult: (@Sendable (inout F.State) throws -> Void)?,
+        at location: SourceLocation
+    ) async {
+        func accepts(_ event: F.Event) -> Bool { event[case: casePath].map(matches) ?? false }
+        guard let next = await nextReceived(timeout: timeout ?? self.timeout, matching: { accepts($0) }) else {
+            fail("Expected to receive an event matching \(description), but received none within \(timeout ?? self.timeout).", at: location)
+            return
+        }
+        guard accepts(next.event) else {
+            fail(
+                """
+                Received an unexpected event:
+                  Expected: an event matching \(description)
+                  Received: \(String(customDumping: next.event))
+                """,
+                at: location
+            )
+            assertedState = next.state
+            return
+        }
+        assertState(next.state, after: "receiving", next.event, update: updateStateToExpectedResult, at: location)
+        reportEffectFailures(at: location)
+    }
+}

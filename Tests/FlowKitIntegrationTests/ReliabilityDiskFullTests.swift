@@ -98,6 +98,13 @@ extension ReliabilityTests {
             #expect(failed.count == 1, "emits failed after the disk was freed: \(failed)")
 
             try await Self.expectLedger(cluster, ledger, acknowledged: acknowledged, refusedRaw: true)
+            // The emit refused while the disk was full stayed queued on its node, which said so
+            // ("it may still be ordered"): it is ordered once the log takes writes, exactly once.
+            // Until then the head can still move, so wait for it before reading the head.
+            try await eventually("the refused emit is ordered once the disk has room", timeout: .seconds(20), every: .milliseconds(200)) {
+                let ids = try await cluster.client(1).query(ledger).decode(LedgerFlow.State.self).ids
+                guard ids.filter({ $0 == whileFullID }).count == 1 else { throw HarnessError("not yet ordered") }
+            }
 
             // Nothing corrupted: a kill -9 and restart recovers the same log.
             let head = try await cluster.client(1).status().knownHead

@@ -90,3 +90,21 @@ public func fuzzInitialize(_ argc: UnsafeMutablePointer<CInt>?, _ argv: UnsafeMu
     }
     return 0
 }
+
+/// libFuzzer's driver, called from this executable's entry point.
+@_silgen_name("LLVMFuzzerRunDriver")
+func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ testOneInput: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
+
+/// The executable's entry point. SwiftPM names an executable target's `main` `<target>_main` and
+/// points `main` at it; only the instrumentation (not libFuzzer's own `main`) is linked into every
+/// module, so this hands the command line to libFuzzer's driver.
+@_cdecl("FuzzDecoders_main")
+public func fuzzDecodersMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
+    var argc = argc
+    var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = argv
+    return runFuzzerDriver(&argc, &argv, fuzzOneInput)
+}

@@ -36,7 +36,9 @@ public final class ClusterClient: Sendable {
     }
 
     private let context: ZMQContext?
-    private let loop: IOLoop
+    let loop: IOLoop
+    let transport: TransportOptions
+    let logger: Logger
     private let socket: AsyncSocket
     private let waiters = ReplyWaiters()
     private let nextRequest = Atomic<UInt64>(1)
@@ -69,6 +71,8 @@ public final class ClusterClient: Sendable {
         }
         self.context = context
         self.loop = loop
+        self.transport = transport
+        self.logger = logger
         self.socket = socket
         self.timeout = timeout
         let waiters = self.waiters
@@ -168,6 +172,71 @@ public final class ClusterClient: Sendable {
             return try JSONDecoder().decode(NodeStatus.self, from: Data(json))
         case let other:
             throw ClusterClientError.unexpectedReply("\(other)")
+        }
+    }
+
+    /// A typed handle on one replicated instance, `name/key`: an actor flow whose state follows the
+    /// cluster's, and whose events go through this client's node. See ``RemoteFlow``.
+    ///
+    /// - Parameters:
+    ///   - type: The flow type, as the cluster registers it.
+    ///   - key: The instance key.
+    ///   - name: The name the cluster registers the flow under; by default its `flowName`.
+    ///   - coordinator: Where to follow the log; by default where the node says it reaches the
+    ///     coordinator (its STATUS).
+    ///   - coordinatorPublicKey: The coordinator's CURVE public key, when CURVE is on.
+    /// - Throws: ``ProtocolError`` when the node runs no flow of that name, or the instance's state
+    ///   does not decode as `F.State`; ``ClusterClientError`` when the node does not answer.
+    public func flow<F: ReplicatedFlow>(
+        _ type: F.Type,
+        _ key: String,
+        as name: String = F.flowName,
+        coordinator: CoordinatorEndpoints? = nil,
+        coordinatorPublicKey: CurveKey? = nil
+    ) async throws -> RemoteFlow<F> where F.State: Hashable & Sendable, F.Event: Sendable {
+        let address = try Address(flow: name, key: key)
+        let status = try await status()
+        guard status.flows.contains(name) else {
+            throw ProtocolError(
+                .unknownFlow,
+                "the node runs no flow named \"\(name)\" (it runs: \(status.flows.joined(separator: ", "))); pass the name it is registered under with as:"
+            )
+        }
+        guard let endpoints = coordinator ?? status.coordinator else {
+            throw ClusterClientError.unexpectedReply("the node's STATUS names no coordinator endpoints; pass coordinator:")
+        }
+        let (subscriber, sync) = try await loop.openFollowerSockets(to: endpoints, transport: transport, serverKey: coordinatorPublicKey)
+        do {
+            // Subscribed first: what is published from here on is kept, and the follower repairs
+            // anything between the state's seq and the first entry that arrives.
+            let start: State?
+            do {
+                start = try await query(address.description, minApplied: status.applied)
+            } catch let error as ProtocolError where error.code == .notFound {
+                start = nil  // no event yet: the initial state, at least as of status.applied
+            }
+            let registration = TypedFlowRegistration<F>(
+                name: name,
+                codecs: EventCodecs<F.Event>(wire: .json),
+                initialState: { _ in F.initialState },
+                makeFlow: { F() }
+            )
+            let handle = try RemoteFlow<F>(
+                client: self,
+                registration: registration,
+                address: address,
+                start: start,
+                startApplied: status.applied,
+                subscriber: subscriber,
+                sync: sync,
+                logger: logger
+            )
+            await handle.startFollowing()
+            return handle
+        } catch {
+            await subscriber.close(linger: .zero)
+            await sync.close(linger: .zero)
+            throw error
         }
     }
 

@@ -44,19 +44,7 @@ public final class StateWatcher: Sendable {
     public func updates() async throws -> AsyncThrowingStream<Update, any Error> {
         let context = try ZMQContext()
         let loop = try IOLoop(context: context, name: "watcher-io", logger: logger)
-        let endpoints = self.endpoints
-        let transport = self.transport
-        let key = serverPublicKey
-        let subscriber = try await loop.open(.sub) { socket in
-            try transport.applyClient(to: socket, serverKey: key)
-            try socket.subscribe(EntriesMessage.batchTopic)
-            try socket.subscribe(ControlTopic.heartbeat)
-            try socket.connect(endpoints.publish)
-        }
-        let sync = try await loop.open(.dealer) { socket in
-            try transport.applyClient(to: socket, serverKey: key)
-            try socket.connect(endpoints.sync)
-        }
+        let (subscriber, sync) = try await loop.openFollowerSockets(to: endpoints, transport: transport, serverKey: serverPublicKey)
         let replicas = ReplicaSet(registry: registry, context: .passive(logger: logger), logger: logger)
         let core = WatcherCore(address: address, replicas: replicas, sync: sync)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Update.self)
@@ -107,28 +95,12 @@ private actor WatcherCore {
 
     func published(_ messages: [Message]) {
         let now = WallClock.micros()
-        for message in messages {
-            let parts = message.parts
-            if let entries = try? EntriesMessage(frames: parts) {
-                perform(follower.receive(entries.entries, now: now))
-            } else if let heartbeat = try? HeartbeatMessage(frames: parts) {
-                perform(follower.noteHead(heartbeat.head, now: now))
-            }
-        }
+        for message in messages { perform(follower.receive(published: message, now: now)) }
     }
 
     func synced(_ messages: [Message]) {
         let now = WallClock.micros()
-        for message in messages {
-            let parts = message.parts
-            if let range = try? RangeMessage(frames: parts) {
-                perform(follower.receive(range, now: now))
-            } else if let chunk = try? SnapshotChunkMessage(frames: parts) {
-                perform(follower.receive(chunk, now: now))
-            } else if let error = try? ErrorReply(frames: parts) {
-                perform(follower.receive(error, now: now))
-            }
-        }
+        for message in messages { perform(follower.receive(SyncReply(message), now: now)) }
     }
 
     func tick() {

@@ -77,4 +77,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     public var flows: [String]
     public var rejected: [String: Int]
     public var entriesSkipped: Int
+    /// The coordinator's endpoints as this node reaches them: where a ``RemoteFlow`` follows the
+    /// log. Absent from nodes before this field existed.
+    public var coordinator: CoordinatorEndpoints?
 }

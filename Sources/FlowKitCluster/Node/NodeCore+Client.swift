@@ -98,7 +98,8 @@ extension NodeCore {
             digest: replicas.combinedDigest(exact: applied >= knownHead).description,
             flows: registryNames,
             rejected: counters.rejections,
-            entriesSkipped: replicas.skippedEntries
+            entriesSkipped: replicas.skippedEntries,
+            coordinator: configuration.coordinator
         )
     }
 

@@ -6,9 +6,9 @@ import Foundation
 ///
 /// ```swift
 /// var registry = FlowRegistry()
-/// registry.register(CounterFlow.self, as: "counter")
+/// registry.register(CounterFlow.self)               // as "counter", its flowName
 /// registry.register(TimerFlow.self, as: "timer")
-/// try await FlowKitNode(configuration, registry: registry, logger: logger).run()
+/// try await Node(configuration: configuration, registry: registry, logger: logger).run()
 /// ```
 ///
 /// Every process of a cluster must register the same flows under the same names, with reducers
@@ -22,12 +22,26 @@ public struct FlowRegistry: Sendable {
     ///
     /// - Parameters:
     ///   - type: The flow type.
-    ///   - name: The flow's name in addresses (`name/instanceKey`): 1-48 of a-z, 0-9, - and _.
+    ///   - name: The flow's name in addresses (`name/instanceKey`): 1-48 of a-z, 0-9, - and _;
+    ///     by default the flow's ``ReplicatedFlow/flowName``.
     ///   - codec: How nodes encode this flow's events in submissions. `.binary` needs an `Event`
     ///     that conforms to ``BinaryEventCodable``. Clients may always send JSON.
-    public mutating func register<F: ReplicatedFlow>(_ type: F.Type, as name: String, codec: PayloadCodec = .json) {
+    public mutating func register<F: ReplicatedFlow>(_ type: F.Type, as name: String = F.flowName, codec: PayloadCodec = .json) {
         register(type, as: name, codec: codec, initialState: { _ in F.initialState }, flow: { F() })
         flows[name] = (flows[name] as? TypedFlowRegistration<F>)?.withSamples(F.sampleEvents)
+    }
+
+    /// An actor flow cannot be replicated: its `emit(_:)` runs any async code it likes (network
+    /// calls, clocks, randomness), which every node would run again, each with its own outcome, so
+    /// the replicas would drift apart. Write it as a ``Flow``: `reduce(into:event:)` changes the
+    /// state synchronously and returns the async work as an ``Effect``, which only the node that
+    /// ordered the event runs; the events the effect sends back are ordered like any other.
+    @available(
+        *, unavailable,
+        message: "an actor flow cannot be replicated: its emit(_:) runs async code that every node would run again. Write it as a Flow (a reducer returning effects) and conform it to ReplicatedFlow"
+    )
+    public mutating func register<F: StatefulFlowProviding>(_ type: F.Type, as name: String = "", codec: PayloadCodec = .json) {
+        fatalError("unavailable")
     }
 
     /// Registers a flow with explicit construction.

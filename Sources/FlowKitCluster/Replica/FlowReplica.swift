@@ -91,6 +91,9 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
 
     var runningEffects: Int { instance.runtime.runningCount }
 
+    /// The instance's state.
+    var state: F.State { instance.state }
+
     func apply(_ entry: Entry, runEffects: Bool) throws {
         defer { lastSeq = entry.seq }
         switch entry.kind {

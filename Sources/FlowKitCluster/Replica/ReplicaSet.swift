@@ -107,17 +107,6 @@ import Logging
         )
     }
 
-    /// Cancels effects of an instance by cancel id, or all of them.
-    func cancelEffects(at address: Address, id: String?) {
-        guard let replica = replicas[address] else { return }
-        let entry = Entry(
-            seq: replica.lastSeq, epoch: 0, kind: id == nil ? .cancelAll : .cancel, codec: .json, origin: 0,
-            session: 0, submission: 0, submittedAt: 0, committedAt: 0, address: address.description,
-            payload: Array((id ?? "").utf8)
-        )
-        try? replica.apply(entry, runEffects: false)
-    }
-
     // MARK: Digests
 
     /// The digests computed since the last call, each with the seq of the state it describes.

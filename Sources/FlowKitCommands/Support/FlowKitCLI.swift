@@ -33,15 +33,15 @@ public enum FlowKitCLI {
     /// streaming and movie list, a key-value flow, an audit ledger, and the load tool's flow.
     public static var builtInRegistry: FlowRegistry {
         var registry = FlowRegistry()
-        registry.register(CounterFlow.self, as: "counter")
-        registry.register(KeyValueFlow.self, as: "kv")
-        registry.register(TimerFlow.self, as: "timer")
-        registry.register(CountdownFlow.self, as: "countdown")
-        registry.register(SearchFlow.self, as: "search")
-        registry.register(StreamingFlow.self, as: "streaming")
-        registry.register(MovieListFlow.self, as: "movies")
-        registry.register(LedgerFlow.self, as: "ledger")
-        registry.register(LoadFlow.self, as: "load", codec: .binary)
+        registry.register(CounterFlow.self)
+        registry.register(KeyValueFlow.self)
+        registry.register(TimerFlow.self)
+        registry.register(CountdownFlow.self)
+        registry.register(SearchFlow.self)
+        registry.register(StreamingFlow.self)
+        registry.register(MovieListFlow.self)
+        registry.register(LedgerFlow.self)
+        registry.register(LoadFlow.self, codec: .binary)
         return registry
     }
 }
