@@ -2,7 +2,7 @@ import Clocks
 import Dependencies
 import FlowKit
 
-/// The seed's countdown: a timer with a duration that cancels itself and reports completion.
+/// The countdown of the article Effects (FlowKit.docc): a timer with a duration that cancels itself and reports completion.
 public struct CountdownFlow: Flow {
     public struct State: Codable, Hashable, Sendable {
         public var timeRemaining: Int
@@ -22,7 +22,7 @@ public struct CountdownFlow: Flow {
 
     enum CancelID { case timer }
 
-    /// The countdown's length, in seconds; the seed uses 60.
+    /// The countdown's length, in seconds; the article uses 60.
     public var duration: Int
     @Dependency(\.continuousClock) var clock
 
@@ -30,7 +30,7 @@ public struct CountdownFlow: Flow {
         self.duration = duration
     }
 
-    /// The seed's sixty-second countdown.
+    /// The article's sixty-second countdown.
     public init() {
         self.init(duration: 60)
     }

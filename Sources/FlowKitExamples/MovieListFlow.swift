@@ -1,10 +1,10 @@
 import Dependencies
 import FlowKit
 
-/// The seed's movie list, as a flow: its states say exactly what the screen can show, and only
+/// The movie list of the article Introduction to Flows (FlowKit.docc), as a flow: its states say exactly what the screen can show, and only
 /// events move between them.
 ///
-/// The seed's `errored(Error)` holds the error's message here, so the state stays `Codable` and
+/// The article's `errored(Error)` holds the error's message here, so the state stays `Codable` and
 /// `Equatable`, as a replicated state must.
 public struct MovieListFlow: Flow {
     public struct Movie: Codable, Equatable, Hashable, Sendable, Identifiable {

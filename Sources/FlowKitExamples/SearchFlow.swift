@@ -2,7 +2,7 @@ import Clocks
 import Dependencies
 import FlowKit
 
-/// The seed's search field: every keystroke starts a search that captures the text, filter and sort
+/// The search field of the article Effects (FlowKit.docc): every keystroke starts a search that captures the text, filter and sort
 /// order, and cancels the search still in flight.
 public struct SearchFlow: Flow {
     public enum Filter: String, Codable, Equatable, Sendable { case all, shortTitles, longTitles }
@@ -40,7 +40,7 @@ public struct SearchFlow: Flow {
 
     enum CancelID { case search }
 
-    /// How long the search waits for typing to pause; the seed uses 300 ms.
+    /// How long the search waits for typing to pause; the article uses 300 ms.
     public static let debounce: Duration = .milliseconds(300)
 
     @Dependency(\.continuousClock) var clock

@@ -2,7 +2,7 @@ import Clocks
 import Dependencies
 import FlowKit
 
-/// The seed's streaming effect: a long-running stream, restarted with `cancelInFlight` and stopped
+/// The streaming effect of the article Effects (FlowKit.docc): a long-running stream, restarted with `cancelInFlight` and stopped
 /// with ``Effect/cancel(id:)``.
 public struct StreamingFlow: Flow {
     public struct State: Codable, Hashable, Sendable {

@@ -2,7 +2,7 @@ import Clocks
 import Dependencies
 import FlowKit
 
-/// The seed's basic timer: a toggle starts and stops a one-second timer on the injected clock.
+/// The basic timer of the article Effects (FlowKit.docc): a toggle starts and stops a one-second timer on the injected clock.
 ///
 /// Toggling off cancels through `cancelInFlight`, and ``Event/stop`` cancels with
 /// ``Effect/cancel(id:)``; in a cluster either one, emitted at any node, stops the timer running on

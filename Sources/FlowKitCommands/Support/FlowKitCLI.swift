@@ -29,7 +29,7 @@ public enum FlowKitCLI {
         current.withLock { $0 } ?? builtInRegistry
     }
 
-    /// The example flows every `flowkit` binary ships: the seeds' counter, timer, countdown, search,
+    /// The example flows every `flowkit` binary ships: the articles' counter, timer, countdown, search,
     /// streaming and movie list, a key-value flow, an audit ledger, and the load tool's flow.
     public static var builtInRegistry: FlowRegistry {
         var registry = FlowRegistry()

@@ -4,7 +4,7 @@ import FlowKitExamples
 import FlowKitTesting
 import Testing
 
-/// The seed's "Timer Effects": a timer on the injected clock, and a countdown that completes.
+/// The article Effects' "Timer Effects": a timer on the injected clock, and a countdown that completes.
 @Suite struct TimerEffectsTests {
     @Test func timerTicksOnTheInjectedClockUntilToggledOff() async {
         let clock = TestClock()

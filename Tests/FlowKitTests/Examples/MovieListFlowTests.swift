@@ -3,7 +3,7 @@ import FlowKitExamples
 import FlowKitTesting
 import Testing
 
-/// The seed "Introduction to Flows": the movie list with its initial, loaded and errored states.
+/// FlowKitExamples' movie list (the article "Introduction to Flows" as a replicated flow) with its initial, loaded and errored states.
 @Suite struct MovieListFlowTests {
     @Test func fetchingMovesFromInitialToLoadedAndResetReturns() async {
         let movies = [MovieListFlow.Movie(id: 1, title: "Alien", synopsis: "In space.")]

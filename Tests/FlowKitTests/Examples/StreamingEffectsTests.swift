@@ -4,7 +4,7 @@ import FlowKitExamples
 import FlowKitTesting
 import Testing
 
-/// The seed's ".cancellable for Long-Running Effects": a stream restarted with cancelInFlight and
+/// The article Effects' ".cancellable for Long-Running Effects": a stream restarted with cancelInFlight and
 /// stopped with `.cancel(id:)`.
 @Suite struct StreamingEffectsTests {
     @Test func streamRunsUntilStopped() async {

@@ -5,7 +5,7 @@ import FlowKitTesting
 import Synchronization
 import Testing
 
-/// The seed's "Capturing Multiple Values": a search that captures text, filter and sort order and
+/// The article Effects' "Capturing Multiple Values": a search that captures text, filter and sort order and
 /// replaces the search in flight.
 @Suite struct SearchEffectsTests {
     struct Query: Equatable, Sendable {
