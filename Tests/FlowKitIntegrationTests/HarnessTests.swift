@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FlowKitCluster
 import Foundation
+import Synchronization
 import Testing
 
 extension ClusterProcessTests {
@@ -30,7 +31,8 @@ extension ClusterProcessTests {
 
     /// Both processes shut down gracefully on SIGINT too (SIGTERM is checked at the end of every test).
     @Test func processesStopGracefullyOnSIGINT() async throws {
-        let cluster = try await TestCluster.start(nodes: 1)
+        let spawned = SpawnedGroups()
+        let cluster = try await SpawnedGroups.$current.withValue(spawned) { try await TestCluster.start(nodes: 1) }
         let node = try #require(cluster.node(1)?.process)
         let coordinator = try #require(cluster.coordinatorProcess)
         _ = try await cluster.client(1).emit(json: #"{"increment":{}}"#, to: "counter/a", wait: .applied)
@@ -41,8 +43,30 @@ extension ClusterProcessTests {
         await cluster.shutDown()
         #expect(nodeExited && node.status == 0, "node: \(node.status.map(ChildProcess.describe) ?? "still running")")
         #expect(coordinatorExited && coordinator.status == 0, "coordinator: \(coordinator.status.map(ChildProcess.describe) ?? "still running")")
-        #expect(ChildRegistry.flowkitChildren().isEmpty)
+        #expect(spawned.leftovers.isEmpty)
         try? FileManager.default.removeItem(atPath: cluster.directory)
+    }
+
+    /// The leftover check finds a process the test started and left running, and nothing else:
+    /// a process started outside the test's scope (another suite's, running beside it) is not
+    /// its business. A deliberate leak, kept as a test of the harness.
+    @Test func theLeftoverCheckFindsWhatTheTestLeftAndOnlyThat() async throws {
+        let directory = try ClusterCommandProcess.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let otherSuites = try await ChildProcess.spawn(executable: "/bin/sleep", arguments: ["60"], name: "other-suite", directory: directory)
+        let leaked = Mutex<ChildProcess?>(nil)
+        try await withKnownIssue {
+            try await TestCluster.run(nodes: 1) { _ in
+                let process = try await ChildProcess.spawn(executable: "/bin/sleep", arguments: ["60"], name: "leaked", directory: directory)
+                leaked.withLock { $0 = process }
+            }
+        } matching: { issue in
+            let leak = leaked.withLock { $0 }
+            return issue.description.contains("left behind") && leak.map { issue.description.contains("\($0.pid) ") } == true
+                && !issue.description.contains("\(otherSuites.pid) ")
+        }
+        if let leak = leaked.withLock({ $0 }) { _ = await leak.stop(grace: .seconds(1)) }
+        _ = await otherSuites.stop(grace: .seconds(1))
     }
 
     /// Whether `pid` no longer runs `flowkit`: gone, a zombie, or reused by another program.

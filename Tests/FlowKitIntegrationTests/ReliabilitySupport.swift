@@ -4,11 +4,16 @@ import Glibc
 import Foundation
 import Testing
 
-/// The reliability suite (docs/RELIABILITY.md): chaos, fuzzing, security, slow consumers, a full
-/// disk. Serialized, as each test runs a cluster of processes on a two-core machine; the time limit
-/// is generous because `flowkit chaos` and `flowkit fuzz` runs are measured in tens of seconds.
-@Suite("Reliability", .serialized, .countingFailures, .timeLimit(.minutes(20)))
-struct ReliabilityTests {}
+extension MultiProcessTests {
+    /// The reliability suite (docs/RELIABILITY.md): chaos, fuzzing, security, slow consumers, a
+    /// full disk. Serialized with every other multi-process test (``MultiProcessTests``); the time
+    /// limit is generous because `flowkit chaos` and `flowkit fuzz` runs take tens of seconds and
+    /// the fuzz target's build minutes.
+    @Suite("Reliability", .serialized, .countingFailures, .timeLimit(.minutes(30)))
+    struct ReliabilityTests {}
+}
+
+typealias ReliabilityTests = MultiProcessTests.ReliabilityTests
 
 /// Helpers of the reliability tests.
 enum Reliability {

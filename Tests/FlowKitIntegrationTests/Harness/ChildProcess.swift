@@ -64,6 +64,8 @@ final class ChildProcess: Sendable, CustomStringConvertible {
         let pid = try await SpawnThread.shared.run {
             try posixSpawn(argv: argv, environment: environment, stdoutPath: stdoutPath, stderrPath: stderrPath)
         }
+        // The test that started it looks for it in its leftover check (it leads its own group).
+        SpawnedGroups.current?.add(pid)
         return ChildProcess(pid: pid, name: name, stdoutPath: stdoutPath, stderrPath: stderrPath)
     }
 
@@ -257,24 +259,38 @@ enum ChildRegistry {
         }
     }
 
-    /// `flowkit` processes whose parent is this process, from `/proc`: what a test leaves behind.
-    static func flowkitChildren() -> [String] {
-        let me = getpid()
+    /// The processes, from `/proc`, in any of `groups`: what a test whose children led those
+    /// groups leaves behind. Processes of other tests (other groups) are not its business, so
+    /// suites may run side by side.
+    static func processes(inGroups groups: Set<pid_t>) -> [String] {
+        guard !groups.isEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
         var found: [String] = []
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
         for entry in entries where entry.allSatisfy(\.isNumber) {
             guard let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
                 let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
             else { continue }
             let command = stat[stat.index(after: open)..<close]
+            // After the command: state, parent, process group.
             let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 2, let parent = Int32(fields[1]), parent == me else { continue }
-            if command.hasPrefix("flowkit") || command == "setpriv" {
-                found.append("\(entry) \(command) state \(fields[0])")
-            }
+            guard fields.count > 2, let group = Int32(fields[2]), groups.contains(group) else { continue }
+            found.append("\(entry) \(command) state \(fields[0])")
         }
         return found
     }
+}
+
+/// The process groups the children of one test lead: bound for the test's scope with
+/// `SpawnedGroups.$current.withValue(…)`, filled by
+/// ``ChildProcess/spawn(executable:arguments:name:directory:)``.
+final class SpawnedGroups: Sendable {
+    @TaskLocal static var current: SpawnedGroups?
+
+    private let groups = Mutex<Set<pid_t>>([])
+
+    func add(_ group: pid_t) { groups.withLock { _ = $0.insert(group) } }
+
+    /// What is still running, or not yet reaped, of what was started in this scope.
+    var leftovers: [String] { ChildRegistry.processes(inGroups: groups.withLock { $0 }) }
 }
 
 /// Runs closures on one thread that lives as long as the process (see ``ChildProcess``).

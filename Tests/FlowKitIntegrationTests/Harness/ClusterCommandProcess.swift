@@ -62,23 +62,27 @@ final class ClusterCommandProcess: Sendable {
     ) async throws {
         let directory = try makeDirectory()
         let failuresBefore = RecordedFailures.count
+        let spawned = SpawnedGroups()
         let cluster: ClusterCommandProcess
         do {
-            cluster = try await start(arguments(directory), directory: directory, workingDirectory: directory, clusterDirectory: directory + "/" + clusterDirectory)
+            cluster = try await SpawnedGroups.$current.withValue(spawned) {
+                try await start(arguments(directory), directory: directory, workingDirectory: directory, clusterDirectory: directory + "/" + clusterDirectory)
+            }
         } catch {
             print("harness: flowkit cluster did not come up; logs kept in \(directory)")
             throw error
         }
         do {
-            try await body(cluster)
+            try await SpawnedGroups.$current.withValue(spawned) { try await body(cluster) }
         } catch {
             await cluster.finish(passed: false)
             throw error
         }
         let survivors = await cluster.finish(passed: RecordedFailures.count == failuresBefore)
         #expect(survivors.isEmpty, "children of flowkit cluster that outlived it (killed now): \(survivors)")
-        let leftovers = ChildRegistry.flowkitChildren()
-        #expect(leftovers.isEmpty, "flowkit children of the test left behind: \(leftovers)")
+        // Found by process group: only what this test started, whatever else runs beside it.
+        let leftovers = spawned.leftovers
+        #expect(leftovers.isEmpty, "processes this test started, left behind: \(leftovers)")
     }
 
     /// A fresh temporary directory for a test.

@@ -81,9 +81,14 @@ final class TestCluster: Sendable {
         let cluster = try TestCluster(durable: durable, options: options)
         let failuresBefore = RecordedFailures.count
         let result: T
+        // Everything this test starts is found by its process group, not among every process of
+        // the machine: other suites' clusters may be running beside it.
+        let spawned = SpawnedGroups()
         do {
-            try await cluster.start(nodes: nodes)
-            result = try await body(cluster)
+            result = try await SpawnedGroups.$current.withValue(spawned) {
+                try await cluster.start(nodes: nodes)
+                return try await body(cluster)
+            }
         } catch {
             print("harness: the test failed with \(error); logs of every process follow (kept in \(cluster.directory))")
             print(cluster.diagnostics())
@@ -92,8 +97,8 @@ final class TestCluster: Sendable {
         }
         let unclean = await cluster.shutDown()
         #expect(unclean.isEmpty, "processes that did not exit cleanly on SIGTERM: \(unclean)")
-        let leftovers = ChildRegistry.flowkitChildren()
-        #expect(leftovers.isEmpty, "flowkit children left behind: \(leftovers)")
+        let leftovers = spawned.leftovers
+        #expect(leftovers.isEmpty, "processes this test started, left behind: \(leftovers)")
         let failed = RecordedFailures.count > failuresBefore
         if failed {
             print("harness: the test recorded failures; logs of every process follow (kept in \(cluster.directory))")
