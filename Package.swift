@@ -8,18 +8,23 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+// Built and tested on Linux only: the cluster reads /proc, and libzmq comes from the system.
 let package = Package(
     name: "FlowKit",
-    platforms: [.macOS(.v15)],
     products: [
+        // The library: flows, their test store, the transport, the durable log, the cluster, and
+        // the entry point of a user's own `flowkit`-style binary (`FlowKitCLI.main(registry:)`).
         .library(name: "FlowKit", targets: ["FlowKit"]),
         .library(name: "FlowKitTesting", targets: ["FlowKitTesting"]),
-        .library(name: "FlowKitExamples", targets: ["FlowKitExamples"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
-        .library(name: "FlowKitCluster", targets: ["FlowKitCluster"]),
         .library(name: "FlowKitLog", targets: ["FlowKitLog"]),
+        .library(name: "FlowKitCluster", targets: ["FlowKitCluster"]),
         .library(name: "FlowKitCommands", targets: ["FlowKitCommands"]),
+        // The stock command: FlowKitCommands plus the load, chaos and fuzz tools.
         .executable(name: "flowkit", targets: ["flowkit"]),
+        // Not API (hence the underscore): the tools, the flows they drive and the examples, for the
+        // sibling Benchmarks/ and Fuzz/ packages, which SwiftPM lets see products only.
+        .library(name: "_FlowKitTools", targets: ["FlowKitTools", "FlowKitExamples"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -125,18 +130,26 @@ let package = Package(
             name: "CFlowKitSupport",
             linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]
         ),
+        // Starting and supervising child processes: the one launcher `flowkit cluster`, the tools
+        // and the tests share.
+        .target(
+            name: "FlowKitProcesses",
+            swiftSettings: swiftSettings
+        ),
+        // The operator's commands (cluster, coordinator, node, emit, state, status, monitor, …)
+        // and `FlowKitCLI.main(registry:)`, the entry point of a user's own binary.
         .target(
             name: "FlowKitCommands",
             dependencies: [
                 "CFlowKitSupport",
                 "FlowKit",
                 "FlowKitCluster",
-                "ZeroMQ",
                 "FlowKitExamples",
+                "FlowKitProcesses",
+                "ZeroMQ",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Clocks", package: "swift-clocks"),
@@ -145,16 +158,34 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The load tool (bench), chaos and fuzz, and the flows they drive: linked only by the
+        // executables and the tests, never shipped in a library product.
+        .target(
+            name: "FlowKitTools",
+            dependencies: [
+                "FlowKit",
+                "FlowKitCluster",
+                "FlowKitCommands",
+                "FlowKitExamples",
+                "FlowKitProcesses",
+                "ZeroMQ",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "flowkit",
-            dependencies: ["FlowKitCommands"],
+            dependencies: ["FlowKitTools"],
             swiftSettings: swiftSettings
         ),
 
         // The flowkit command with test-only flows, built the way a user's own binary is.
         .executableTarget(
             name: "flowkit-testbed",
-            dependencies: ["FlowKit", "FlowKitCluster", "FlowKitCommands"],
+            dependencies: ["FlowKit", "FlowKitCluster", "FlowKitTools"],
             swiftSettings: swiftSettings
         ),
 
@@ -177,6 +208,7 @@ let package = Package(
                 "FlowKit",
                 "FlowKitCluster",
                 "FlowKitExamples",
+                "FlowKitTools",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -194,6 +226,8 @@ let package = Package(
             name: "FlowKitLogTests",
             dependencies: [
                 "FlowKitLog",
+                "FlowKitProcesses",
+                "FlowKitTools",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -205,6 +239,8 @@ let package = Package(
                 "FlowKitCluster",
                 "FlowKitExamples",
                 "FlowKitLog",
+                "FlowKitProcesses",
+                "FlowKitTools",
                 "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -38,7 +38,7 @@ let package = Package(
             dependencies: [
                 .product(name: "FlowKit", package: "FlowKit"),
                 .product(name: "FlowKitCluster", package: "FlowKit"),
-                .product(name: "FlowKitExamples", package: "FlowKit"),
+                .product(name: "_FlowKitTools", package: "FlowKit"),
                 .product(name: "ZeroMQ", package: "FlowKit"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -68,7 +68,7 @@ let package = Package(
             name: "ClusterBenchmarks",
             dependencies: [
                 .product(name: "FlowKitCluster", package: "FlowKit"),
-                .product(name: "FlowKitExamples", package: "FlowKit"),
+                .product(name: "_FlowKitTools", package: "FlowKit"),
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,5 +1,6 @@
 import Benchmark
-@_spi(Benchmarks) import FlowKitCluster
+import FlowKitTools
+@_spi(Benchmarks) @_spi(Wire) import FlowKitCluster
 import FlowKitExamples
 import Logging
 

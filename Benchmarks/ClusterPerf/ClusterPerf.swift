@@ -1,6 +1,7 @@
 import FlowKit
-import FlowKitCluster
+@_spi(Wire) import FlowKitCluster
 import FlowKitExamples
+import FlowKitTools
 import Foundation
 import Logging
 import ZeroMQ

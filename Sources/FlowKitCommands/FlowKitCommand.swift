@@ -1,28 +1,27 @@
 import ArgumentParser
 
-/// The `flowkit` command: the root of every subcommand.
+/// The `flowkit` command of a user's own binary: the operator's subcommands.
 public struct FlowKitCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "flowkit",
         abstract: "Run FlowKit flows locally and across processes.",
-        subcommands: [
-            ClusterCommand.self,
-            DemoCommand.self,
-            CoordinatorCommand.self,
-            NodeCommand.self,
-            EmitCommand.self,
-            StateCommand.self,
-            CancelCommand.self,
-            StatusCommand.self,
-            MonitorCommand.self,
-            KeysCommand.self,
-            ChaosCommand.self,
-            FuzzCommand.self,
-            BenchCommand.self,
-            BenchPeerCommand.self,
-        ],
+        subcommands: operatorCommands,
         defaultSubcommand: ClusterCommand.self
     )
+
+    /// What every `flowkit` binary can do: run a cluster or one of its processes, and talk to one.
+    package static let operatorCommands: [any ParsableCommand.Type] = [
+        ClusterCommand.self,
+        DemoCommand.self,
+        CoordinatorCommand.self,
+        NodeCommand.self,
+        EmitCommand.self,
+        StateCommand.self,
+        CancelCommand.self,
+        StatusCommand.self,
+        MonitorCommand.self,
+        KeysCommand.self,
+    ]
 
     public init() {}
 }

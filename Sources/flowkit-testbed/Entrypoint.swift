@@ -1,15 +1,15 @@
 import FlowKit
 import FlowKitCluster
-import FlowKitCommands
+import FlowKitTools
 
-/// `flowkit` with extra flows that only tests need, built on the public `FlowKitCLI.main(registry:)`
-/// exactly as a user's own binary would be.
+/// `flowkit` with extra flows that only tests need, given to the command the way a user's own
+/// binary gives its flows to `FlowKitCLI.main(registry:)`.
 @main
 enum Entrypoint {
     static func main() async {
-        var registry = FlowKitCLI.builtInRegistry
+        var registry = FlowKitTools.registry
         registry.register(NondeterministicFlow.self, as: "nondeterministic")
-        await FlowKitCLI.main(registry: registry)
+        await FlowKitTools.main(registry: registry)
     }
 }
 

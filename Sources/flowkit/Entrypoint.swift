@@ -1,8 +1,8 @@
-import FlowKitCommands
+import FlowKitTools
 
 @main
 enum Entrypoint {
     static func main() async {
-        await FlowKitCLI.main()
+        await FlowKitTools.main()
     }
 }

@@ -1,5 +1,6 @@
-@testable import FlowKitCluster
+@_spi(Wire) @testable import FlowKitCluster
 import FlowKitExamples
+import FlowKitTools
 import Testing
 
 /// The one admission rule, at both walls: what a node decodes from a client's EMIT or CANCEL and

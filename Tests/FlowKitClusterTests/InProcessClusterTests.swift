@@ -1,5 +1,5 @@
 import FlowKit
-@testable import FlowKitCluster
+@_spi(Wire) @testable import FlowKitCluster
 import FlowKitExamples
 import Foundation
 import Logging

@@ -1,4 +1,4 @@
-@testable import FlowKitCluster
+@_spi(Wire) @testable import FlowKitCluster
 import Testing
 
 @Suite struct LogFollowerTests {

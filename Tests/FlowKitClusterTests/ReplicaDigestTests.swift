@@ -1,6 +1,7 @@
-@_spi(Benchmarks) @testable import FlowKitCluster
+@_spi(Benchmarks) @_spi(Wire) @testable import FlowKitCluster
 import FlowKit
 import FlowKitExamples
+import FlowKitTools
 import Foundation
 import Logging
 import Testing

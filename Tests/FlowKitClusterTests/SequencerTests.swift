@@ -1,4 +1,4 @@
-@_spi(Benchmarks) @testable import FlowKitCluster
+@_spi(Benchmarks) @_spi(Wire) @testable import FlowKitCluster
 import Testing
 
 @Suite struct SequencerTests {

@@ -1,6 +1,7 @@
-import FlowKitCluster
+@_spi(Wire) import FlowKitCluster
 import FlowKitExamples
 import FlowKitLog
+import FlowKitProcesses
 import Foundation
 import Logging
 import Testing

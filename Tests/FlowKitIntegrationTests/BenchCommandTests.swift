@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowKitProcesses
 import Foundation
 import Testing
 
@@ -108,15 +109,15 @@ extension ClusterProcessTests {
         let directory = directory ?? NSTemporaryDirectory() + "flowkit-bench-it-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { if ownDirectory { try? FileManager.default.removeItem(atPath: directory) } }
-        let process = try await ChildProcess.spawn(executable: binary, arguments: arguments, name: "bench", directory: directory)
+        let process = try ChildProcess.testChild(executable: binary, arguments: arguments, name: "bench", directory: directory)
         guard await process.waitForExit(timeout: timeout) else {
             await process.stop()
-            throw HarnessError("flowkit \(arguments.joined(separator: " ")) did not finish within \(timeout)\n\(process.stderrTail())")
+            throw HarnessError("flowkit \(arguments.joined(separator: " ")) did not finish within \(timeout)\n\(process.stderrReport())")
         }
         let stdout = (try? String(contentsOfFile: process.stdoutPath, encoding: .utf8)) ?? ""
         let status = process.status ?? -1
         guard status == 0 else {
-            throw HarnessError("flowkit \(arguments.joined(separator: " ")) ended with \(ChildProcess.describe(status))\n\(stdout)\n\(process.stderrTail())")
+            throw HarnessError("flowkit \(arguments.joined(separator: " ")) ended with \(ChildProcess.describe(status))\n\(stdout)\n\(process.stderrReport())")
         }
         return stdout
     }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FlowKitCluster
 import FlowKitExamples
+import FlowKitProcesses
 import Foundation
 import Logging
 import Testing
@@ -58,7 +59,7 @@ extension ClusterProcessTests {
 
         // monitor --json sees entries emitted while it runs, in seq order.
         // With --heartbeats it prints a heartbeat 10 times a second: once one is out, it is subscribed.
-        let monitor = try await ChildProcess.spawn(
+        let monitor = try ChildProcess.testChild(
             executable: cluster.binary,
             arguments: ["monitor", "--json", "--duration", "2", "--heartbeats", "--cluster-dir", cluster.clusterDirectory],
             name: "monitor", directory: directory
@@ -68,7 +69,7 @@ extension ClusterProcessTests {
         for index in 0..<4 {
             emitted.append(try await clients[index % 3].emit(json: #"{"increment":{}}"#, to: "counter/m").seq)
         }
-        #expect(await monitor.waitForExit(timeout: .seconds(10)) && monitor.status == 0, "monitor: \(monitor.stderrTail())")
+        #expect(await monitor.waitForExit(timeout: .seconds(10)) && monitor.status == 0, "monitor: \(monitor.stderrReport())")
         let lines = monitor.stdoutText.split(separator: "\n")
         let seqs = lines.filter { $0.contains(#""type":"entry""#) }.compactMap { Self.jsonField("seq", in: String($0)).flatMap(UInt64.init) }
         #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count, "entries in seq order: \(seqs)")

@@ -1,6 +1,7 @@
 import FlowKit
 import FlowKitCluster
 import FlowKitExamples
+import FlowKitTools
 import Foundation
 import Testing
 
@@ -40,7 +41,7 @@ extension ClusterProcessTests {
                     for worker in 0..<tasksPerNode {
                         let taskID = index * tasksPerNode + worker
                         group.addTask {
-                            var random = SplitMix64(state: UInt64(taskID) &* 7_919)
+                            var random = SeededRandom(seed: UInt64(taskID) &* 7_919)
                             var acknowledged = Acknowledged()
                             for step in 0..<emitsPerTask {
                                 // Most emits answer once ordered; some once applied here too.
@@ -141,7 +142,7 @@ extension ClusterProcessTests {
                     for id in nodes {
                         let client = cluster.client(id)
                         group.addTask {
-                            var random = SplitMix64(state: seed &+ UInt64(id))
+                            var random = SeededRandom(seed: seed &+ UInt64(id))
                             var acks: [(String, UInt64)] = []
                             for _ in 0..<count {
                                 let address = addresses.randomElement(using: &random)!

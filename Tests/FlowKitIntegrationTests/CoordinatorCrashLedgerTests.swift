@@ -1,4 +1,5 @@
 import FlowKitCluster
+import FlowKitProcesses
 import Foundation
 import Testing
 

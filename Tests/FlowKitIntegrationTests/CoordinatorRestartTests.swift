@@ -1,5 +1,7 @@
 import FlowKitCluster
 import FlowKitExamples
+import FlowKitProcesses
+import FlowKitTools
 import Foundation
 import Synchronization
 import Testing
@@ -20,7 +22,7 @@ extension ClusterProcessTests {
                 for (index, client) in clients.enumerated() {
                     for worker in 0..<2 {
                         group.addTask {
-                            var random = SplitMix64(state: UInt64(index * 2 + worker + 1))
+                            var random = SeededRandom(seed: UInt64(index * 2 + worker + 1))
                             var tally = EmitTally()
                             while running.isSet {
                                 let address = addresses.randomElement(using: &random)!

@@ -1,4 +1,5 @@
 import FlowKitCluster
+import FlowKitProcesses
 import Foundation
 import Synchronization
 import Testing
@@ -56,7 +57,7 @@ extension ClusterProcessTests {
             #expect((count ?? 0) > 0, "flowkit status shows divergences > 0: \(status.stdout)")
 
             // The same through `monitor --json`, as a script would watch for it.
-            let monitorProcess = try await ChildProcess.spawn(
+            let monitorProcess = try ChildProcess.testChild(
                 executable: cluster.binary, arguments: ["monitor", "--json", "--heartbeats", "--duration", "30"] + coordinatorFlags,
                 name: "monitor", directory: cluster.directory
             )
@@ -69,7 +70,7 @@ extension ClusterProcessTests {
             })
             let stopped = await monitorProcess.stop()
             try watching.get()
-            #expect(stopped == .exited(0), "monitor exits 0 on SIGTERM: \(monitorProcess.stderrTail())")
+            #expect(stopped == .exited(0), "monitor exits 0 on SIGTERM: \(monitorProcess.stderrReport())")
             let watched = (stdout: monitorProcess.stdoutText, ())
             let alarmLines = watched.stdout.split(separator: "\n").filter { $0.contains(#""type":"alarm""#) && $0.contains(#""divergence""#) }
             #expect(!alarmLines.isEmpty, "flowkit monitor --json printed a divergence alarm:\n\(watched.stdout.suffix(2_000))")

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FlowKitCluster
+import FlowKitProcesses
 import Foundation
 import Synchronization
 import Testing
@@ -53,11 +54,11 @@ extension ClusterProcessTests {
     @Test func theLeftoverCheckFindsWhatTheTestLeftAndOnlyThat() async throws {
         let directory = try ClusterCommandProcess.makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let otherSuites = try await ChildProcess.spawn(executable: "/bin/sleep", arguments: ["60"], name: "other-suite", directory: directory)
+        let otherSuites = try ChildProcess.testChild(executable: "/bin/sleep", arguments: ["60"], name: "other-suite", directory: directory)
         let leaked = Mutex<ChildProcess?>(nil)
         try await withKnownIssue {
             try await TestCluster.run(nodes: 1) { _ in
-                let process = try await ChildProcess.spawn(executable: "/bin/sleep", arguments: ["60"], name: "leaked", directory: directory)
+                let process = try ChildProcess.testChild(executable: "/bin/sleep", arguments: ["60"], name: "leaked", directory: directory)
                 leaked.withLock { $0 = process }
             }
         } matching: { issue in

@@ -1,5 +1,7 @@
-import FlowKitCluster
+@_spi(Wire) import FlowKitCluster
 import FlowKitExamples
+import FlowKitProcesses
+import FlowKitTools
 import Foundation
 import Logging
 import Synchronization
@@ -94,7 +96,7 @@ extension ClusterProcessTests {
             print("late join: node 3 caught up with \(head) entries (\(instances) instances) \(joinTook) after its start (process start included)")
 
             let node3 = try #require(cluster.node(3)?.process)
-            #expect(node3.stderrContains("joined through a snapshot"), "node 3 joined through a snapshot\n\(node3.stderrTail(lines: 15))")
+            #expect(node3.stderrContains("joined through a snapshot"), "node 3 joined through a snapshot\n\(node3.stderrReport(lines: 15))")
             #expect(joined.instances == instances)
             let converged = try await cluster.waitUntilConverged()
             #expect(Set(converged.values.map(\.applied)) == [head])

@@ -1,4 +1,5 @@
 import FlowKitCluster
+import FlowKitProcesses
 import Foundation
 import Testing
 
@@ -66,9 +67,9 @@ extension ClusterProcessTests {
             let restarted = try #require(cluster.node(2)?.process)
             switch restart {
             case .fromLocalSnapshot:
-                #expect(restarted.stderrContains("resumed from a local snapshot"), "node 2 resumed from its local snapshot\n\(restarted.stderrTail(lines: 15))")
+                #expect(restarted.stderrContains("resumed from a local snapshot"), "node 2 resumed from its local snapshot\n\(restarted.stderrReport(lines: 15))")
             case .throughCoordinatorSnapshot:
-                #expect(restarted.stderrContains("joined through a snapshot"), "node 2 joined through the coordinator's snapshot\n\(restarted.stderrTail(lines: 15))")
+                #expect(restarted.stderrContains("joined through a snapshot"), "node 2 joined through the coordinator's snapshot\n\(restarted.stderrReport(lines: 15))")
             }
         }
     }

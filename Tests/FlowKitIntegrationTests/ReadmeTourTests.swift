@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowKitProcesses
 import Foundation
 import Testing
 

@@ -1,8 +1,10 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FlowKitCluster
+@_spi(Wire) import FlowKitCluster
 import FlowKitExamples
+import FlowKitProcesses
+import FlowKitTools
 import Foundation
 import Synchronization
 import Testing

@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FlowKitCluster
+@_spi(Wire) import FlowKitCluster
+import FlowKitProcesses
 import Foundation
 import Logging
 import Testing
@@ -78,7 +79,7 @@ struct CurveCluster {
         let allowed = try ["node-1", "client"].map { try String(contentsOfFile: "\(keys)/\($0).pub", encoding: .utf8) }.joined()
         try ("# admitted\n" + allowed).write(toFile: "\(keys)/authorized", atomically: true, encoding: .utf8)
         let binary = try TestCluster.findBinary()
-        let coordinator = try await ChildProcess.spawn(
+        let coordinator = try ChildProcess.testChild(
             executable: binary,
             arguments: [
                 "coordinator", "--submit", "tcp://127.0.0.1:*", "--publish", "tcp://127.0.0.1:*", "--sync", "tcp://127.0.0.1:*",
@@ -89,7 +90,7 @@ struct CurveCluster {
         let ready = try await coordinator.waitForLine(prefix: "READY ", timeout: .seconds(20))
         let fields = try JSONDecoder().decode([String: String].self, from: Data(ready.dropFirst(6).utf8))
         let endpoints = CoordinatorEndpoints(submit: fields["submit"]!, publish: fields["publish"]!, sync: fields["sync"]!)
-        let node = try await ChildProcess.spawn(
+        let node = try ChildProcess.testChild(
             executable: binary,
             arguments: [
                 "node", "--id", "1", "--coordinator", endpoints.submit, "--coordinator-publish", endpoints.publish,

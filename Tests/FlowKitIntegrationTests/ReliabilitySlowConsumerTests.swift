@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FlowKitCluster
+import FlowKitProcesses
 import Foundation
 import Synchronization
 import Testing
@@ -21,7 +22,7 @@ extension ReliabilityTests {
 
             let neverRead = try await ProbeSocket(type: .sub, endpoint: endpoints.publish, curve: nil, logger: cluster.logger)
             try await neverRead.subscribe("")
-            let monitor = try await ChildProcess.spawn(
+            let monitor = try ChildProcess.testChild(
                 executable: cluster.binary, arguments: ["monitor", "--coordinator", endpoints.submit, "--json"],
                 name: "stalled-monitor", directory: cluster.directory
             )

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowKitProcesses
 import Foundation
 import Testing
 
@@ -27,10 +28,10 @@ enum Reliability {
         let directory = try temporaryDirectory("run")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let name = (executable as NSString).lastPathComponent + "-" + ((arguments.first ?? "") as NSString).lastPathComponent
-        let process = try await ChildProcess.spawn(executable: executable, arguments: arguments, name: name, directory: directory)
+        let process = try ChildProcess.testChild(executable: executable, arguments: arguments, name: name, directory: directory)
         guard await process.waitForExit(timeout: timeout) else {
             await process.stop(grace: .seconds(2))
-            throw HarnessError("`\(name) \(arguments.joined(separator: " "))` did not finish within \(timeout)\n\(process.stderrTail())")
+            throw HarnessError("`\(name) \(arguments.joined(separator: " "))` did not finish within \(timeout)\n\(process.stderrReport())")
         }
         let status = process.status ?? -1
         let exitCode = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)

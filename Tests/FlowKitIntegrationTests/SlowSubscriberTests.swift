@@ -2,6 +2,8 @@
 import Glibc
 #endif
 import FlowKitCluster
+import FlowKitProcesses
+import FlowKitTools
 import Foundation
 import Testing
 
@@ -53,6 +55,6 @@ extension ClusterProcessTests {
 
     /// `flowkit_gap_repairs_total` from a node's Prometheus endpoint (0 before the first repair).
     static func gapRepairs(_ endpoint: String) throws -> Double {
-        HTTPGet.sample("flowkit_gap_repairs_total", in: try HTTPGet.text(endpoint)) ?? 0
+        try MetricsScrape.fetch(endpoint).value("flowkit_gap_repairs_total") ?? 0
     }
 }

@@ -1,4 +1,5 @@
 import FlowKitLog
+import FlowKitTools
 import Testing
 
 @Suite("CRC-32C")
@@ -20,7 +21,7 @@ struct CRC32CTests {
     }
 
     @Test func continuingEqualsOneShot() {
-        var generator = SeededGenerator(seed: 7)
+        var generator = SeededRandom(seed: 7)
         let bytes = (0..<10_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let whole = CRC32C.checksum(bytes)
         for split in [0, 1, 7, 8, 9, 63, 4_999, 9_999, 10_000] {

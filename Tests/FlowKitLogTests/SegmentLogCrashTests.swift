@@ -4,6 +4,8 @@ import Glibc
 import Darwin
 #endif
 import FlowKitLog
+import FlowKitProcesses
+import FlowKitTools
 import Testing
 
 /// A real crash: a child process appends and commits in a loop, printing each committed seq,
@@ -16,24 +18,26 @@ struct SegmentLogCrashTests {
         SegmentLog.Options(segmentBytes: 64 << 10, durability: durability, indexIntervalBytes: 512, writeBufferBytes: 2048)
     }
 
-    @Test func committedRecordsSurviveKillNine() throws {
+    @Test func committedRecordsSurviveKillNine() async throws {
         let dir = TemporaryDirectory("crash")
-        var generator = SeededGenerator(seed: UInt64(getpid()))
+        let output = TemporaryDirectory("crash-output")
+        var generator = SeededRandom(seed: UInt64(getpid()))
         var lastSeq: UInt64 = 0
         for round in 0..<6 {
             let durability: SegmentLog.Durability = round.isMultiple(of: 2) ? .synced : .relaxed
-            let child = try ChildProcess(
-                filter: "crashChildEntry",
+            // This test binary again, running only the child's test.
+            let child = try ChildProcess.spawn(
+                arguments: ["--testing-library", "swift-testing", "--filter", "crashChildEntry"],
+                name: "crash-child-\(round)",
+                directory: output.path,
                 environment: [Self.directoryVariable: dir.path, Self.durabilityVariable: "\(durability)"]
             )
             // Let it commit a random number of batches, then kill it a random few microseconds later,
             // so the kill lands anywhere in append, write, sync or print.
             let commitsBeforeKill = Int.random(in: 1...300, using: &generator)
-            var lines: [String] = []
-            while lines.filter({ $0.hasPrefix("COMMITTED ") }).count < commitsBeforeKill,
-                let line = child.readLine(timeoutMilliseconds: 20_000)
-            {
-                lines.append(line)
+            let deadline = ContinuousClock.now + .seconds(20)
+            while committed(child.stdoutText()) < commitsBeforeKill, child.isRunning, ContinuousClock.now < deadline {
+                usleep(200)
             }
             if round == 0 {
                 // The child holds the directory lock: this process may not open the log meanwhile.
@@ -41,9 +45,11 @@ struct SegmentLogCrashTests {
                 #expect(locked?.code == .locked)
             }
             usleep(UInt32.random(in: 0...3_000, using: &generator))
-            child.kill()
-            lines += child.remainingLines()
-            let status = child.wait()
+            child.signal(SIGKILL)
+            let exited = await child.waitForExit(timeout: .seconds(10))
+            let status = child.status ?? 0
+            #expect(exited)
+            let lines = child.stdoutText().split(separator: "\n").map(String.init)
             #expect(status & 0x7F == SIGKILL, "round \(round): the child was killed, not exited (status \(status))")
 
             let start = lines.first { $0.hasPrefix("START ") }.flatMap { UInt64($0.dropFirst(6)) }
@@ -63,6 +69,11 @@ struct SegmentLogCrashTests {
         #expect(lastSeq > 0)
     }
 
+    /// How many `COMMITTED` lines `text` holds.
+    private func committed(_ text: String) -> Int {
+        text.split(separator: "\n").count { $0.hasPrefix("COMMITTED ") }
+    }
+
     /// Runs only inside the child started by ``committedRecordsSurviveKillNine()``.
     @Test(.enabled(if: getenv(directoryVariable) != nil, "runs only as the crash test's child process"))
     func crashChildEntry() throws {
@@ -71,7 +82,7 @@ struct SegmentLogCrashTests {
         let log = try SegmentLog(directory: directory, options: Self.childOptions(durability), logger: quietLogger)
         var seq = log.nextSeq ?? 1
         report("START \(seq)")
-        var generator = SeededGenerator(seed: seq)
+        var generator = SeededRandom(seed: seq)
         let parent = getppid()
         let deadline = ContinuousClock.now + .seconds(60)
         while getppid() == parent, ContinuousClock.now < deadline {

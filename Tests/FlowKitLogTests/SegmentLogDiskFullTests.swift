@@ -175,13 +175,18 @@ struct SegmentLogDiskFullTests {
     }
 }
 
+/// A mount that failed, with what `mount(2)` said.
+struct MountError: Error, CustomStringConvertible {
+    var description: String
+}
+
 /// A size-limited tmpfs mounted for one test.
 struct TmpfsMount {
     let path: String
 
     init(at path: String, bytes: Int) throws {
         guard Glibc.mount("tmpfs", path, "tmpfs", 0, "size=\(bytes)") == 0 else {
-            throw ChildError(message: "mount tmpfs at \(path) failed: errno \(errno)")
+            throw MountError(description: "mount tmpfs at \(path) failed: errno \(errno)")
         }
         self.path = path
     }

@@ -1,4 +1,5 @@
 import FlowKitLog
+import FlowKitTools
 import Testing
 
 /// Random operations against an in-memory model: appends, commits, reads of random ranges
@@ -8,7 +9,7 @@ struct SegmentLogModelTests {
     @Test(arguments: [1, 2, 3] as [UInt64])
     func randomOperationsMatchTheModel(seed: UInt64) throws {
         let dir = TemporaryDirectory("model")
-        var random = SeededGenerator(seed: seed)
+        var random = SeededRandom(seed: seed)
         let options = SegmentLog.Options(
             segmentBytes: Int.random(in: 2_000...20_000, using: &random),
             indexIntervalBytes: Int.random(in: 1...2_000, using: &random),

@@ -1,4 +1,5 @@
 import FlowKitLog
+import FlowKitTools
 import Logging
 import Testing
 
@@ -49,7 +50,7 @@ struct SegmentLogRecoveryTests {
     @Test func garbageAfterTheLastRecordIsCut() throws {
         let dir = TemporaryDirectory("garbage")
         let (pristine, _) = try pristineSegment(in: dir)
-        var generator = SeededGenerator(seed: 42)
+        var generator = SeededRandom(seed: 42)
         let tails: [[UInt8]] = [
             (0..<3).map { _ in .random(in: 0...255, using: &generator) },
             (0..<500).map { _ in .random(in: 0...255, using: &generator) },

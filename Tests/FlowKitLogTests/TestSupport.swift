@@ -86,21 +86,6 @@ struct CapturingHandler: LogHandler {
     }
 }
 
-/// SplitMix64: a seeded generator so random tests replay exactly.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// A deterministic payload for `seq`, so any reader can check what it got.
 func payload(for seq: UInt64, size: Int? = nil) -> [UInt8] {
     let count = size ?? Int(seq % 97)

@@ -1,6 +1,7 @@
 import FlowKit
-import FlowKitCluster
+@_spi(Wire) import FlowKitCluster
 import FlowKitExamples
+import FlowKitTools
 import Foundation
 
 /// Every decoder a FlowKit process runs on bytes from the network, each with a round-trip check:

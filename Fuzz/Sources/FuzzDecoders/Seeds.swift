@@ -1,6 +1,7 @@
 import FlowKit
-import FlowKitCluster
+@_spi(Wire) import FlowKitCluster
 import FlowKitExamples
+import FlowKitTools
 import Foundation
 
 /// Valid messages of every kind, as the seed corpus: libFuzzer mutates from real messages, so it

@@ -49,7 +49,7 @@ public struct CoordinatorConfiguration: Sendable {
     /// Socket options shared by every socket.
     public var transport = TransportOptions()
     /// Records when sampled entries pass each hop here, for `flowkit bench --trace`; off by default.
-    public var trace: HopTrace?
+    @_spi(Wire) public var trace: HopTrace?
 
     public init() {}
 }

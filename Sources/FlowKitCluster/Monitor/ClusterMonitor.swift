@@ -17,13 +17,21 @@ import ZeroMQ
 public final class ClusterMonitor: Sendable {
     public enum Event: Sendable {
         case entries([Entry])
-        case heartbeat(HeartbeatMessage)
+        case heartbeat(Heartbeat)
         case status(ClusterStatus)
         case alarm(Alarm)
         /// Entries were dropped before they reached this monitor (it read too slowly, or joined
         /// late): the next entry had seq `got` where `expected` was due. Only reported when the
         /// monitor subscribes to every entry.
         case fellBehind(expected: UInt64, got: UInt64)
+    }
+
+    /// The coordinator's heartbeat: its term and the head of its log.
+    public struct Heartbeat: Sendable, Equatable {
+        public var epoch: UInt32
+        public var head: UInt64
+        /// Microseconds since the Unix epoch, the coordinator's clock.
+        public var time: UInt64
     }
 
     private let context: ZMQContext
@@ -86,7 +94,7 @@ public final class ClusterMonitor: Sendable {
                                 continuation.yield(.entries(entries))
                             case .heartbeat:
                                 guard let heartbeat = try? HeartbeatMessage(frames: parts) else { continue }
-                                continuation.yield(.heartbeat(heartbeat))
+                                continuation.yield(.heartbeat(Heartbeat(epoch: heartbeat.epoch, head: heartbeat.head, time: heartbeat.time)))
                             case .clusterStatus:
                                 guard let status = try? ClusterStatusMessage(frames: parts).status else { continue }
                                 continuation.yield(.status(status))

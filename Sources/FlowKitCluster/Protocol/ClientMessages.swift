@@ -10,7 +10,7 @@ public enum WaitMode: UInt8, Sendable, Codable {
 ///
 /// Each starts with a client-chosen request id that the answer repeats, so a client can have many
 /// requests in flight on one DEALER socket.
-public enum ClientRequest: Sendable, Equatable {
+@_spi(Wire) public enum ClientRequest: Sendable, Equatable {
     /// `EMIT`: `[header request:u64 wait:u8 codec:u8 address:short-string] [payload]`.
     case emit(request: UInt64, wait: WaitMode, codec: PayloadCodec, address: String, payload: [UInt8])
     /// `QUERY`: `[header request:u64 min:u64 address:short-string]`. The node answers once it has
@@ -119,7 +119,7 @@ public enum ClientRequest: Sendable, Equatable {
 }
 
 /// An answer on a node's client socket.
-public enum ClientReply: Sendable, Equatable {
+@_spi(Wire) public enum ClientReply: Sendable, Equatable {
     /// `EMITTED`: `[header request:u64 seq:u64 epoch:u32 applied:u8]`, for `EMIT` and `CANCEL`.
     case emitted(request: UInt64, seq: UInt64, epoch: UInt32, applied: Bool)
     /// `STATE`: `[header request:u64 applied:u64 last:u64 digest:16 bytes] [state JSON]`: the node's
@@ -215,7 +215,7 @@ public enum ClientReply: Sendable, Equatable {
 /// `ERROR`, on any socket that answers requests: `[header request:u64 code:u16 message:short-string]`.
 ///
 /// `request` is the id of the request refused, or 0 when it could not be read.
-public struct ErrorReply: Sendable, Equatable {
+@_spi(Wire) public struct ErrorReply: Sendable, Equatable {
     public var request: UInt64
     public var error: ProtocolError
 

@@ -66,7 +66,7 @@ public struct Entry: Sendable, Equatable {
     }
 
     /// The record's bytes, as stored in the log.
-    public var encoded: [UInt8] {
+    @_spi(Wire) public var encoded: [UInt8] {
         var writer = ByteWriter(capacity: Self.fixedSize + 2 + address.utf8.count + payload.count)
         encode(into: &writer)
         return writer.bytes
@@ -87,14 +87,14 @@ public struct Entry: Sendable, Equatable {
     }
 
     /// Decodes a record read back from the log.
-    public init(decoding record: [UInt8]) throws {
+    @_spi(Wire) public init(decoding record: [UInt8]) throws {
         var reader = ByteReader(record, context: "an entry record")
         try self.init(from: &reader)
     }
 }
 
 /// An event or cancel a node asks the coordinator to order.
-public struct Submission: Sendable, Equatable {
+@_spi(Wire) public struct Submission: Sendable, Equatable {
     /// Counts up from 1 within the origin's session; never reused, so retries are recognisable.
     public var submission: UInt64
     public var kind: EntryKind

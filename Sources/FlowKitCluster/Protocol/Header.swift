@@ -1,5 +1,5 @@
 /// The kinds of message, by the type byte of the header. Values are part of the wire protocol.
-public enum MessageType: UInt8, Sendable, CaseIterable {
+@_spi(Wire) public enum MessageType: UInt8, Sendable, CaseIterable {
     // Node → coordinator, on the submit socket.
     case submit = 0x01
     case ack = 0x02
@@ -62,7 +62,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
 }
 
 /// The four bytes every FlowKit message body starts with: magic `FK`, version, type.
-public enum WireHeader {
+@_spi(Wire) public enum WireHeader {
     public static let magic: (UInt8, UInt8) = (0x46, 0x4B)
     /// The protocol version this build speaks.
     public static let version: UInt8 = 1

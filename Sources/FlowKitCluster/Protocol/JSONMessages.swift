@@ -24,7 +24,7 @@ enum JSONFrame {
 /// `HELLO`, node → coordinator, when a node starts or reconnects.
 ///
 /// Frames: `[header node:u32 session:u64] [JSON NodeInfo]`.
-public struct HelloMessage: Sendable, Equatable {
+@_spi(Wire) public struct HelloMessage: Sendable, Equatable {
     public var node: UInt32
     public var session: UInt64
     public var info: NodeInfo
@@ -55,7 +55,7 @@ public struct HelloMessage: Sendable, Equatable {
 }
 
 /// What a node tells the coordinator about itself.
-public struct NodeInfo: Codable, Sendable, Equatable {
+@_spi(Wire) public struct NodeInfo: Codable, Sendable, Equatable {
     /// The node's name, `node-<id>` unless configured.
     public var name: String
     /// Where clients reach the node.
@@ -76,7 +76,7 @@ public struct NodeInfo: Codable, Sendable, Equatable {
 /// `WELCOME`, coordinator → node, the answer to `HELLO`.
 ///
 /// Frames: `[header epoch:u32 head:u64] [JSON CoordinatorInfo]`.
-public struct WelcomeMessage: Sendable, Equatable {
+@_spi(Wire) public struct WelcomeMessage: Sendable, Equatable {
     public var epoch: UInt32
     public var head: UInt64
     public var info: CoordinatorInfo
@@ -106,7 +106,7 @@ public struct WelcomeMessage: Sendable, Equatable {
 }
 
 /// What the coordinator tells a node that says hello.
-public struct CoordinatorInfo: Codable, Sendable, Equatable {
+@_spi(Wire) public struct CoordinatorInfo: Codable, Sendable, Equatable {
     /// The oldest seq the log still holds; below it, join through a snapshot.
     public var firstSeq: UInt64
     /// How many submissions per session the coordinator remembers for duplicate detection.
@@ -121,7 +121,7 @@ public struct CoordinatorInfo: Codable, Sendable, Equatable {
 /// `NODE_REPORT`, node → coordinator, every report interval: progress and digests.
 ///
 /// Frames: `[header node:u32 applied:u64 time:u64] [JSON NodeReport]`.
-public struct NodeReportMessage: Sendable, Equatable {
+@_spi(Wire) public struct NodeReportMessage: Sendable, Equatable {
     public var node: UInt32
     public var applied: UInt64
     /// Microseconds since the Unix epoch, the node's clock.

@@ -6,7 +6,7 @@
 /// that instance's entries that follow each other in the order: what a subscriber filtering by
 /// flow or instance receives (the coordinator publishes those only while someone subscribes to
 /// an address prefix).
-public struct EntriesMessage: Sendable, Equatable {
+@_spi(Wire) public struct EntriesMessage: Sendable, Equatable {
     /// The topic of batches of every entry, in order.
     public static let batchTopic = "#"
 
@@ -66,7 +66,7 @@ func decodeEntries(_ reader: inout ByteReader) throws -> [Entry] {
 }
 
 /// The reserved topics of the publish socket. Addresses never start with `$`.
-public enum ControlTopic {
+@_spi(Wire) public enum ControlTopic {
     /// ``HeartbeatMessage``.
     public static let heartbeat = "$hb"
     /// ``ClusterStatusMessage``.
@@ -79,7 +79,7 @@ public enum ControlTopic {
 ///
 /// Frames: `["$hb"] [header epoch:u32 head:u64 time:u64]`. A subscriber that has applied less than
 /// `head` and saw no entry for a while has missed some: it repairs the gap from the sync socket.
-public struct HeartbeatMessage: Sendable, Equatable {
+@_spi(Wire) public struct HeartbeatMessage: Sendable, Equatable {
     public var epoch: UInt32
     public var head: UInt64
     /// Microseconds since the Unix epoch, the coordinator's clock.
@@ -113,7 +113,7 @@ public struct HeartbeatMessage: Sendable, Equatable {
 /// `CLUSTER_STATUS`, topic `$status`: every node's progress, as the coordinator sees it.
 ///
 /// Frames: `["$status"] [header] [JSON ClusterStatus]`.
-public struct ClusterStatusMessage: Sendable, Equatable {
+@_spi(Wire) public struct ClusterStatusMessage: Sendable, Equatable {
     public var status: ClusterStatus
 
     public init(status: ClusterStatus) {
@@ -136,7 +136,7 @@ public struct ClusterStatusMessage: Sendable, Equatable {
 /// `ALARM`, topic `$alarm`: something an operator must look at, such as a divergence.
 ///
 /// Frames: `["$alarm"] [header] [JSON Alarm]`.
-public struct AlarmMessage: Sendable, Equatable {
+@_spi(Wire) public struct AlarmMessage: Sendable, Equatable {
     public var alarm: Alarm
 
     public init(alarm: Alarm) {

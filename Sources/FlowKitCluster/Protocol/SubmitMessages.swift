@@ -1,7 +1,7 @@
 /// `SUBMIT`, node → coordinator: a batch of submissions from one session.
 ///
 /// Frames: `[header origin:u32 session:u64] [records: (len:u32, submission record)*]`.
-public struct SubmitMessage: Sendable, Equatable {
+@_spi(Wire) public struct SubmitMessage: Sendable, Equatable {
     public var origin: UInt32
     public var session: UInt64
     public var submissions: [Submission]
@@ -45,7 +45,7 @@ public struct SubmitMessage: Sendable, Equatable {
 /// `ACK`, coordinator → node: what became of each submission of a batch.
 ///
 /// Frames: `[header epoch:u32 head:u64] [acks: (submission:u64 seq:u64 status:u8 reason:u16)*]`.
-public struct AckMessage: Sendable, Equatable {
+@_spi(Wire) public struct AckMessage: Sendable, Equatable {
     public enum Status: UInt8, Sendable {
         /// Ordered now, at `seq`.
         case ordered = 0

@@ -2,7 +2,7 @@
 ///
 /// Frames: `[header request:u64 from:u64 to:u64 max:u32]`. Answered by ``RangeMessage``, or by an
 /// `ERROR` with code `notFound` when `from` was compacted away (join through a snapshot instead).
-public struct RangeRequest: Sendable, Equatable {
+@_spi(Wire) public struct RangeRequest: Sendable, Equatable {
     public var request: UInt64
     public var from: UInt64
     public var to: UInt64
@@ -40,7 +40,7 @@ public struct RangeRequest: Sendable, Equatable {
 /// `RANGE`, the answer to a ``RangeRequest``: consecutive entries starting at the requested `from`.
 ///
 /// Frames: `[header request:u64 epoch:u32 head:u64] [records: (len:u32, entry record)*]`.
-public struct RangeMessage: Sendable, Equatable {
+@_spi(Wire) public struct RangeMessage: Sendable, Equatable {
     public var request: UInt64
     public var epoch: UInt32
     public var head: UInt64
@@ -85,7 +85,7 @@ public struct RangeMessage: Sendable, Equatable {
 ///
 /// Frames: `[header request:u64]`. Answered by one or more ``SnapshotChunkMessage``s, the last one
 /// flagged.
-public struct SnapshotRequest: Sendable, Equatable {
+@_spi(Wire) public struct SnapshotRequest: Sendable, Equatable {
     public var request: UInt64
 
     public init(request: UInt64) {
@@ -104,7 +104,7 @@ public struct SnapshotRequest: Sendable, Equatable {
 ///
 /// Frames: `[header request:u64 seq:u64 epoch:u32 chunk:u32 last:u8] [records: (len:u32,
 /// address:short-string, state JSON)*]`. After the last chunk, apply entries from `seq + 1`.
-public struct SnapshotChunkMessage: Sendable, Equatable {
+@_spi(Wire) public struct SnapshotChunkMessage: Sendable, Equatable {
     public struct Instance: Sendable, Equatable {
         public var address: String
         /// The seq of the last entry applied to this instance.
@@ -174,7 +174,7 @@ public struct SnapshotChunkMessage: Sendable, Equatable {
 }
 
 /// A request on the coordinator's sync socket.
-public enum SyncRequest: Sendable, Equatable {
+@_spi(Wire) public enum SyncRequest: Sendable, Equatable {
     case range(RangeRequest)
     case snapshot(SnapshotRequest)
 

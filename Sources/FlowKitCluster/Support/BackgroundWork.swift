@@ -16,7 +16,7 @@ import ZeroMQ
 ///
 /// One thread of its own (not a pool thread, which would keep the low priority for whatever it ran
 /// next), named for `top -H` and `perf`; jobs run one at a time, in the order they were given.
-public final class BackgroundWork: Sendable {
+@_spi(Wire) public final class BackgroundWork: Sendable {
     /// The process's one background thread, started on first use.
     public static let shared = BackgroundWork(name: "flowkit-bg")
 

@@ -9,7 +9,7 @@ import Synchronization
 /// process samples the same entries and the load tool joins their records by seq. Records are
 /// appended to a JSON-lines file (`{"seq":…,"stage":"…","us":…}`, microseconds since the Unix
 /// epoch) on each ``flush()``; at most ``capacity`` are kept between flushes.
-public final class HopTrace: Sendable {
+@_spi(Wire) public final class HopTrace: Sendable {
     /// The hops a process records, in the order an event meets them.
     public enum Stage: String, Sendable, CaseIterable, Codable {
         /// The origin node read the client's EMIT.
@@ -92,7 +92,7 @@ public final class HopTrace: Sendable {
             text.append(line)
             text.append(0x0A)
         }
-        if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
         guard let handle = FileHandle(forWritingAtPath: path) else { return }
         defer { try? handle.close() }
         _ = try? handle.seekToEnd()

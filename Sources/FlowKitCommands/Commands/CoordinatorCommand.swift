@@ -1,5 +1,5 @@
 import ArgumentParser
-import FlowKitCluster
+@_spi(Wire) import FlowKitCluster
 import Foundation
 
 /// `flowkit coordinator`: runs the process that orders, stores and publishes every entry.

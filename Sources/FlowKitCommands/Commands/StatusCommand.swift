@@ -1,5 +1,5 @@
 import ArgumentParser
-import FlowKitCluster
+@_spi(Wire) import FlowKitCluster
 import Foundation
 import Logging
 import Synchronization

@@ -4,19 +4,21 @@ import Foundation
 import Logging
 
 /// `--config` and `--log-level`, shared by the commands that run a process.
-struct CommonOptions: ParsableArguments {
+package struct CommonOptions: ParsableArguments {
+    package init() {}
+
     @Option(name: .customLong("config"), help: "A JSON config file (see deploy/flowkit.json). Also $FLOWKIT_CONFIG.")
-    var configPath: String?
+    package var configPath: String?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error or critical. Also $FLOWKIT_LOG_LEVEL.")
-    var logLevel: String?
+    package var logLevel: String?
 
-    func settings() throws -> Settings {
+    package func settings() throws -> Settings {
         try Settings(path: configPath)
     }
 
     /// Bootstraps swift-log to standard error at the chosen level and returns a logger.
-    func makeLogger(label: String, settings: Settings) throws -> Logger {
+    package func makeLogger(label: String, settings: Settings) throws -> Logger {
         let text = settings.string(nil, "log-level", flag: logLevel) ?? "info"
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical; got \"\(text)\"")
@@ -34,22 +36,24 @@ struct CommonOptions: ParsableArguments {
 
 /// Where a client command finds a node: an explicit endpoint, a node of the local cluster by name,
 /// or by default the first node of the local cluster.
-struct NodeTargetOptions: ParsableArguments {
+package struct NodeTargetOptions: ParsableArguments {
+    package init() {}
+
     @Option(name: .shortAndLong, help: "The node: a client endpoint (tcp://host:port) or a local cluster node's name (node-2). Default: node-1 of the local cluster.")
-    var node: String?
+    package var node: String?
 
     @Option(help: "The local cluster's directory, where 'flowkit cluster' writes cluster.json.")
-    var clusterDir: String = LocalClusterFile.defaultDirectory
+    package var clusterDir: String = LocalClusterFile.defaultDirectory
 
     @Option(help: "Seconds to wait for an answer.")
-    var timeout: Double = 10
+    package var timeout: Double = 10
 
     @Flag(help: "Print the result as one line of JSON.")
-    var json = false
+    package var json = false
 
-    @OptionGroup var curve: CurveClientOptions
+    @OptionGroup package var curve: CurveClientOptions
 
-    func endpoint() throws -> String {
+    package func endpoint() throws -> String {
         try resolve().endpoint
     }
 
@@ -65,7 +69,7 @@ struct NodeTargetOptions: ParsableArguments {
     }
 
     /// A client for the chosen node, with CURVE when the flags or the local cluster call for it.
-    func makeClient() async throws -> ClusterClient {
+    package func makeClient() async throws -> ClusterClient {
         let (endpoint, name, file) = try resolve()
         let (transport, serverKey) = try curve.resolve(localCluster: name == nil ? nil : file) { file in
             name.flatMap { file.curve?.nodePublicKeys[$0] }
@@ -79,9 +83,9 @@ struct NodeTargetOptions: ParsableArguments {
         )
     }
 
-    var timeoutDuration: Duration { .milliseconds(Int(timeout * 1_000)) }
+    package var timeoutDuration: Duration { .milliseconds(Int(timeout * 1_000)) }
 
-    func makeLogger() -> Logger {
+    package func makeLogger() -> Logger {
         var logger = Logger(label: "flowkit.client")
         logger.logLevel = .error
         return logger
@@ -89,39 +93,39 @@ struct NodeTargetOptions: ParsableArguments {
 }
 
 /// The endpoints of the local cluster, written by `flowkit cluster` for the other commands.
-struct LocalClusterFile: Codable, Sendable {
-    struct NodeEntry: Codable, Sendable {
-        var id: UInt32
-        var name: String
-        var clientEndpoint: String
-        var pid: Int32
+package struct LocalClusterFile: Codable, Sendable {
+    package struct NodeEntry: Codable, Sendable {
+        package var id: UInt32
+        package var name: String
+        package var clientEndpoint: String
+        package var pid: Int32
         /// `host:port` of the node's Prometheus endpoint.
-        var metrics: String?
+        package var metrics: String?
     }
 
-    var coordinator: CoordinatorEntry
-    var nodes: [NodeEntry]
+    package var coordinator: CoordinatorEntry
+    package var nodes: [NodeEntry]
     /// Present when the cluster runs with CURVE: where the client key is, and every server's
     /// public key, so the client commands can connect without flags.
-    var curve: CurveFiles?
+    package var curve: CurveFiles?
 
-    struct CurveFiles: Codable, Sendable {
-        var clientSecretKey: String
-        var coordinatorPublicKey: String
-        var nodePublicKeys: [String: String]
+    package struct CurveFiles: Codable, Sendable {
+        package var clientSecretKey: String
+        package var coordinatorPublicKey: String
+        package var nodePublicKeys: [String: String]
     }
 
-    struct CoordinatorEntry: Codable, Sendable {
-        var submit: String
-        var publish: String
-        var sync: String
-        var pid: Int32
-        var metrics: String?
+    package struct CoordinatorEntry: Codable, Sendable {
+        package var submit: String
+        package var publish: String
+        package var sync: String
+        package var pid: Int32
+        package var metrics: String?
     }
 
-    static let defaultDirectory = ".flowkit/cluster"
+    package static let defaultDirectory = ".flowkit/cluster"
 
-    static func read(directory: String) throws -> LocalClusterFile {
+    package static func read(directory: String) throws -> LocalClusterFile {
         let path = directory + "/cluster.json"
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ValidationError(
@@ -131,7 +135,7 @@ struct LocalClusterFile: Codable, Sendable {
         return try JSONDecoder().decode(LocalClusterFile.self, from: data)
     }
 
-    func write(directory: String) throws {
+    package func write(directory: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         try encoder.encode(self).write(to: URL(fileURLWithPath: directory + "/cluster.json"), options: .atomic)

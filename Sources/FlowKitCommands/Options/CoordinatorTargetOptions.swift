@@ -5,18 +5,20 @@ import FlowKitCluster
 ///
 /// `--coordinator tcp://host:7400` names the submit endpoint; publish and sync default to the next
 /// two ports. Each can also be given on its own. Without any, the local cluster's coordinator.
-struct CoordinatorTargetOptions: ParsableArguments {
+package struct CoordinatorTargetOptions: ParsableArguments {
+    package init() {}
+
     @Option(help: "The coordinator's submit endpoint; publish and sync are the next two ports unless given.")
-    var coordinator: String?
+    package var coordinator: String?
 
     @Option(help: "The coordinator's publish endpoint.")
-    var coordinatorPublish: String?
+    package var coordinatorPublish: String?
 
     @Option(help: "The coordinator's sync endpoint.")
-    var coordinatorSync: String?
+    package var coordinatorSync: String?
 
     /// Resolves the endpoints from flags, then `section` of the settings, then the local cluster.
-    func endpoints(settings: Settings, section: String, clusterDir: String = LocalClusterFile.defaultDirectory) throws -> CoordinatorEndpoints {
+    package func endpoints(settings: Settings, section: String, clusterDir: String = LocalClusterFile.defaultDirectory) throws -> CoordinatorEndpoints {
         if let submit = settings.string(section, "coordinator", flag: coordinator) {
             let (publish, sync) = try Self.neighbours(of: submit)
             return CoordinatorEndpoints(
@@ -30,7 +32,7 @@ struct CoordinatorTargetOptions: ParsableArguments {
     }
 
     /// The publish and sync endpoints by convention: the two ports after `submit`'s.
-    static func neighbours(of submit: String) throws -> (publish: String, sync: String) {
+    package static func neighbours(of submit: String) throws -> (publish: String, sync: String) {
         guard let colon = submit.lastIndex(of: ":"), let port = Int(submit[submit.index(after: colon)...]) else {
             throw ValidationError("--coordinator must be tcp://host:port; got \(submit)")
         }

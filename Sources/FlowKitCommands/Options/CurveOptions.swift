@@ -3,14 +3,16 @@ import FlowKitCluster
 import ZeroMQ
 
 /// CURVE for a process that binds (coordinator, node): its secret key and whom it admits.
-struct CurveServerOptions: ParsableArguments {
+package struct CurveServerOptions: ParsableArguments {
+    package init() {}
+
     @Option(help: "Turn CURVE on with this secret key file (Z85, mode 600; see 'flowkit keys').")
-    var curveSecret: String?
+    package var curveSecret: String?
 
     @Option(help: "With CURVE: the public keys (one per line) allowed to connect. Everyone else is refused.")
-    var curveAllow: String?
+    package var curveAllow: String?
 
-    func security(settings: Settings, section: String) throws -> CurveSecurity? {
+    package func security(settings: Settings, section: String) throws -> CurveSecurity? {
         guard let secret = settings.string(section, "curve-secret", flag: curveSecret) else { return nil }
         let allow = settings.string(section, "curve-allow", flag: curveAllow)
         guard allow != nil else {
@@ -21,15 +23,17 @@ struct CurveServerOptions: ParsableArguments {
 }
 
 /// CURVE for a process that connects (clients, monitors): its key and the server's public key.
-struct CurveClientOptions: ParsableArguments {
+package struct CurveClientOptions: ParsableArguments {
+    package init() {}
+
     @Option(help: "Connect with CURVE using this secret key file.")
-    var curveSecret: String?
+    package var curveSecret: String?
 
     @Option(help: "With CURVE: the server's public key (a .pub file or Z85 text).")
-    var serverKey: String?
+    package var serverKey: String?
 
     /// The transport and server key: from the flags, else from the local cluster's file.
-    func resolve(localCluster: LocalClusterFile?, serverPublicKey: (LocalClusterFile) -> String?) throws -> (TransportOptions, CurveKey?) {
+    package func resolve(localCluster: LocalClusterFile?, serverPublicKey: (LocalClusterFile) -> String?) throws -> (TransportOptions, CurveKey?) {
         if let curveSecret {
             var transport = TransportOptions()
             transport.curve = try CurveSecurity.load(secretKeyFile: curveSecret, allowListFile: nil)
@@ -40,7 +44,7 @@ struct CurveClientOptions: ParsableArguments {
     }
 
     /// The transport and server key a local cluster's file calls for (plain text without CURVE).
-    static func resolve(localCluster: LocalClusterFile?, serverPublicKey: (LocalClusterFile) -> String?) throws -> (TransportOptions, CurveKey?) {
+    package static func resolve(localCluster: LocalClusterFile?, serverPublicKey: (LocalClusterFile) -> String?) throws -> (TransportOptions, CurveKey?) {
         var transport = TransportOptions()
         if let file = localCluster, let curve = file.curve, let key = serverPublicKey(file) {
             transport.curve = try CurveSecurity.load(secretKeyFile: curve.clientSecretKey, allowListFile: nil)

@@ -1,21 +1,23 @@
 import ArgumentParser
-import FlowKitCluster
+@_spi(Wire) import FlowKitCluster
 
 /// `--trace-dir` and `--trace-every`: when sampled entries pass each hop of a process, for
 /// `flowkit bench --trace` (docs/PERFORMANCE.md). Off unless `--trace-dir` is given.
-struct TraceOptions: ParsableArguments {
+package struct TraceOptions: ParsableArguments {
+    package init() {}
+
     @Option(help: "Append when sampled entries pass each hop here to <dir>/<process name>.jsonl (diagnostics; off by default).")
-    var traceDir: String?
+    package var traceDir: String?
 
     @Option(help: "With --trace-dir: sample the entries whose seq is a multiple of this.")
-    var traceEvery: UInt64 = 50
+    package var traceEvery: UInt64 = 50
 
-    func validate() throws {
+    package func validate() throws {
         guard traceEvery >= 1 else { throw ValidationError("--trace-every must be at least 1") }
     }
 
     /// The trace for the process named `name`, or `nil` when tracing is off.
-    func trace(name: String) -> HopTrace? {
+    package func trace(name: String) -> HopTrace? {
         traceDir.map { HopTrace(every: traceEvery, path: "\($0)/\(name).jsonl") }
     }
 }

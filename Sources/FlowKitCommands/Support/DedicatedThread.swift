@@ -6,7 +6,7 @@ import Foundation
 /// - Parameters:
 ///   - name: The thread's name, as profilers and `top -H` show it.
 ///   - body: The work.
-func onDedicatedThread<T: Sendable>(named name: String, _ body: @escaping @Sendable () -> T) async -> T {
+package func onDedicatedThread<T: Sendable>(named name: String, _ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
         let thread = Thread { continuation.resume(returning: body()) }
         thread.name = name

@@ -3,11 +3,11 @@ import Foundation
 import Logging
 
 /// The short workload `flowkit cluster` runs first: each step says what it shows.
-struct DemoWorkload {
-    let file: LocalClusterFile
-    let logger: Logger
+package struct DemoWorkload {
+    package let file: LocalClusterFile
+    package let logger: Logger
 
-    func run() async throws {
+    package func run() async throws {
         var clients: [ClusterClient] = []
         for node in file.nodes {
             let (transport, serverKey) = try CurveClientOptions.resolve(localCluster: file) { $0.curve?.nodePublicKeys[node.name] }

@@ -2,19 +2,19 @@ import ArgumentParser
 import FlowKitCluster
 
 /// Exit codes scripts can rely on (README, "Exit codes").
-enum ExitCodes {
+package enum ExitCodes {
     /// The node or coordinator did not answer in time.
-    static let unreachable: Int32 = 3
+    package static let unreachable: Int32 = 3
     /// The cluster refused the request: unknown flow, bad event, bad address.
-    static let refused: Int32 = 4
+    package static let refused: Int32 = 4
     /// The cluster is overloaded or cannot reach its coordinator: retry later.
-    static let retryLater: Int32 = 5
+    package static let retryLater: Int32 = 5
     /// A check failed (bench convergence, chaos invariants).
-    static let checkFailed: Int32 = 6
+    package static let checkFailed: Int32 = 6
 }
 
 /// Turns an error into a message with the fix, and the exit code that goes with it.
-func fail(_ error: any Error) -> ExitCode {
+package func fail(_ error: any Error) -> ExitCode {
     switch error {
     case let error as ProtocolError:
         printError("error: \(error.code): \(error.message)")

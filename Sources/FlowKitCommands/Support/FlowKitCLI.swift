@@ -1,6 +1,7 @@
 import ArgumentParser
 import FlowKitCluster
 import FlowKitExamples
+import FlowKitProcesses
 import Synchronization
 
 /// Runs the `flowkit` command with your own flows: the same subcommands, on your registry.
@@ -19,18 +20,23 @@ public enum FlowKitCLI {
 
     /// Parses the process's arguments and runs the chosen subcommand with `registry`.
     public static func main(registry: FlowRegistry = FlowKitCLI.builtInRegistry) async {
+        await main(registry: registry, command: FlowKitCommand.self)
+    }
+
+    /// Runs `command` (a root command with more subcommands) with `registry`.
+    package static func main<Command: AsyncParsableCommand>(registry: FlowRegistry, command: Command.Type) async {
         current.withLock { $0 = registry }
         ChildProcess.dieWithParentIfAsked()
-        await FlowKitCommand.main()
+        await Command.main()
     }
 
     /// The registry the running command uses.
-    static var registry: FlowRegistry {
+    package static var registry: FlowRegistry {
         current.withLock { $0 } ?? builtInRegistry
     }
 
     /// The example flows every `flowkit` binary ships: the articles' counter, timer, countdown, search,
-    /// streaming and movie list, a key-value flow, an audit ledger, and the load tool's flow.
+    /// streaming and movie list, and a key-value flow.
     public static var builtInRegistry: FlowRegistry {
         var registry = FlowRegistry()
         registry.register(CounterFlow.self)
@@ -40,8 +46,6 @@ public enum FlowKitCLI {
         registry.register(SearchFlow.self)
         registry.register(StreamingFlow.self)
         registry.register(MovieListFlow.self)
-        registry.register(LedgerFlow.self)
-        registry.register(LoadFlow.self, codec: .binary)
         return registry
     }
 }

@@ -6,10 +6,10 @@ import ZeroMQ
 
 /// Shows a cluster as it runs: on a terminal a screen redrawn twice a second, elsewhere one line per
 /// entry, status and alarm (or JSON lines).
-enum LiveView {
-    enum Format { case screen, lines, json }
+package enum LiveView {
+    package enum Format { case screen, lines, json }
 
-    static func run(
+    package static func run(
         publishEndpoint: String,
         topics: [String],
         transport: TransportOptions = TransportOptions(),
@@ -61,18 +61,18 @@ enum LiveView {
 }
 
 /// Events received and not yet shown, bounded: a view that cannot keep up drops the oldest.
-final class EventBuffer: Sendable {
+package final class EventBuffer: Sendable {
     private let events = Mutex<[ClusterMonitor.Event]>([])
-    let capacity = 10_000
+    package let capacity = 10_000
 
-    func append(_ event: ClusterMonitor.Event) {
+    package func append(_ event: ClusterMonitor.Event) {
         events.withLock { events in
             events.append(event)
             if events.count > capacity { events.removeFirst(events.count - capacity) }
         }
     }
 
-    func drain() -> [ClusterMonitor.Event] {
+    package func drain() -> [ClusterMonitor.Event] {
         events.withLock { events in
             defer { events = [] }
             return events
@@ -81,9 +81,11 @@ final class EventBuffer: Sendable {
 }
 
 /// A flag set when a signal asks the process to stop, polled by loops.
-final class StopFlag: Sendable {
+package final class StopFlag: Sendable {
     private let flag = Atomic<Bool>(false)
 
-    func set() { flag.store(true, ordering: .relaxed) }
-    var isSet: Bool { flag.load(ordering: .relaxed) }
+    package init() {}
+
+    package func set() { flag.store(true, ordering: .relaxed) }
+    package var isSet: Bool { flag.load(ordering: .relaxed) }
 }

@@ -1,37 +1,38 @@
 import FlowKitCluster
+import FlowKitProcesses
 import Foundation
 import ZeroMQ
 
 /// Starts, watches and stops a coordinator and nodes as child processes on loopback: what
 /// `flowkit cluster`, `bench` and `chaos` run.
-actor LocalCluster {
-    let directory: String
-    let basePort: Int
-    let childLogLevel: String
-    let durability: String
+package actor LocalCluster {
+    package let directory: String
+    package let basePort: Int
+    package let childLogLevel: String
+    package let durability: String
     /// With CURVE: the keys generated for this cluster.
-    private(set) var curve: LocalClusterFile.CurveFiles?
-    var extraCoordinatorArguments: [String] = []
-    var extraNodeArguments: [String] = []
-    private(set) var coordinator: ChildProcess?
-    private(set) var nodes: [UInt32: ChildProcess] = [:]
-    private(set) var file: LocalClusterFile?
+    package private(set) var curve: LocalClusterFile.CurveFiles?
+    package var extraCoordinatorArguments: [String] = []
+    package var extraNodeArguments: [String] = []
+    package private(set) var coordinator: ChildProcess?
+    package private(set) var nodes: [UInt32: ChildProcess] = [:]
+    package private(set) var file: LocalClusterFile?
     private var coordinatorMetrics: String?
 
-    init(directory: String, basePort: Int, childLogLevel: String = "notice", durability: String = "synced") {
+    package init(directory: String, basePort: Int, childLogLevel: String = "notice", durability: String = "synced") {
         self.directory = directory
         self.basePort = basePort
         self.childLogLevel = childLogLevel
         self.durability = durability
     }
 
-    func setExtraArguments(coordinator: [String], node: [String]) {
+    package func setExtraArguments(coordinator: [String], node: [String]) {
         extraCoordinatorArguments = coordinator
         extraNodeArguments = node
     }
 
     /// Generates a key pair per process and one for clients, and an allow-list admitting all of them.
-    func enableCurve(nodes count: Int) throws {
+    package func enableCurve(nodes count: Int) throws {
         let keys = directory + "/keys"
         let coordinator = try CurveSecurity.generate(name: "coordinator", directory: keys)
         var allowed: [String] = []
@@ -67,7 +68,7 @@ actor LocalCluster {
     }
 
     /// Starts the coordinator, then the nodes, and writes `cluster.json`.
-    func start(nodes count: Int) async throws -> LocalClusterFile {
+    package func start(nodes count: Int) async throws -> LocalClusterFile {
         let endpoints = try await startCoordinator()
         var entries: [LocalClusterFile.NodeEntry] = []
         for id in 1...UInt32(count) {
@@ -92,7 +93,7 @@ actor LocalCluster {
 
     /// Starts (or restarts, on the same endpoints) the coordinator.
     @discardableResult
-    func startCoordinator() async throws -> CoordinatorEndpoints {
+    package func startCoordinator() async throws -> CoordinatorEndpoints {
         let known = file?.coordinator
         let arguments = [
             "coordinator",
@@ -104,7 +105,7 @@ actor LocalCluster {
             "--log-level", childLogLevel,
             "--metrics", "127.0.0.1:\(basePort == 0 ? 0 : basePort + 3)",
         ] + curveCoordinatorArguments + extraCoordinatorArguments
-        let child = try ChildProcess(name: "coordinator", arguments: arguments, logPath: directory + "/coordinator.log")
+        let child = try spawn("coordinator", arguments, restart: coordinator != nil)
         let ready = try await child.waitUntilReady()
         coordinator = child
         guard let submit = ready["submit"], let publish = ready["publish"], let sync = ready["sync"] else {
@@ -117,7 +118,7 @@ actor LocalCluster {
 
     /// Starts (or restarts, on the same client endpoint) node `id`.
     @discardableResult
-    func startNode(id: UInt32, coordinator endpoints: CoordinatorEndpoints? = nil) async throws -> LocalClusterFile.NodeEntry {
+    package func startNode(id: UInt32, coordinator endpoints: CoordinatorEndpoints? = nil) async throws -> LocalClusterFile.NodeEntry {
         let endpoints = endpoints ?? file.map { CoordinatorEndpoints(submit: $0.coordinator.submit, publish: $0.coordinator.publish, sync: $0.coordinator.sync) }!
         let known = file?.nodes.first { $0.id == id }
         let arguments = [
@@ -130,7 +131,7 @@ actor LocalCluster {
             "--log-level", childLogLevel,
             "--metrics", "127.0.0.1:\(basePort == 0 ? 0 : basePort + 20 + Int(id))",
         ] + curveNodeArguments(id) + extraNodeArguments
-        let child = try ChildProcess(name: "node-\(id)", arguments: arguments, logPath: directory + "/node-\(id).log")
+        let child = try spawn("node-\(id)", arguments, restart: nodes[id] != nil)
         let ready = try await child.waitUntilReady()
         nodes[id] = child
         guard let client = ready["client"] else { throw ChildProcessError("node-\(id)'s READY line lacks its endpoint: \(ready)") }
@@ -139,13 +140,26 @@ actor LocalCluster {
         return entry
     }
 
-    func killNode(_ id: UInt32) { nodes[id]?.kill9() }
-    func killCoordinator() { coordinator?.kill9() }
-    func pauseNode(_ id: UInt32) { if let pid = nodes[id]?.pid { kill(pid, SIGSTOP) } }
-    func resumeNode(_ id: UInt32) { if let pid = nodes[id]?.pid { kill(pid, SIGCONT) } }
+    /// Starts this very `flowkit` with `arguments`, its stderr in `name.log` (appended to on a
+    /// restart), its stdout (the READY line) in `name.stdout`.
+    private func spawn(_ name: String, _ arguments: [String], restart: Bool) throws -> ChildProcess {
+        try ChildProcess.spawn(
+            arguments: arguments,
+            name: name,
+            directory: directory,
+            stderrPath: "\(directory)/\(name).log",
+            appendingStderr: restart,
+            whenParentDies: .stopsGracefully
+        )
+    }
+
+    package func killNode(_ id: UInt32) async { await nodes[id]?.kill9() }
+    package func killCoordinator() async { await coordinator?.kill9() }
+    package func pauseNode(_ id: UInt32) { nodes[id]?.signal(SIGSTOP) }
+    package func resumeNode(_ id: UInt32) { nodes[id]?.signal(SIGCONT) }
 
     /// Stops the nodes, then the coordinator, gracefully; removes `cluster.json`.
-    func stop() async {
+    package func stop() async {
         for node in nodes.values { await node.stop() }
         await coordinator?.stop()
         nodes = [:]
@@ -153,7 +167,7 @@ actor LocalCluster {
         try? FileManager.default.removeItem(atPath: directory + "/cluster.json")
     }
 
-    func pids() -> [Int32] {
+    package func pids() -> [Int32] {
         (nodes.values.map(\.pid) + [coordinator?.pid].compactMap { $0 })
     }
 }

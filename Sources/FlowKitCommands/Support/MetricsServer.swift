@@ -11,16 +11,16 @@ import Glibc
 ///
 /// Deliberately small: one request per connection, `Connection: close`, no keep-alive. Prometheus
 /// scrapes a few times a minute; nothing here needs more.
-final class MetricsServer: Sendable {
+package final class MetricsServer: Sendable {
     private let registry: PrometheusCollectorRegistry
     private let socket: Int32
     /// `host:port` actually bound (the port the OS chose for 0 included).
-    let endpoint: String
+    package let endpoint: String
 
     /// Bootstraps swift-metrics with a Prometheus registry and listens on `address` (`host:port`).
     ///
     /// Call before creating a node or coordinator: metrics bind to the backend when they are made.
-    static func start(address: String, logger: Logger) throws -> MetricsServer {
+    package static func start(address: String, logger: Logger) throws -> MetricsServer {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         return try MetricsServer(address: address, registry: registry, logger: logger)

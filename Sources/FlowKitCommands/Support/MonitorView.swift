@@ -2,17 +2,17 @@ import FlowKitCluster
 import Foundation
 
 /// What the live views of `flowkit cluster` and `flowkit monitor` show, built from monitor events.
-struct MonitorView {
+package struct MonitorView {
     private(set) var status: ClusterStatus?
     private(set) var recent: [Entry] = []
     private(set) var alarms: [(time: Date, alarm: Alarm)] = []
     private(set) var head: UInt64 = 0
     private(set) var entriesSeen = 0
     private(set) var fellBehind = 0
-    var maxRecent = 12
-    var nodeNames: [UInt32: String] = [:]
+    package var maxRecent = 12
+    package var nodeNames: [UInt32: String] = [:]
 
-    mutating func apply(_ event: ClusterMonitor.Event) {
+    package mutating func apply(_ event: ClusterMonitor.Event) {
         switch event {
         case .entries(let entries):
             entriesSeen += entries.count
@@ -34,7 +34,7 @@ struct MonitorView {
     }
 
     /// The whole screen, for a terminal.
-    func render(title: String) -> String {
+    package func render(title: String) -> String {
         var lines: [String] = []
         let rate = status.map { String(format: "%.0f", $0.entriesPerSecond) } ?? "-"
         lines.append("\(title)   head \(head)   \(rate) entries/s   epoch \(status?.epoch ?? 0)   divergences \(status?.divergences ?? 0)")
@@ -61,7 +61,7 @@ struct MonitorView {
     }
 
     /// One entry on one line.
-    func describe(_ entry: Entry) -> String {
+    package func describe(_ entry: Entry) -> String {
         let origin = nodeNames[entry.origin] ?? "node-\(entry.origin)"
         let what: String
         switch entry.kind {
@@ -80,7 +80,7 @@ struct MonitorView {
     }
 
     /// A line for line-oriented output, or `nil` for events it does not print.
-    func line(for event: ClusterMonitor.Event) -> [String] {
+    package func line(for event: ClusterMonitor.Event) -> [String] {
         switch event {
         case .entries(let entries):
             return entries.map { describe($0) }
@@ -97,7 +97,7 @@ struct MonitorView {
     }
 
     /// JSON lines with stable field names.
-    static func json(for event: ClusterMonitor.Event) -> [String] {
+    package static func json(for event: ClusterMonitor.Event) -> [String] {
         switch event {
         case .entries(let entries):
             return entries.map { entry in
@@ -141,4 +141,4 @@ struct MonitorView {
 }
 
 /// Whether standard output is a terminal: live views redraw there and print lines elsewhere.
-var standardOutputIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+package var standardOutputIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }

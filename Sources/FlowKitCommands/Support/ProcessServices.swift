@@ -5,15 +5,15 @@ import UnixSignals
 
 /// The malloc this process runs on, for READY lines and status: "jemalloc 5.3.0-…" for the flowkit
 /// binaries on Linux (Package.swift links it into CFlowKitSupport), "system" elsewhere.
-let processAllocator = String(cString: flowkit_allocator())
+package let processAllocator = String(cString: flowkit_allocator())
 
 /// Runs a long-lived part of the process under a `ServiceGroup`, so SIGTERM and SIGINT shut it down
 /// gracefully: `stop` asks it to finish, and `body` returns once it has.
-struct ShutdownService: Service {
-    let body: @Sendable () async throws -> Void
-    let stop: @Sendable () -> Void
+package struct ShutdownService: Service {
+    package let body: @Sendable () async throws -> Void
+    package let stop: @Sendable () -> Void
 
-    func run() async throws {
+    package func run() async throws {
         try await withGracefulShutdownHandler {
             try await body()
         } onGracefulShutdown: {
@@ -22,7 +22,7 @@ struct ShutdownService: Service {
     }
 
     /// Runs `body` until it returns or the process gets SIGTERM or SIGINT.
-    static func run(
+    package static func run(
         logger: Logger,
         body: @escaping @Sendable () async throws -> Void,
         stop: @escaping @Sendable () -> Void

@@ -13,14 +13,14 @@ import Foundation
 ///
 /// The environment variable for `coordinator.data-dir` is `FLOWKIT_COORDINATOR_DATA_DIR`; for a
 /// top-level key such as `log-level`, `FLOWKIT_LOG_LEVEL`. `deploy/flowkit.json` documents every key.
-struct Settings: Sendable {
+package struct Settings: Sendable {
     private let file: [String: JSONValue]
     private let environment: [String: String]
     /// Where the file came from, for error messages.
-    let source: String?
+    package let source: String?
 
     /// Loads the config file at `path`, or at `$FLOWKIT_CONFIG`, or none.
-    init(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    package init(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         self.environment = environment
         guard let path = path ?? environment["FLOWKIT_CONFIG"] else {
             file = [:]
@@ -44,7 +44,7 @@ struct Settings: Sendable {
     }
 
     /// The value of `section.key` (or top-level `key` when `section` is nil), by precedence.
-    func string(_ section: String?, _ key: String, flag: String?) -> String? {
+    package func string(_ section: String?, _ key: String, flag: String?) -> String? {
         if let flag { return flag }
         let variable = "FLOWKIT_" + ([section, key].compactMap { $0 }.joined(separator: "_"))
             .uppercased().replacingOccurrences(of: "-", with: "_")
@@ -59,7 +59,7 @@ struct Settings: Sendable {
         return container[key]?.text
     }
 
-    func int(_ section: String?, _ key: String, flag: Int?) throws -> Int? {
+    package func int(_ section: String?, _ key: String, flag: Int?) throws -> Int? {
         guard let text = string(section, key, flag: flag.map(String.init)) else { return nil }
         guard let value = Int(text) else {
             throw SettingsError("\(describe(section, key)) must be a whole number; got \"\(text)\"")
@@ -68,7 +68,7 @@ struct Settings: Sendable {
     }
 
     /// A duration written as milliseconds.
-    func milliseconds(_ section: String?, _ key: String, flag: Int?) throws -> Duration? {
+    package func milliseconds(_ section: String?, _ key: String, flag: Int?) throws -> Duration? {
         try int(section, key, flag: flag).map { .milliseconds($0) }
     }
 
@@ -77,13 +77,13 @@ struct Settings: Sendable {
     }
 }
 
-struct SettingsError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
+package struct SettingsError: Error, CustomStringConvertible {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// Any JSON value, for reading config files without a schema type per section.
-enum JSONValue: Decodable, Sendable {
+package enum JSONValue: Decodable, Sendable {
     case string(String)
     case number(Double)
     case bool(Bool)
@@ -91,7 +91,7 @@ enum JSONValue: Decodable, Sendable {
     case array([JSONValue])
     case null
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -109,7 +109,7 @@ enum JSONValue: Decodable, Sendable {
     }
 
     /// The value as a flag would spell it.
-    var text: String? {
+    package var text: String? {
         switch self {
         case .string(let string): string
         case .number(let number): number.rounded() == number ? String(Int(number)) : String(number)

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowKitProcesses
 import Foundation
 import Testing
 
@@ -104,7 +105,7 @@ final class ClusterCommandProcess: Sendable {
         clusterDirectory: String
     ) async throws -> ClusterCommandProcess {
         let binary = try TestCluster.findBinary()
-        let process = try await ChildProcess.spawn(
+        let process = try ChildProcess.testChild(
             executable: "/usr/bin/env",
             arguments: ["-C", workingDirectory, binary, "cluster"] + arguments,
             name: "cluster",
@@ -154,7 +155,7 @@ final class ClusterCommandProcess: Sendable {
         if passed && survivors.isEmpty && ProcessInfo.processInfo.environment["FLOWKIT_IT_KEEP_LOGS"] == nil {
             try? FileManager.default.removeItem(atPath: directory)
         } else {
-            print("harness: cluster command logs kept in \(directory)\n\(process.stderrTail())")
+            print("harness: cluster command logs kept in \(directory)\n\(process.stderrReport())")
         }
         return survivors
     }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowKitProcesses
 import Foundation
 import Synchronization
 
@@ -49,10 +50,10 @@ struct CommandRunner: Sendable {
             argv = ["-C", workingDirectory, executable] + arguments
             program = "/usr/bin/env"
         }
-        let process = try await ChildProcess.spawn(executable: program, arguments: argv, name: name, directory: directory)
+        let process = try ChildProcess.testChild(executable: program, arguments: argv, name: name, directory: directory)
         guard await process.waitForExit(timeout: timeout) else {
             await process.stop(grace: grace)
-            throw HarnessError("`\(base) \(arguments.joined(separator: " "))` did not finish within \(timeout)\n\(process.stderrTail())")
+            throw HarnessError("`\(base) \(arguments.joined(separator: " "))` did not finish within \(timeout)\n\(process.stderrReport())")
         }
         return CommandResult(
             arguments: [base] + arguments,
@@ -64,14 +65,6 @@ struct CommandRunner: Sendable {
 }
 
 extension ChildProcess {
-    /// Sends `signal` to the child itself only, not its process group: what `kill <pid>` does, so
-    /// anything the child started must be handled by the child.
-    func signalProcessOnly(_ signal: Int32) {
-        ChildRegistry.groups.withLock { groups in
-            if groups.contains(pid) { _ = kill(pid, signal) }
-        }
-    }
-
     /// Waits until the child's stdout contains `text`.
     ///
     /// - Throws: ``HarnessError`` if the child exits first or `timeout` passes.
@@ -79,9 +72,9 @@ extension ChildProcess {
         let deadline = ContinuousClock.now + timeout
         while !((try? String(contentsOfFile: stdoutPath, encoding: .utf8))?.contains(text) ?? false) {
             if let status = reapIfExited() {
-                throw HarnessError("\(self) exited (\(Self.describe(status))) before printing \(text)\n\(stderrTail())")
+                throw HarnessError("\(self) exited (\(Self.describe(status))) before printing \(text)\n\(stderrReport())")
             }
-            if ContinuousClock.now >= deadline { throw HarnessError("\(self) printed no \(text) within \(timeout)\n\(stderrTail())") }
+            if ContinuousClock.now >= deadline { throw HarnessError("\(self) printed no \(text) within \(timeout)\n\(stderrReport())") }
             try await Task.sleep(for: .milliseconds(20))
         }
     }
@@ -129,47 +122,5 @@ enum ProcessTable {
     static func isGone(_ pid: pid_t) -> Bool {
         guard let (command, state, _) = stat(of: pid) else { return true }
         return !command.hasPrefix("flowkit") || state == "Z" || state == "X"
-    }
-}
-
-/// `GET http://host:port/path` over a plain socket: enough for a Prometheus endpoint.
-enum HTTPGet {
-    static func text(_ hostPort: String, path: String = "/metrics") throws -> String {
-        guard let colon = hostPort.lastIndex(of: ":"), let port = UInt16(hostPort[hostPort.index(after: colon)...]) else {
-            throw HarnessError("not host:port: \(hostPort)")
-        }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw HarnessError("socket: errno \(errno)") }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        inet_pton(AF_INET, String(hostPort[..<colon]), &address.sin_addr)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw HarnessError("connect \(hostPort): errno \(errno)") }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: \(hostPort)\r\nConnection: close\r\n\r\n".utf8)
-        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        var response: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = recv(fd, &buffer, buffer.count, 0)
-            if count <= 0 { break }
-            response += buffer[..<count]
-        }
-        let text = String(decoding: response, as: UTF8.self)
-        guard let split = text.range(of: "\r\n\r\n") else { throw HarnessError("no HTTP answer from \(hostPort)") }
-        return String(text[split.upperBound...])
-    }
-
-    /// The value of a Prometheus sample `name` (without labels) in `text`.
-    static func sample(_ name: String, in text: String) -> Double? {
-        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
-            return Double(line.split(separator: " ").last ?? "")
-        }
-        return nil
     }
 }

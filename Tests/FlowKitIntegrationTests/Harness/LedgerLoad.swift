@@ -1,5 +1,6 @@
 import FlowKitCluster
 import FlowKitExamples
+import FlowKitTools
 import Foundation
 import Synchronization
 
@@ -53,7 +54,7 @@ final class LedgerLoad: Sendable {
     }
 
     private func work(node: Int, worker: Int, client: ClusterClient) async {
-        var random = SplitMix64(state: UInt64(node * 1_000 + worker))
+        var random = SeededRandom(seed: UInt64(node * 1_000 + worker))
         var number = 0
         while running.isSet {
             number += 1

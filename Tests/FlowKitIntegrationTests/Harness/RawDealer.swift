@@ -1,4 +1,4 @@
-import FlowKitCluster
+@_spi(Wire) import FlowKitCluster
 import Logging
 import ZeroMQ
 

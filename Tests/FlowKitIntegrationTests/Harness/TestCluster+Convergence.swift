@@ -1,5 +1,6 @@
 import FlowKitCluster
 import FlowKitExamples
+import FlowKitTools
 import Foundation
 
 extension TestCluster {

@@ -1,4 +1,4 @@
-import FlowKitCluster
+@_spi(Wire) import FlowKitCluster
 
 extension TestCluster {
     /// The coordinator's log from `from` on, read through its sync socket (RANGE_REQUEST), as a

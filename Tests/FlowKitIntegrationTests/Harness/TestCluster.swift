@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FlowKitCluster
+import FlowKitProcesses
 import Foundation
 import Logging
 import Synchronization
@@ -179,7 +180,7 @@ final class TestCluster: Sendable {
         ]
         if durable { arguments += ["--data-dir", "\(directory)/coordinator-data"] }
         arguments += options.coordinatorArguments
-        let process = try await ChildProcess.spawn(executable: binary, arguments: arguments, name: nextName("coordinator"), directory: directory)
+        let process = try ChildProcess.testChild(executable: binary, arguments: arguments, name: nextName("coordinator"), directory: directory)
         state.withLock { $0.history.append(process) }
         let line = try await process.waitForLine(prefix: "READY ", timeout: Self.readyTimeout)
         let fields = try Self.readyFields(line, from: process)
@@ -212,7 +213,7 @@ final class TestCluster: Sendable {
                 "--client", previous?.clientEndpoint ?? "tcp://127.0.0.1:*",
                 "--log-level", logLevel,
             ] + nodeArguments(id)
-            let process = try await ChildProcess.spawn(executable: binary, arguments: arguments, name: nextName("node-\(id)"), directory: directory)
+            let process = try ChildProcess.testChild(executable: binary, arguments: arguments, name: nextName("node-\(id)"), directory: directory)
             state.withLock { $0.history.append(process) }
             started.append((id, process, previous?.clientEndpoint))
         }
@@ -318,7 +319,7 @@ final class TestCluster: Sendable {
 
     /// The stderr tail of every process started, for a failure message.
     func diagnostics(lines: Int = 40) -> String {
-        state.withLock { $0.history }.map { $0.stderrTail(lines: lines) }.joined(separator: "\n")
+        state.withLock { $0.history }.map { $0.stderrReport(lines: lines) }.joined(separator: "\n")
     }
 
     // MARK: Waiting for the cluster

@@ -1,0 +1,138 @@
+import ArgumentParser
+import FlowKitCommands
+import Foundation
+import Logging
+import Synchronization
+
+/// One `flowkit bench` invocation: the baseline, the cluster, the steps (one rate, a sweep or a
+/// search), the output, and the cleanup that always runs — on success, on error and on Ctrl-C.
+struct BenchSession {
+    let command: BenchCommand
+    let logger: Logger
+
+    /// Runs everything; returns whether every step's end check passed.
+    func run() async throws -> Bool {
+        let stop = StopFlag()
+        let outcome = Mutex<Result<Bool, any Error>?>(nil)
+        try await ShutdownService.run(logger: logger) {
+            let result: Result<Bool, any Error>
+            do {
+                result = .success(try await body(stop: stop))
+            } catch {
+                result = .failure(error)
+            }
+            outcome.withLock { $0 = result }
+        } stop: {
+            stop.set()
+        }
+        if stop.isSet {
+            printError("interrupted: the load stopped and the cluster was shut down")
+            throw ExitCode(130)
+        }
+        return try outcome.withLock { $0 }?.get() ?? false
+    }
+
+    private func body(stop: StopFlag) async throws -> Bool {
+        let machine = MachineInfo.current()
+        let base = command.benchConfiguration
+        let baseline = command.noBaseline ? nil : try await measureBaseline()
+        if stop.isSet { return false }
+
+        let target: BenchTarget
+        if let attach = command.attach {
+            target = try await BenchTarget.attach(directory: attach, logger: logger)
+        } else {
+            printError("starting a coordinator and \(command.nodes) nodes (durability \(command.durability))…")
+            target = try await BenchTarget.start(
+                nodes: command.nodes, durability: command.durability, dataDirectory: command.dataDir,
+                traceEvery: command.trace ? command.traceEvery : nil, logger: logger
+            )
+        }
+        var configuration = base
+        configuration.nodes = target.nodes.count
+        let runner: BenchRunner
+        do {
+            try await target.waitUntilReady()
+            runner = try await BenchRunner(
+                base: configuration, target: target, machine: machine, baseline: baseline, stop: stop, live: !command.quiet, logger: logger
+            )
+        } catch {
+            let tails = await target.logTails()
+            await target.shutDown()
+            throw BenchError(.clusterStart, "\(error)\(tails)")
+        }
+        do {
+            let passed = try await steps(runner: runner, stop: stop)
+            await runner.close()
+            await target.shutDown()
+            return passed
+        } catch {
+            await runner.close()
+            await target.shutDown()
+            throw error
+        }
+    }
+
+    private func measureBaseline() async throws -> BaselineResult {
+        printError("baseline: raw ZeroMQ pub/sub (\(BenchFormat.count(command.baselineMessages)) × 64 B) and REQ/REP round trips with a child process…")
+        let directory = NSTemporaryDirectory() + "flowkit-bench-baseline-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let baseline = try await BaselineRunner.run(messages: command.baselineMessages, size: 64, roundTrips: 20_000, logDirectory: directory)
+        printError(
+            "baseline: pub/sub \(BenchFormat.rate(baseline.pubsubMsgsPerSecond)) msg/s, round trip p50 \(BenchFormat.fixed(baseline.rttMicros.p50, 1)) µs, p99 \(BenchFormat.fixed(baseline.rttMicros.p99, 1)) µs"
+        )
+        return baseline
+    }
+
+    /// Runs the steps the flags ask for and prints the results.
+    private func steps(runner: BenchRunner, stop: StopFlag) async throws -> Bool {
+        var results: [BenchResult] = []
+        func runStep(_ rate: Double) async throws -> BenchResult {
+            printError("— step \(results.count + 1): \(BenchFormat.rate(rate)) events/s for \(BenchFormat.fixed(command.duration, 0)) s after a \(BenchFormat.fixed(command.warmup, 0)) s warm-up")
+            return try await runner.step(rate: rate, index: results.count + 1)
+        }
+        func show(_ text: String) {
+            if command.json { printError(text) } else { printFlushed(text) }
+        }
+
+        if command.search {
+            let criteria = RateSearch.Criteria(maxP99Micros: UInt64(command.searchP99Limit * 1_000))
+            var search = RateSearch(start: command.searchStart)
+            var rate: Double? = search.first
+            while let current = rate, !stop.isSet {
+                var result = try await runStep(current)
+                let reasons = criteria.reasons(result)
+                result.sustained = reasons.isEmpty
+                result.notSustainedBecause = reasons.isEmpty ? nil : reasons
+                results.append(result)
+                show(BenchReport.render(result) + "\n")
+                rate = search.record(rate: current, sustained: reasons.isEmpty)
+            }
+            let best = search.highestSustained ?? 0
+            show(BenchReport.summary(results, title: "search: highest sustained rate \(BenchFormat.rate(best)) events/s (\(criteria.description))"))
+            if command.json { printFlushed(Self.encode(SearchResult(maxSustainedRate: best, criteria: criteria.description, steps: results))) }
+            // A search's unsustained steps are expected; only a failed end check fails the run.
+            return results.allSatisfy { $0.passed || $0.problems.contains("interrupted") }
+        }
+
+        for rate in try command.sweepRates() ?? [command.rate] where !stop.isSet {
+            let result = try await runStep(rate)
+            results.append(result)
+            show(BenchReport.render(result) + "\n")
+        }
+        if command.sweep != nil {
+            show(BenchReport.summary(results, title: "sweep: \(results.count) rates"))
+            if command.json { printFlushed(Self.encode(results)) }
+        } else if command.json, let result = results.first {
+            printFlushed(Self.encode(result))
+        }
+        return results.allSatisfy(\.passed)
+    }
+
+    static func encode(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "{}"
+    }
+}

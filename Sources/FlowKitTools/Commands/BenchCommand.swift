@@ -1,0 +1,151 @@
+import ArgumentParser
+import FlowKitCluster
+import FlowKitCommands
+import Foundation
+import Logging
+
+/// `flowkit bench`: load-tests a cluster at a fixed offered rate and checks it converged.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Load-test a cluster: open-loop load, latency to ordered and to applied on every node, throughput, resources, and a convergence check.",
+        discussion: """
+            Starts a coordinator and nodes of its own (a fresh temporary directory, ports chosen by the \
+            OS) unless --attach names a running 'flowkit cluster'. Events go out open-loop at --rate: each \
+            has an intended send time, and latency is measured from it even when the sender falls behind \
+            (the correction for coordinated omission). "Applied on all nodes" is when the last node \
+            reported (PROGRESS) that it had applied the event's seq. Raw ZeroMQ between this process and \
+            a child is measured first, and every figure is also given as a ratio to it.
+
+            Exit codes: 0 the end check passed; 6 it failed (not converged, an acknowledged event lost \
+            or applied twice, an effect missing); 3, 4, 5 as for the other commands; 64 usage.
+
+            flowkit bench --rate 10000 --duration 20
+            flowkit bench --search --json > search.json
+            flowkit bench --sweep 5000,10000,20000,50000 --json > sweep.json && flowkit bench plot sweep.json --out latency.svg
+            """,
+        subcommands: [BenchPlotCommand.self]
+    )
+
+    @Option(help: "Offered load, events per second.")
+    var rate: Double = 10_000
+
+    @Option(help: "Seconds measured (after the warm-up).")
+    var duration: Double = 10
+
+    @Option(help: "Seconds of load before measuring.")
+    var warmup: Double = 2
+
+    @Option(help: "Nodes of the cluster the bench starts.")
+    var nodes = 3
+
+    @Option(help: "DEALER connections the load is spread over, round-robin over the nodes.")
+    var connections = 8
+
+    @Option(help: "Flow instances (load/<run>-<k>) the events are spread over.")
+    var instances = 1_000
+
+    @Option(help: "Padding bytes per event.")
+    var eventSize = 16
+
+    @Flag(help: "Send tickWithEffect: each event starts an effect on its origin node, which sends an event back.")
+    var effects = false
+
+    @Option(help: "Event encoding the bench sends: binary or json.")
+    var codec = "binary"
+
+    @Option(help: "The coordinator's log mode for the cluster the bench starts: synced (fdatasync per group commit) or relaxed.")
+    var durability = "synced"
+
+    @Option(help: "Use the running cluster in this directory (its cluster.json) instead of starting one.")
+    var attach: String?
+
+    @Option(help: "Keep the started cluster's data and logs in this directory (default: a temporary one, removed).")
+    var dataDir: String?
+
+    @Option(help: "Run several rates in one cluster, e.g. 1000,5000,10000; prints an array of results with --json.")
+    var sweep: String?
+
+    @Flag(help: "Search for the highest sustained rate: double from --search-start, then bisect.")
+    var search = false
+
+    @Option(help: "The first rate --search tries.")
+    var searchStart: Double = 20_000
+
+    @Option(help: "With --search: the highest applied-on-all-nodes p99 (ms) a sustained rate may have.")
+    var searchP99Limit: Double = 10
+
+    @Option(help: "The sender's shortest sleep between rounds, in µs: each round sends everything due (the delay counts in the latencies).")
+    var sendTick = 200
+
+    @Flag(help: "Trace sampled events through every hop (node, coordinator, log, publish, every node) and print where the time goes. Not with --attach.")
+    var trace = false
+
+    @Option(help: "With --trace: one seq in this many is traced.")
+    var traceEvery: UInt64 = 50
+
+    @Flag(help: "Skip the raw ZeroMQ baseline.")
+    var noBaseline = false
+
+    @Option(help: "Messages in the baseline's pub/sub run.")
+    var baselineMessages = 1_000_000
+
+    @Flag(help: "Print the result as JSON on stdout (the tables go to stderr).")
+    var json = false
+
+    @Flag(help: "No progress line every second.")
+    var quiet = false
+
+    func validate() throws {
+        guard rate > 0, duration > 0, warmup >= 0 else { throw ValidationError("--rate and --duration must be positive, --warmup not negative") }
+        guard (1...32).contains(nodes) else { throw ValidationError("--nodes must be 1 to 32") }
+        guard (1...1_024).contains(connections) else { throw ValidationError("--connections must be 1 to 1024") }
+        guard (1...1_000_000).contains(instances) else { throw ValidationError("--instances must be 1 to 1,000,000") }
+        guard (0...(1 << 20) - 1).contains(eventSize) else { throw ValidationError("--event-size must be 0 to 1048575 bytes") }
+        guard ["binary", "json"].contains(codec) else { throw ValidationError("--codec must be binary or json") }
+        guard ["synced", "relaxed"].contains(durability) else { throw ValidationError("--durability must be synced or relaxed") }
+        guard !(search && sweep != nil) else { throw ValidationError("--search and --sweep cannot be combined") }
+        _ = try sweepRates()
+        guard (10...100_000).contains(sendTick) else { throw ValidationError("--send-tick must be 10 to 100000 µs") }
+        guard baselineMessages >= 1_000 else { throw ValidationError("--baseline-messages must be at least 1000") }
+        guard !(trace && attach != nil) else {
+            throw ValidationError("--trace needs a cluster the bench starts (its processes record the hops): drop --attach")
+        }
+        guard traceEvery >= 1 else { throw ValidationError("--trace-every must be at least 1") }
+    }
+
+    func sweepRates() throws -> [Double]? {
+        guard let sweep else { return nil }
+        let rates = sweep.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard !rates.isEmpty, rates.allSatisfy({ ($0 ?? 0) > 0 }) else {
+            throw ValidationError("--sweep takes positive rates separated by commas, e.g. 1000,5000,10000")
+        }
+        return rates.compactMap { $0 }
+    }
+
+    var benchConfiguration: BenchConfiguration {
+        BenchConfiguration(
+            rate: rate, duration: duration, warmup: warmup, nodes: nodes, connections: connections, instances: instances,
+            eventSize: eventSize, effects: effects, codec: codec, durability: attach == nil ? durability : "unknown", attach: attach,
+            sendTick: sendTick, traceEvery: trace ? traceEvery : nil
+        )
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "flowkit.bench")
+        logger.logLevel = .warning
+        let session = BenchSession(command: self, logger: logger)
+        let passed: Bool
+        do {
+            passed = try await session.run()
+        } catch let error as BenchError {
+            printError("error: \(error.message)")
+            throw ExitCode(error.code == .input || error.code == .attach ? 64 : 1)
+        } catch let error as ExitCode {
+            throw error
+        } catch {
+            throw fail(error)
+        }
+        if !passed { throw ExitCode(ExitCodes.checkFailed) }
+    }
+}
