@@ -1,8 +1,8 @@
 /// Work a reducer asks for after changing state: async operations, follow-up events, cancellation.
 ///
 /// An effect is a value that describes work; the store that received the event runs it. Build one
-/// from the static constructors and compose with ``merge(_:)-swift.type.method``,
-/// ``concatenate(_:)-swift.type.method`` and ``cancellable(id:cancelInFlight:)``:
+/// from the static constructors and compose with `merge(_:)`,
+/// `concatenate(_:)` and ``cancellable(id:cancelInFlight:)``:
 ///
 /// ```swift
 /// case .searchTextChanged(let text):
@@ -90,6 +90,8 @@ extension Effect {
     ///   - priority: The priority of the task that runs the work.
     ///   - operation: The work. Call `send` to feed events back.
     ///   - handler: Turns a thrown error into events, or reports it.
+    ///   - fileID: Where the effect was made, for the report of an unhandled error.
+    ///   - line: The line where the effect was made.
     /// - Returns: The effect.
     @inlinable
     public static func run(

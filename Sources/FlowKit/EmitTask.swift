@@ -1,4 +1,4 @@
-/// The handle ``FlowStore/emit(_:)`` returns: the effects the event started.
+/// The handle `FlowStore.emit(_:)` returns: the effects the event started.
 ///
 /// Await ``finish()`` to keep those effects alive for as long as the calling task runs, the
 /// lifecycle pattern of SwiftUI's `.task` modifier:

@@ -27,7 +27,7 @@ public actor FlowStore<F: Flow> {
     private let logger: Logger
     private var isShutDown = false
     /// Called with the new state after every change, on the store's executor: the subscribers of
-    /// ``StatefulFlowProviding``, which ``subscribe(perform:)`` adds to.
+    /// ``StatefulFlowProviding``, which `subscribe(perform:)` adds to.
     public var stateSubscribers: [((F.State) -> Void)] = []
 
     /// Creates a store, building the flow inside the store's dependency scope.
@@ -97,7 +97,7 @@ public actor FlowStore<F: Flow> {
         return EmitTask(group: apply(event, group: nil))
     }
 
-    /// Applies an event and starts its effects, as TCA's stores spell it: `send` is ``emit(_:)``.
+    /// Applies an event and starts its effects, as TCA's stores spell it: `send` is `emit(_:)`.
     ///
     /// ```swift
     /// .task { await store.send(.view(.runTasks)).finish() }

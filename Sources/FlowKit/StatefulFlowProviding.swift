@@ -2,7 +2,7 @@
 /// subscribe to the changes.
 ///
 /// This is the shape of FlowKit's original protocol, and of the article <doc:IntroductionToFlows>: write
-/// a flow by hand as an actor with `state`, `stateSubscribers` and ``emit(_:)``, or use a
+/// a flow by hand as an actor with `state`, `stateSubscribers` and `emit(_:)`, or use a
 /// ``FlowStore``, which conforms for any ``Flow`` with a hashable state, or a cluster's replicated
 /// instance (`ClusterClient.flow(_:_:)` in FlowKitCluster), which conforms too.
 ///
@@ -35,10 +35,10 @@ public protocol StatefulFlowProviding: Actor {
     /// The events that change the state.
     associatedtype Event
 
-    /// The current state. Only ``emit(_:)`` changes it.
+    /// The current state. Only `emit(_:)` changes it.
     var state: State { get }
 
-    /// Called with the new state after every change. Add to it with ``subscribe(perform:)``.
+    /// Called with the new state after every change. Add to it with `subscribe(perform:)`.
     var stateSubscribers: [((State) -> Void)] { get set }
 
     /// Emits an event: the flow changes its state in response.

@@ -2,7 +2,7 @@
 ///
 /// A cluster compares digests to prove that its nodes converged, and to raise an alarm when two
 /// nodes hold different states at the same sequence number. The digest is the first 128 bits of the
-/// SHA-256 of the state's canonical encoding (see ``CanonicalEncoding``), so it does not depend on
+/// SHA-256 of the state's canonical encoding (see `CanonicalEncoding`), so it does not depend on
 /// hash seeds, dictionary order or the platform.
 ///
 /// ```swift

@@ -5,7 +5,7 @@ import ZeroMQ
 
 /// One replicated instance, held by a program that is not a node: a typed, observable flow.
 ///
-/// Get one from ``ClusterClient/flow(_:_:as:)``. It is a ``StatefulFlowProviding`` actor like a
+/// Get one from ``ClusterClient/flow(_:_:as:coordinator:coordinatorPublicKey:)``. It is a `StatefulFlowProviding` actor like a
 /// local flow: ``state`` is the instance's replicated state, subscribers are called after every
 /// entry of the instance, in seq order and without gaps, and ``emit(_:)`` sends an event through
 /// the client's node and returns once this handle has applied it.

@@ -47,6 +47,9 @@ public final class ClusterMonitor: Sendable {
     ///     for every entry. Heartbeats, status and alarms always come.
     ///   - receiveHighWaterMark: How many messages may queue for this monitor before the publisher
     ///     drops the rest: what bounds its memory when it reads slowly.
+    ///   - transport: Socket options, CURVE included.
+    ///   - serverPublicKey: The coordinator's CURVE public key, when CURVE is on.
+    ///   - logger: Where the monitor's I/O loop logs.
     public init(
         publishEndpoint: String,
         topics: [String] = [],

@@ -89,7 +89,7 @@ public enum EntryKind: UInt8, Sendable, Codable {
 public enum PayloadCodec: UInt8, Sendable, Codable, CustomStringConvertible {
     /// UTF-8 JSON, the `Codable` encoding of the event. Readable from any language.
     case json = 1
-    /// The flow's own compact binary encoding (``BinaryEventCodable``). Faster; FlowKit-specific.
+    /// The flow's own compact binary encoding (`BinaryEventCodable`). Faster; FlowKit-specific.
     case binary = 2
 
     public var description: String { self == .json ? "json" : "binary" }

@@ -159,7 +159,7 @@ enum JSONFrame {
 /// A node's progress and health, as it reports it.
 public struct NodeReport: Codable, Sendable, Equatable {
     public var name: String
-    /// The digest of all the node's instances at `applied` (see ``StateDigest/init(combining:)``).
+    /// The digest of all the node's instances at `applied` (see `StateDigest.init(combining:)`).
     public var digest: String
     /// The instances changed since the last report: `address →` the seq of the last entry applied to
     /// it and the digest of its state after that entry. Two replicas that report the same address

@@ -1,6 +1,6 @@
 /// A message that breaks the wire protocol, or a request the receiver refuses.
 ///
-/// The code travels in ``ErrorReply`` messages, so a client learns why its message was refused; the
+/// The code travels in `ErrorReply` messages, so a client learns why its message was refused; the
 /// receiver counts every one by code and keeps serving.
 public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Why a message was refused. The raw values are part of the wire protocol (docs/PROTOCOL.md).

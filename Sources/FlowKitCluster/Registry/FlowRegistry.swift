@@ -23,9 +23,9 @@ public struct FlowRegistry: Sendable {
     /// - Parameters:
     ///   - type: The flow type.
     ///   - name: The flow's name in addresses (`name/instanceKey`): 1-48 of a-z, 0-9, - and _;
-    ///     by default the flow's ``ReplicatedFlow/flowName``.
+    ///     by default the flow's `ReplicatedFlow.flowName`.
     ///   - codec: How nodes encode this flow's events in submissions. `.binary` needs an `Event`
-    ///     that conforms to ``BinaryEventCodable``. Clients may always send JSON.
+    ///     that conforms to `BinaryEventCodable`. Clients may always send JSON.
     public mutating func register<F: ReplicatedFlow>(_ type: F.Type, as name: String = F.flowName, codec: PayloadCodec = .json) {
         register(type, as: name, codec: codec, initialState: { _ in F.initialState }, flow: { F() })
         flows[name] = (flows[name] as? TypedFlowRegistration<F>)?.withSamples(F.sampleEvents)
