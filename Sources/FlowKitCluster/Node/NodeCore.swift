@@ -18,10 +18,8 @@ actor NodeCore {
     private(set) var replicas: ReplicaSet!
     private var follower: LogFollower
     private var submissions: SubmissionQueue
-    /// Clients waiting for their entry to be applied here, by seq.
-    private var appliedWaiters: [(seq: UInt64, peer: RouterEnvelope, request: UInt64, epoch: UInt32)] = []
-    /// Queries waiting for `min` applied.
-    private var queryWaiters: [(min: UInt64, peer: RouterEnvelope, request: UInt64, address: String, deadline: UInt64)] = []
+    /// Clients owed an answer once this node has applied far enough.
+    private var waiters: ClientWaiters
     private(set) var epoch: UInt32 = 0
     private var lastHeartbeat: UInt64 = 0
     private var welcomed = false
@@ -36,10 +34,6 @@ actor NodeCore {
     private var lastReport: UInt64 = 0
     /// The applied seq of the last report: a node that applied nothing since, at the head, is idle.
     private var lastReportedApplied: UInt64 = 0
-    /// Clients that asked for a PROGRESS after every applied batch, until their deadline.
-    private var watchers: [(peer: RouterEnvelope, request: UInt64, until: UInt64)] = []
-    /// When the last applied batch was done (µs since the epoch), for PROGRESS reports.
-    private var appliedAt: UInt64 = 0
     var localSnapshots: LocalSnapshots?
     let counters = ClusterCounters()
 
@@ -53,6 +47,7 @@ actor NodeCore {
         self.follower = LogFollower(retryAfter: UInt64(configuration.retryInterval.microseconds))
         self.admission = Admission(registry: registry, limits: configuration.limits)
         self.refusals = RefusalLog(wall: configuration.name)
+        self.waiters = ClientWaiters(queryTimeout: configuration.queryTimeout)
     }
 
     /// Builds the replicas; their effects submit back through this actor.
@@ -178,7 +173,7 @@ actor NodeCore {
                 }
                 apply(then)
                 // The applied seq moved even if no entry followed the snapshot.
-                releaseWaiters()
+                perform(waiters.released(applied: follower.applied))
             }
         }
     }
@@ -197,14 +192,13 @@ actor NodeCore {
             }
         }
         counters.applied.add(entries.count)
-        releaseWaiters()
-        appliedAt = WallClock.micros()
-        if !watchers.isEmpty { pushProgress() }
+        let appliedAt = WallClock.micros()
+        perform(waiters.applied(follower.applied, now: appliedAt))
         if let trace = configuration.trace {
             let progressSent = WallClock.micros()
             for entry in entries where trace.samples(entry.seq) {
                 trace.note(entry.seq, .nodeApplied, at: appliedAt)
-                if !watchers.isEmpty { trace.note(entry.seq, .nodeProgressSent, at: progressSent) }
+                if waiters.hasWatchers { trace.note(entry.seq, .nodeProgressSent, at: progressSent) }
             }
         }
     }
@@ -222,44 +216,20 @@ actor NodeCore {
         reconnected()
     }
 
-    /// Registers a progress watcher (at most 64; the oldest goes first).
+    /// Registers a progress watcher (see ``ClientWaiters/watch(peer:request:seconds:applied:now:)``).
     func watch(peer: RouterEnvelope, request: UInt64, seconds: UInt32) {
-        let until = WallClock.micros() + UInt64(min(seconds, 3_600)) * 1_000_000
-        watchers.removeAll { $0.peer.identity == peer.identity && $0.request == request }
-        watchers.append((peer, request, until))
-        if watchers.count > 64 { watchers.removeFirst(watchers.count - 64) }
-        pushProgress()
+        perform(waiters.watch(peer: peer, request: request, seconds: seconds, applied: follower.applied, now: WallClock.micros()))
     }
 
-    /// Tells every watcher what this node has applied, and when it applied the last of it. Sent
-    /// after each applied batch and again every tick: a report the ROUTER dropped (a watcher's
-    /// queue full) is made good by the next one, even when nothing more is applied.
-    private func pushProgress() {
-        let now = WallClock.micros()
-        watchers.removeAll { $0.until < now }
-        let time = appliedAt == 0 ? now : appliedAt
-        for watcher in watchers {
-            reply(.progress(request: watcher.request, applied: follower.applied, time: time), to: watcher.peer)
-        }
-    }
-
-    private func releaseWaiters() {
-        let applied = follower.applied
-        if !appliedWaiters.isEmpty {
-            var remaining: [(seq: UInt64, peer: RouterEnvelope, request: UInt64, epoch: UInt32)] = []
-            for waiter in appliedWaiters {
-                if waiter.seq <= applied {
-                    reply(.emitted(request: waiter.request, seq: waiter.seq, epoch: waiter.epoch, applied: true), to: waiter.peer)
-                } else {
-                    remaining.append(waiter)
-                }
+    /// Sends what the waiting clients are owed.
+    private func perform(_ actions: [ClientWaiters.Action]) {
+        for action in actions {
+            switch action {
+            case .reply(let reply, let peer):
+                self.reply(reply, to: peer)
+            case .answerQuery(let request, let address, let peer):
+                answerQuery(request: request, address: address, to: peer)
             }
-            appliedWaiters = remaining
-        }
-        if !queryWaiters.isEmpty {
-            let ready = queryWaiters.filter { $0.min <= applied }
-            queryWaiters.removeAll { $0.min <= applied }
-            for query in ready { answerQuery(request: query.request, address: query.address, to: query.peer) }
         }
     }
 
@@ -457,7 +427,7 @@ actor NodeCore {
         if wait == .ordered || (seq != 0 && seq <= follower.applied) || seq == 0 {
             reply(.emitted(request: request, seq: seq, epoch: epoch, applied: seq != 0 && seq <= follower.applied), to: peer)
         } else {
-            appliedWaiters.append((seq, peer, request, epoch))
+            waiters.waitUntilApplied(seq: seq, epoch: epoch, peer: peer, request: request)
         }
     }
 
@@ -468,17 +438,11 @@ actor NodeCore {
         let now = WallClock.micros()
         flushSubmissions()
         perform(follower.tick(now: now))
-        if !watchers.isEmpty { pushProgress() }
         for (pending, wasSent) in submissions.expireWaiters(now: now) {
             guard case .client(let peer, let request, _, _) = pending.waiter else { continue }
             reply(.error(request: request, Self.expiryError(pending, wasSent: wasSent, timeout: configuration.emitTimeout)), to: peer)
         }
-        let expiredQueries = queryWaiters.filter { $0.deadline <= now }
-        queryWaiters.removeAll { $0.deadline <= now }
-        for query in expiredQueries {
-            let message = "this node has applied \(follower.applied), not yet \(query.min), after \(configuration.queryTimeout)"
-            reply(.error(request: query.request, ProtocolError(.coordinatorUnavailable, message)), to: query.peer)
-        }
+        perform(waiters.tick(applied: follower.applied, now: now))
         saveLocalSnapshotIfDue(now: now)
         noteProgress(now: now)
         hashChangedInstances()
@@ -605,8 +569,7 @@ actor NodeCore {
     var pendingSubmissionCount: Int { submissions.count }
 
     func waitForApplied(_ min: UInt64, peer: RouterEnvelope, request: UInt64, address: String) {
-        let deadline = WallClock.micros() + UInt64(configuration.queryTimeout.microseconds)
-        queryWaiters.append((min, peer, request, address, deadline))
+        waiters.waitForQuery(min: min, address: address, peer: peer, request: request, now: WallClock.micros())
     }
 
 }

@@ -2,7 +2,7 @@ import ZeroMQ
 
 /// The routing envelope a ROUTER socket adds: the peer's identity, and for REQ peers an empty
 /// delimiter frame. Replies go back with the same envelope, so DEALER and REQ clients both work.
-struct RouterEnvelope: Sendable {
+struct RouterEnvelope: Sendable, Equatable {
     var identity: [UInt8]
     var delimited: Bool
 
