@@ -42,7 +42,7 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
         }
     }
 
-    private let tasks = EffectRegistry()
+    let tasks = EffectRegistry()
     private let deliver: Deliver
     private let reportFailure: @Sendable (EffectFailure) -> Void
     private let cancelFromTask: (@Sendable ([CancelID]) async -> Void)?
@@ -292,42 +292,5 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
     /// Cancels every in-flight effect and refuses to start new ones.
     package func shutDown() {
         tasks.shutDown()
-    }
-
-    // MARK: Inspection
-
-    /// The number of effect tasks still running.
-    package var runningCount: Int { tasks.count }
-
-    /// The cancel ids that have at least one running effect.
-    package var activeCancelIDs: Set<CancelID> { tasks.activeCancelIDs }
-
-    /// Suspends until the body of every started effect task has begun to run.
-    ///
-    /// The test store uses it so that a test clock advanced next finds the effects' sleeps: an effect
-    /// that has begun runs straight into its first suspension.
-    package func waitUntilStarted() async {
-        await tasks.waitUntilStarted()
-    }
-
-    /// Suspends until no effect task is running.
-    package func waitUntilIdle() async {
-        await tasks.waitUntilIdle()
-    }
-}
-
-extension Effect {
-    /// Whether the runtime can carry out the whole effect without starting a task.
-    var isSynchronous: Bool {
-        switch operation {
-        case .none, .send, .cancel:
-            return true
-        case .run, .deferred:
-            return false
-        case .cancellable(let inner, _, _):
-            return inner.isSynchronous
-        case .merge(let effects), .concatenate(let effects):
-            return effects.allSatisfy(\.isSynchronous)
-        }
     }
 }

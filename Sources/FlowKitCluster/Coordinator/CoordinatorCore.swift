@@ -11,35 +11,39 @@ import ZeroMQ
 /// thread; what arrives while a commit syncs waits in the socket and forms the next group. That is
 /// the group commit, without a thread hop or a timer between a submission and its commit.
 actor CoordinatorCore {
-    private let configuration: CoordinatorConfiguration
-    private let registry: FlowRegistry
-    private let logger: Logger
-    private let writer: LogWriter
-    private let submitSocket: AsyncSocket
-    private let publishSocket: AsyncSocket
-    private var sequencer: Sequencer
-    private(set) var firstSeq: UInt64
-    private var pending = PendingCommit()
+    let configuration: CoordinatorConfiguration
+    let registry: FlowRegistry
+    let logger: Logger
+    let writer: LogWriter
+    let submitSocket: AsyncSocket
+    let publishSocket: AsyncSocket
+    var sequencer: Sequencer
+    var firstSeq: UInt64
+    var pending = PendingCommit()
     /// Set while the log refuses writes (disk full, I/O error): submissions are refused until
     /// `retryAt`, when the next one tries the log again.
-    private var logFailure: (error: ProtocolError, retryAt: UInt64)?
+    var logFailure: (error: ProtocolError, retryAt: UInt64)?
     /// How long submissions are refused after the log refused a commit, before it is tried again.
-    private let logRetryInterval: UInt64 = 500_000
-    private var membership: Membership
+    let logRetryInterval: UInt64 = 500_000
+    var membership: Membership
     let replica: CoordinatorReplica
     let counters = ClusterCounters()
-    private var lastStatus: (time: UInt64, head: UInt64)
+    var lastStatus: (time: UInt64, head: UInt64)
     /// Address prefixes someone subscribes to (from the XPUB socket's subscription messages): while
     /// there are any, runs of one instance are published under their address as well as batches.
-    private var addressSubscriptions: Set<[UInt8]> = []
+    var addressSubscriptions: Set<[UInt8]> = []
     /// NODE_REPORTs read from the submit socket, for ``receiveReports()`` to decode.
-    private let reportIntake: AsyncStream<(RouterEnvelope, [[UInt8]])>.Continuation
-    private let reports: AsyncStream<(RouterEnvelope, [[UInt8]])>
+    let reportIntake: AsyncStream<(RouterEnvelope, [[UInt8]])>.Continuation
+    let reports: AsyncStream<(RouterEnvelope, [[UInt8]])>
     /// The rule every submission passes before it is ordered: the same one nodes apply.
-    private var admission: Admission
-    private var refusals = RefusalLog(wall: "coordinator")
+    var admission: Admission
+    var refusals = RefusalLog(wall: "coordinator")
+    /// Entries of the log found too large for any message (while recovering, or serving them).
+    var quarantinedEntries = 0
+    /// The alarm for them, published with the next status: subscribers connect after recovery.
+    var unannouncedQuarantine: Alarm?
     /// Packs published entries: at most 4,096 entries or 1 MiB per message, a larger entry alone.
-    private let packer = RecordPacker(maxCount: 4_096, maxBytes: 1 << 20)
+    let packer = RecordPacker(maxCount: 4_096, maxBytes: 1 << 20)
 
     init(
         configuration: CoordinatorConfiguration,
@@ -131,7 +135,7 @@ actor CoordinatorCore {
         commitPending()
     }
 
-    private func handleSubmit(_ message: SubmitMessage, from peer: RouterEnvelope, received: UInt64, immediate: inout PendingCommit) throws {
+    func handleSubmit(_ message: SubmitMessage, from peer: RouterEnvelope, received: UInt64, immediate: inout PendingCommit) throws {
         let now = WallClock.micros()
         let epoch = sequencer.epoch
         for submission in message.submissions {
@@ -181,28 +185,28 @@ actor CoordinatorCore {
         }
     }
 
-    private func note(_ report: NodeReportMessage) async {
+    func note(_ report: NodeReportMessage) async {
         for divergence in membership.report(report, head: sequencer.durableHead, now: WallClock.micros()) {
             await raise(divergence)
         }
     }
 
     /// Refuses everything while the log refuses writes, or while too much waits for it.
-    private func checkCapacity(now: UInt64) throws {
+    func checkCapacity(now: UInt64) throws {
         if let logFailure, now < logFailure.retryAt { throw logFailure.error }
         if pending.entries.count >= configuration.maxPendingEntries {
             throw ProtocolError(.overloaded, "the coordinator has \(pending.entries.count) entries waiting for the log")
         }
     }
 
-    private func reject(_ error: any Error, from peer: RouterEnvelope) {
+    func reject(_ error: any Error, from peer: RouterEnvelope) {
         let protocolError = error as? ProtocolError ?? ProtocolError(.malformed, "\(error)")
         counters.count(rejected: protocolError.code)
         refusals.note(protocolError, now: WallClock.micros(), logger: logger)
         _ = try? submitSocket.trySend(peer.reply(ErrorReply(request: 0, error: protocolError).frames))
     }
 
-    private func sendAcks(_ acks: [AckMessage.Ack], to peer: RouterEnvelope, epoch: UInt32) {
+    func sendAcks(_ acks: [AckMessage.Ack], to peer: RouterEnvelope, epoch: UInt32) {
         let message = AckMessage(epoch: epoch, head: sequencer.durableHead, acks: acks)
         if (try? submitSocket.trySend(peer.reply(message.frames))) != true {
             // The node retries what it does not hear about; an ack lost here costs a duplicate.
@@ -213,7 +217,7 @@ actor CoordinatorCore {
     // MARK: Group commit
 
     /// Makes what is pending durable now, on this thread, then acknowledges and publishes it.
-    private func commitPending() {
+    func commitPending() {
         guard let group = takePending() else { return }
         let records = group.records
         do {
@@ -237,13 +241,13 @@ actor CoordinatorCore {
         }
     }
 
-    private func takePending() -> PendingCommit? {
+    func takePending() -> PendingCommit? {
         guard !pending.isEmpty else { return nil }
         defer { pending = PendingCommit() }
         return pending
     }
 
-    private func committed(_ group: PendingCommit) {
+    func committed(_ group: PendingCommit) {
         if let last = group.lastSeq { sequencer.committed(through: last) }
         if logFailure != nil {
             logger.notice("the log takes writes again")
@@ -271,7 +275,7 @@ actor CoordinatorCore {
     }
 
     /// The log refused the group: nothing of it, nor of what was ordered after it, happened.
-    private func failed(_ group: PendingCommit, _ error: any Error) {
+    func failed(_ group: PendingCommit, _ error: any Error) {
         let later = takePending() ?? PendingCommit()
         let rolledBack = sequencer.rollBack()
         let reason = ProtocolError(.internalError, "the coordinator's log refused the write (\(error)); retry later")
@@ -288,114 +292,5 @@ actor CoordinatorCore {
             sendAcks(refused, to: peer, epoch: sequencer.epoch)
         }
         counters.count(refused: .internalError, by: Int(rolledBack))
-    }
-
-    // MARK: Publishing
-
-    /// Publishes one ENTRIES message; subscribers repair what a full queue drops.
-    private func publish(_ frames: [[UInt8]], entries: Int) {
-        if (try? publishSocket.trySend(Message(parts: frames))) != true { counters.publishDropped.add(entries) }
-    }
-
-    /// A subscription message from the XPUB socket: byte 1 subscribe, 0 unsubscribe, then the topic.
-    func noteSubscriptions(_ messages: [Message]) {
-        for message in messages {
-            guard let frame = message.frames.first?.bytes, let kind = frame.first else { continue }
-            let topic = Array(frame.dropFirst())
-            // Batches, control topics and "everything" are not address subscriptions.
-            guard !topic.isEmpty, topic.first != UInt8(ascii: "$"), topic != Array(EntriesMessage.batchTopic.utf8) else { continue }
-            if kind == 1 { addressSubscriptions.insert(topic) } else { addressSubscriptions.remove(topic) }
-        }
-    }
-
-    func heartbeat() {
-        let message = HeartbeatMessage(epoch: sequencer.epoch, head: sequencer.durableHead, time: WallClock.micros())
-        _ = try? publishSocket.trySend(Message(parts: message.frames))
-    }
-
-    func publishStatus() async {
-        configuration.trace?.flush()
-        let now = WallClock.micros()
-        let head = sequencer.durableHead
-        let seconds = Double(now &- lastStatus.time) / 1_000_000
-        let rate = seconds > 0 ? Double(head - min(head, lastStatus.head)) / seconds : 0
-        lastStatus = (now, head)
-        for (address, digest) in await replica.takeChangedDigests() {
-            if let divergence = membership.compare(address: address, instance: digest, reporter: "coordinator") {
-                await raise(divergence)
-            }
-        }
-        let liveness = membership.takeChangesInLiveness(now: now)
-        for member in liveness.down {
-            let message = "\(member.info.name) (node \(member.id)) has not reported for \(configuration.nodeTimeout); it counts as down"
-            logger.warning("\(message)")
-            publish(Alarm(kind: .nodeDown, message: message, seq: member.applied))
-        }
-        for member in liveness.forgotten {
-            logger.notice(
-                "forgetting a node down for \(configuration.forgetDownNodesAfter)",
-                metadata: ["flowkit.node": "\(member.info.name)", "flowkit.node.id": "\(member.id)"]
-            )
-        }
-        for stalled in membership.takeNewStalls(head: head, now: now) {
-            counters.stalls.add(1)
-            let message = "\(stalled.info.name) has applied nothing for \(configuration.stallTimeout) at seq \(stalled.applied), \(head - min(head, stalled.applied)) behind the head"
-            logger.error("STALLED: \(message)")
-            publish(Alarm(kind: .nodeStalled, message: message, seq: stalled.applied))
-        }
-        if let quarantine = unannouncedQuarantine {
-            unannouncedQuarantine = nil
-            publish(quarantine)
-        }
-        let status = membership.status(
-            epoch: sequencer.epoch, head: head, firstSeq: firstSeq, entriesPerSecond: rate, quarantined: quarantinedEntries, now: now
-        )
-        counters.gauges.head.record(Double(head))
-        counters.gauges.pendingCommit.record(Double(pending.entries.count))
-        counters.gauges.nodesAlive.record(Double(status.nodes.filter(\.alive).count))
-        counters.gauges.nodesStalled.record(Double(status.nodes.filter(\.stalled).count))
-        counters.gauges.instances.record(Double(await replica.instanceCount))
-        _ = try? publishSocket.trySend(Message(parts: ClusterStatusMessage(status: status).frames))
-    }
-
-    func status() -> ClusterStatus {
-        membership.status(
-            epoch: sequencer.epoch, head: sequencer.durableHead, firstSeq: firstSeq, entriesPerSecond: 0,
-            quarantined: quarantinedEntries, now: WallClock.micros()
-        )
-    }
-
-    /// Entries of the log found too large for any message (while recovering, or serving them).
-    private(set) var quarantinedEntries = 0
-    /// The alarm for them, published with the next status: subscribers connect after recovery.
-    private var unannouncedQuarantine: Alarm?
-
-    /// Notes entries quarantined at `seqs`, found while recovering.
-    func noteQuarantined(_ seqs: [UInt64]) {
-        guard !seqs.isEmpty else { return }
-        quarantinedEntries += seqs.count
-        counters.quarantined.add(seqs.count)
-        let listed = seqs.prefix(10).map(String.init).joined(separator: ", ") + (seqs.count > 10 ? ", …" : "")
-        let message = "\(seqs.count) log entries are too large for any message (seq \(listed)): every replica skips them; their events are not applied"
-        logger.critical("QUARANTINED: \(message)")
-        unannouncedQuarantine = Alarm(kind: .entryQuarantined, message: message, seq: seqs.first)
-    }
-
-    private func raise(_ divergence: Membership.Divergence) async {
-        counters.divergences.add(1)
-        let message = "replicas diverged at \(divergence.address) after seq \(divergence.seq): "
-            + divergence.digests.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        logger.critical("DIVERGENCE: \(message)")
-        publish(Alarm(kind: .divergence, message: message, address: divergence.address, seq: divergence.seq, digests: divergence.digests))
-    }
-
-    private func publish(_ alarm: Alarm) {
-        _ = try? publishSocket.trySend(Message(parts: AlarmMessage(alarm: alarm).frames))
-    }
-}
-
-extension Duration {
-    var microseconds: Int64 {
-        components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000
     }
 }

@@ -12,28 +12,27 @@ import ZeroMQ
 actor NodeCore {
     let configuration: NodeConfiguration
     let session: UInt64
-    private let registry: FlowRegistry
+    let registry: FlowRegistry
     let logger: Logger
     let sockets: NodeSockets
-    private(set) var replicas: ReplicaSet!
-    private var follower: LogFollower
-    private var submissions: SubmissionQueue
+    var replicas: ReplicaSet!
+    var follower: LogFollower
+    var submissions: SubmissionQueue
     /// Clients owed an answer once this node has applied far enough.
-    private var waiters: ClientWaiters
-    private(set) var epoch: UInt32 = 0
-    private var lastHeartbeat: UInt64 = 0
-    private var welcomed = false
+    var waiters: ClientWaiters
+    /// The coordinator's term and liveness.
+    var link: CoordinatorLink
     /// The rule every emit, cancel and effect submission passes: the coordinator's own.
-    private var admission: Admission
+    var admission: Admission
     var refusals: RefusalLog
     /// When the applied seq last moved, or the node was last at the head; a node behind the head
     /// that has not moved for ``NodeConfiguration/stallTimeout`` logs that it is stalled.
-    private var progress = (applied: UInt64(0), at: WallClock.micros(), logged: false)
+    var progress = (applied: UInt64(0), at: WallClock.micros(), logged: false)
     /// Whether a batch of digests is being hashed off the loop thread.
-    private var hashing = false
-    private var lastReport: UInt64 = 0
+    var hashing = false
+    var lastReport: UInt64 = 0
     /// The applied seq of the last report: a node that applied nothing since, at the head, is idle.
-    private var lastReportedApplied: UInt64 = 0
+    var lastReportedApplied: UInt64 = 0
     var localSnapshots: LocalSnapshots?
     let counters = ClusterCounters()
 
@@ -48,6 +47,7 @@ actor NodeCore {
         self.admission = Admission(registry: registry, limits: configuration.limits)
         self.refusals = RefusalLog(wall: configuration.name)
         self.waiters = ClientWaiters(queryTimeout: configuration.queryTimeout)
+        self.link = CoordinatorLink(timeout: configuration.coordinatorTimeout, joinsThroughSnapshot: configuration.joinThroughSnapshot)
     }
 
     /// Builds the replicas; their effects submit back through this actor.
@@ -65,9 +65,9 @@ actor NodeCore {
         sendHello()
     }
 
-    var isConnected: Bool {
-        lastHeartbeat != 0 && WallClock.micros() - lastHeartbeat < UInt64(configuration.coordinatorTimeout.microseconds)
-    }
+    var isConnected: Bool { link.isConnected(now: WallClock.micros()) }
+    /// The coordinator's term, as last heard.
+    var epoch: UInt32 { link.epoch }
 
     // MARK: The ordered stream
 
@@ -86,7 +86,8 @@ actor NodeCore {
                 case .entries:
                     entries.append(contentsOf: try EntriesMessage(frames: parts).entries)
                 case .heartbeat:
-                    heartbeat(try HeartbeatMessage(frames: parts))
+                    let heartbeat = try HeartbeatMessage(frames: parts)
+                    perform(link.heartbeat(epoch: heartbeat.epoch, head: heartbeat.head, applied: follower.applied, now: WallClock.micros()))
                 default:
                     break
                 }
@@ -101,37 +102,38 @@ actor NodeCore {
         if !entries.isEmpty { perform(follower.receive(entries, now: WallClock.micros())) }
     }
 
-    private func heartbeat(_ heartbeat: HeartbeatMessage) {
-        let wasConnected = isConnected
-        lastHeartbeat = WallClock.micros()
-        if !noteTerm(heartbeat.epoch, head: heartbeat.head), !wasConnected {
-            reconnected()
+    /// Carries out what the coordinator link asks for.
+    func perform(_ actions: [CoordinatorLink.Action]) {
+        for action in actions {
+            switch action {
+            case .newTerm(let epoch, let previous):
+                if previous != 0 { logger.notice("the coordinator began a new term", metadata: ["flowkit.epoch": "\(epoch)"]) }
+            case .rejoin(let head):
+                coordinatorLostEntries(head: head)
+            case .reconnect:
+                reconnected()
+            case .helloAgain:
+                sendHello()
+                logger.warning(
+                    "no heartbeat from the coordinator; emits wait or fail until it is reachable",
+                    metadata: [
+                        "flowkit.coordinator.publish": "\(configuration.coordinator.publish)",
+                        "flowkit.coordinator.submit": "\(configuration.coordinator.submit)",
+                    ]
+                )
+            case .noteHead(let head):
+                perform(follower.noteHead(head, now: WallClock.micros()))
+            case .joinThroughSnapshot:
+                perform(follower.startSnapshot(now: WallClock.micros()))
+            }
         }
-        perform(follower.noteHead(heartbeat.head, now: lastHeartbeat))
-    }
-
-    /// Notes the coordinator's term from any message that carries it (heartbeat, welcome, ack).
-    ///
-    /// - Returns: Whether a new term began, which this call has handled.
-    @discardableResult
-    private func noteTerm(_ newEpoch: UInt32, head: UInt64) -> Bool {
-        guard newEpoch != epoch else { return false }
-        if epoch != 0 {
-            logger.notice("the coordinator began a new term", metadata: ["flowkit.epoch": "\(newEpoch)"])
-        }
-        epoch = newEpoch
-        if head < follower.applied {
-            coordinatorLostEntries(head: head)
-        }
-        reconnected()
-        return true
     }
 
     /// A new coordinator term whose log ends before what this node applied: entries this node holds
     /// are gone from the order (an in-memory log, or a relaxed one after a machine crash). Keeping
     /// them would make this node diverge from every node that joins later, so it drops its state
     /// and rejoins from the coordinator's.
-    private func coordinatorLostEntries(head: UInt64) {
+    func coordinatorLostEntries(head: UInt64) {
         logger.critical(
             "the coordinator's log ends before what this node applied: entries were lost with the coordinator; rejoining from its state",
             metadata: ["flowkit.head": "\(head)", "flowkit.applied": "\(follower.applied)"]
@@ -142,14 +144,14 @@ actor NodeCore {
     }
 
     /// The coordinator is back (or new): say hello and resend everything unacknowledged.
-    private func reconnected() {
+    func reconnected() {
         sendHello()
         submissions.resendAll()
         flushSubmissions()
     }
 
     /// Carries out what the log follower asks for.
-    private func perform(_ actions: [LogFollower.Action]) {
+    func perform(_ actions: [LogFollower.Action]) {
         for action in actions {
             switch action {
             case .apply(let entries):
@@ -179,7 +181,7 @@ actor NodeCore {
     }
 
     /// Applies entries the follower released, in seq order.
-    private func apply(_ entries: [Entry]) {
+    func apply(_ entries: [Entry]) {
         guard !entries.isEmpty else { return }
         let learnt = configuration.trace == nil ? 0 : WallClock.micros()
         for entry in entries {
@@ -213,7 +215,7 @@ actor NodeCore {
                 try socket.connect(endpoint)
             }
         }
-        reconnected()
+        perform(link.reconnected())
     }
 
     /// Registers a progress watcher (see ``ClientWaiters/watch(peer:request:seconds:applied:now:)``).
@@ -222,7 +224,7 @@ actor NodeCore {
     }
 
     /// Sends what the waiting clients are owed.
-    private func perform(_ actions: [ClientWaiters.Action]) {
+    func perform(_ actions: [ClientWaiters.Action]) {
         for action in actions {
             switch action {
             case .reply(let reply, let peer):
@@ -259,295 +261,6 @@ actor NodeCore {
                 logger.warning("bad message on the sync socket", metadata: ["flowkit.error": "\(error)"])
             }
         }
-    }
-
-    // MARK: Submitting
-
-    private func sendHello() {
-        let hello = HelloMessage(
-            node: configuration.id,
-            session: session,
-            info: NodeInfo(
-                name: configuration.name,
-                clientEndpoint: configuration.advertisedEndpoint ?? sockets.clientEndpoint,
-                flows: registry.names,
-                pid: ProcessInfo.processInfo.processIdentifier
-            )
-        )
-        _ = try? sockets.submit.trySend(Message(parts: hello.frames))
-    }
-
-    /// An event or cancel sent by an effect running here. It passes the same rule as a client's:
-    /// one the coordinator would refuse (an event over the size limit) is dropped here, and said so.
-    func submitFromEffect(address: Address, kind: EntryKind, codec: PayloadCodec, payload: [UInt8]) {
-        do {
-            let admitted = try admit(kind: kind, codec: codec, address: address.description, payload: payload)
-            _ = submissions.add(
-                kind: admitted.kind, codec: admitted.codec, address: admitted.address, payload: admitted.payload,
-                waiter: .effect, now: WallClock.micros()
-            )
-        } catch {
-            let refusal = error as? ProtocolError ?? ProtocolError(.malformed, "\(error)")
-            counters.count(refused: refusal.code)
-            logger.error(
-                "an effect's submission was refused and dropped",
-                metadata: ["flowkit.address": "\(address)", "flowkit.error": "\(refusal)"]
-            )
-        }
-        flushSubmissions()
-    }
-
-    /// Applies the admission rule to what an effect submits.
-    private func admit(kind: EntryKind, codec: PayloadCodec, address: String, payload: [UInt8]) throws -> Admission.Admitted {
-        try admission.admit(kind: kind, codec: codec, address: address, payload: payload)
-    }
-
-    /// Applies the admission rule to a client's emit or cancel.
-    func admit(_ request: ClientRequest) throws -> Admission.Admitted? {
-        try admission.admit(request)
-    }
-
-    /// Queues a client's admitted emit or cancel.
-    func submit(_ admitted: Admission.Admitted, waiter: SubmissionQueue.Waiter) throws {
-        guard !submissions.isFull else {
-            throw ProtocolError(.overloaded, "\(submissions.count) submissions are waiting for the coordinator; retry shortly")
-        }
-        _ = submissions.add(
-            kind: admitted.kind, codec: admitted.codec, address: admitted.address, payload: admitted.payload,
-            waiter: waiter, now: WallClock.micros()
-        )
-    }
-
-    /// Sends what is due, in one SUBMIT message.
-    func flushSubmissions() {
-        let now = WallClock.micros()
-        while true {
-            let due = submissions.due(now: now, retryAfter: UInt64(configuration.retryInterval.microseconds))
-            guard !due.isEmpty else { return }
-            let message = SubmitMessage(origin: configuration.id, session: session, submissions: due)
-            // A full queue drops the message; the submissions go again after the retry interval.
-            _ = try? sockets.submit.trySend(Message(parts: message.frames))
-        }
-    }
-
-    /// Messages from the coordinator on the submit socket: acks, welcome, errors.
-    func receiveFromCoordinator(_ messages: [Message]) {
-        for message in messages {
-            let parts = message.parts
-            do {
-                guard let first = parts.first else { throw ProtocolError(.wrongFrameCount, "empty message") }
-                let (type, _) = try WireHeader.read(first, expecting: .ack, .welcome, .error)
-                switch type {
-                case .ack:
-                    handle(try AckMessage(frames: parts))
-                case .welcome:
-                    let welcome = try WelcomeMessage(frames: parts)
-                    noteTerm(welcome.epoch, head: welcome.head)
-                    lastHeartbeat = WallClock.micros()
-                    let now = WallClock.micros()
-                    if !welcomed, configuration.joinThroughSnapshot, follower.applied == 0, welcome.head > 0, !follower.isJoining {
-                        perform(follower.startSnapshot(now: now))
-                    } else {
-                        perform(follower.noteHead(welcome.head, now: now))
-                    }
-                    welcomed = true
-                default:
-                    let error = try ErrorReply(frames: parts)
-                    logger.error("the coordinator refused a message", metadata: ["flowkit.error": "\(error.error)"])
-                }
-            } catch {
-                counters.count(rejected: (error as? ProtocolError)?.code ?? .malformed)
-            }
-        }
-    }
-
-    private func handle(_ ack: AckMessage) {
-        let acknowledgedAt = configuration.trace == nil ? 0 : WallClock.micros()
-        // An ACK's epoch is the one that ordered its entries: the coordinator's term, except in an
-        // ACK of duplicates only, which may name the older term that ordered them. A new term is
-        // noticed here, before the answers, so an ack from a coordinator that lost what this node
-        // applied is answered only once the node has rejoined its history.
-        if ack.acks.contains(where: { $0.status != .duplicate }) { noteTerm(ack.epoch, head: ack.head) }
-        perform(follower.noteHead(ack.head, now: WallClock.micros()))
-        for item in ack.acks {
-            switch item.status {
-            case .ordered, .duplicate:
-                guard let pending = submissions.acknowledge(item.submission) else { continue }
-                answer(pending, seq: item.seq, epoch: ack.epoch)
-                traceAnswer(pending, seq: item.seq, learntAt: acknowledgedAt)
-            case .refused:
-                // Retryable refusals (overloaded, log unavailable) stay queued; anything else means
-                // this node and the coordinator disagree about the flows: the client must know.
-                let reason = item.reason ?? .internalError
-                guard reason != .overloaded, reason != .internalError else {
-                    submissions.noteRefusal(item.submission, reason: reason)
-                    continue
-                }
-                guard let pending = submissions.acknowledge(item.submission) else { continue }
-                let refusal = ProtocolError(reason, "the coordinator refused the entry: \(reason)")
-                switch pending.waiter {
-                case .client(let peer, let request, _, _):
-                    reply(.error(request: request, refusal), to: peer)
-                case .effect:
-                    logger.error(
-                        "the coordinator refused an effect's submission; it is dropped",
-                        metadata: ["flowkit.address": "\(pending.submission.address)", "flowkit.error": "\(refusal)"]
-                    )
-                }
-            }
-        }
-    }
-
-    /// Traces a sampled submission of this node's, once it knows its seq (from its ACK or ENTRIES).
-    private func traceAnswer(_ pending: SubmissionQueue.Pending, seq: UInt64, learntAt: UInt64) {
-        guard let trace = configuration.trace, seq != 0, trace.samples(seq) else { return }
-        trace.note(seq, .nodeReceived, at: pending.submission.submittedAt)
-        trace.note(seq, .nodeSubmitted, at: pending.firstSent)
-        trace.note(seq, .nodeAcknowledged, at: learntAt)
-        trace.note(seq, .nodeAnswered, at: WallClock.micros())
-    }
-
-    /// What a client whose emit was not acknowledged within `timeout` is told.
-    static func expiryError(_ pending: SubmissionQueue.Pending, wasSent: Bool, timeout: Duration) -> ProtocolError {
-        let retrying = "the node keeps retrying, so it may still be ordered (the coordinator drops duplicates)"
-        switch pending.lastRefusal {
-        case .internalError?:
-            return ProtocolError(.internalError, "the coordinator's log refused the write for \(timeout) (is its disk full?); \(retrying)")
-        case .overloaded?:
-            return ProtocolError(.overloaded, "the coordinator was overloaded for \(timeout); \(retrying)")
-        default:
-            guard wasSent else { return ProtocolError(.coordinatorUnavailable, "the coordinator is unreachable; the entry was not submitted") }
-            return ProtocolError(.coordinatorUnavailable, "the coordinator did not acknowledge the entry within \(timeout); \(retrying)")
-        }
-    }
-
-    /// Answers the client waiting on an ordered submission, now or once applied.
-    private func answer(_ pending: SubmissionQueue.Pending, seq: UInt64, epoch: UInt32) {
-        guard case .client(let peer, let request, let wait, _) = pending.waiter else { return }
-        if wait == .ordered || (seq != 0 && seq <= follower.applied) || seq == 0 {
-            reply(.emitted(request: request, seq: seq, epoch: epoch, applied: seq != 0 && seq <= follower.applied), to: peer)
-        } else {
-            waiters.waitUntilApplied(seq: seq, epoch: epoch, peer: peer, request: request)
-        }
-    }
-
-    // MARK: Timers
-
-    /// Retries, repairs, timeouts and reports; run every tick.
-    func tick() {
-        let now = WallClock.micros()
-        flushSubmissions()
-        perform(follower.tick(now: now))
-        for (pending, wasSent) in submissions.expireWaiters(now: now) {
-            guard case .client(let peer, let request, _, _) = pending.waiter else { continue }
-            reply(.error(request: request, Self.expiryError(pending, wasSent: wasSent, timeout: configuration.emitTimeout)), to: peer)
-        }
-        perform(waiters.tick(applied: follower.applied, now: now))
-        saveLocalSnapshotIfDue(now: now)
-        noteProgress(now: now)
-        hashChangedInstances()
-        if now - lastReport >= UInt64(configuration.reportInterval.microseconds) {
-            lastReport = now
-            sendReport(now: now)
-            configuration.trace?.flush()
-        }
-        if !isConnected, now - lastHeartbeat > UInt64(configuration.coordinatorTimeout.microseconds) * 4 {
-            // Still nothing: say hello again, in case the coordinator restarted without us noticing,
-            // and tell the operator where we are listening.
-            lastHeartbeat = now - UInt64(configuration.coordinatorTimeout.microseconds)
-            sendHello()
-            logger.warning(
-                "no heartbeat from the coordinator; emits wait or fail until it is reachable",
-                metadata: [
-                    "flowkit.coordinator.publish": "\(configuration.coordinator.publish)",
-                    "flowkit.coordinator.submit": "\(configuration.coordinator.submit)",
-                ]
-            )
-        }
-    }
-
-    /// Hashes the instances changed since their last digest, on the background thread: the loop
-    /// thread only copies their states. One batch at a time, within the digest budget; none while
-    /// the node is far behind (its digests would describe states long past).
-    private func hashChangedInstances() {
-        guard !hashing, follower.knownHead - min(follower.knownHead, follower.applied) <= Self.catchingUpLag else { return }
-        let jobs = replicas.takeDigestJobs()
-        guard !jobs.isEmpty else { return }
-        hashing = true
-        BackgroundWork.shared.start { [weak self] in
-            let (results, micros) = ReplicaSet.hash(jobs)
-            Task { await self?.finishHashing(results, micros: micros) }
-        }
-    }
-
-    private func finishHashing(_ results: [ReplicaSet.DigestResult], micros: UInt64) {
-        hashing = false
-        replicas.finishDigestJobs(results, hashingMicros: micros)
-    }
-
-    /// Logs, once, a node that has applied nothing for the stall timeout while behind the head:
-    /// an entry it cannot get, or cannot apply, would otherwise hold it back in silence.
-    private func noteProgress(now: UInt64) {
-        let applied = follower.applied
-        if applied != progress.applied || applied >= follower.knownHead {
-            if progress.logged {
-                logger.notice("applying again", metadata: ["flowkit.applied": "\(applied)", "flowkit.head": "\(follower.knownHead)"])
-            }
-            progress = (applied, now, false)
-        } else if !progress.logged, now - min(now, progress.at) >= UInt64(configuration.stallTimeout.microseconds) {
-            progress.logged = true
-            logger.error(
-                "stalled: nothing applied for \(configuration.stallTimeout) while behind the head; waiting for seq \(applied + 1)",
-                metadata: [
-                    "flowkit.applied": "\(applied)", "flowkit.head": "\(follower.knownHead)",
-                    "flowkit.waiting": "\(follower.waitingCount)", "flowkit.joining": "\(follower.isJoining)",
-                ]
-            )
-        }
-    }
-
-    private func updateGauges() {
-        let gauges = counters.gauges
-        gauges.applied.record(Double(follower.applied))
-        gauges.head.record(Double(follower.knownHead))
-        gauges.lag.record(Double(follower.knownHead - min(follower.knownHead, follower.applied)))
-        gauges.runningEffects.record(Double(replicas.runningEffects))
-        gauges.pendingSubmissions.record(Double(submissions.count))
-        gauges.instances.record(Double(replicas.count))
-    }
-
-    /// A node this far behind the head hashes nothing for its reports until it has caught up: its
-    /// digests would describe states the coordinator passed long ago, and the hashing would slow
-    /// the catching up (a twentieth of a replay).
-    static let catchingUpLag: UInt64 = 10_000
-
-    private func sendReport(now: UInt64) {
-        updateGauges()
-        let catchingUp = follower.knownHead - min(follower.knownHead, follower.applied) > Self.catchingUpLag
-        // Idle at the head, nothing competes with hashing: bring every digest up to date now, so
-        // the report describes the state exactly (digestSeq) instead of catching up at the budget's
-        // pace for seconds after a load stops.
-        let idle = follower.applied == lastReportedApplied && follower.applied >= follower.knownHead
-        lastReportedApplied = follower.applied
-        if idle { _ = replicas.combinedDigest(exact: true) }
-        let changed = catchingUp ? [:] : replicas.takeChanged(hashing: false)
-        var digests: [String: InstanceDigest] = [:]
-        for (address, digest) in changed { digests[address.description] = digest }
-        let report = NodeReport(
-            name: configuration.name,
-            digest: replicas.lastCombinedDigest.description,
-            digests: digests,
-            instances: replicas.count,
-            runningEffects: replicas.runningEffects,
-            effectsLost: 0,
-            pendingSubmissions: submissions.count,
-            connected: isConnected,
-            digestSeq: !catchingUp && replicas.digestsAreCurrent ? follower.applied : 0
-        )
-        let message = NodeReportMessage(node: configuration.id, applied: follower.applied, time: now, report: report)
-        // Encoding a thousand digests as JSON takes milliseconds: not on the loop thread.
-        let socket = sockets.submit
-        BackgroundWork.shared.start { _ = try? socket.trySend(Message(parts: message.frames)) }
     }
 
     // MARK: Answers
