@@ -15,6 +15,26 @@ import Testing
         #expect(waiters.isEmpty)
     }
 
+    @Test func anOrderedEmitIsAnsweredAtOnceUnlessItsClientWaitsForWhatIsNotAppliedYet() {
+        var waiters = ClientWaiters(queryTimeout: .seconds(5))
+        #expect(
+            waiters.ordered(seq: 10, epoch: 3, wait: .ordered, peer: alice, request: 1, applied: 2)
+                == [.reply(.emitted(request: 1, seq: 10, epoch: 3, applied: false), to: alice)]
+        )
+        #expect(
+            waiters.ordered(seq: 10, epoch: 3, wait: .applied, peer: alice, request: 2, applied: 10)
+                == [.reply(.emitted(request: 2, seq: 10, epoch: 3, applied: true), to: alice)]
+        )
+        // A duplicate whose seq the coordinator forgot: there is nothing to wait for.
+        #expect(
+            waiters.ordered(seq: 0, epoch: 0, wait: .applied, peer: bob, request: 3, applied: 10)
+                == [.reply(.emitted(request: 3, seq: 0, epoch: 0, applied: false), to: bob)]
+        )
+        #expect(waiters.isEmpty)
+        #expect(waiters.ordered(seq: 11, epoch: 3, wait: .applied, peer: bob, request: 4, applied: 10).isEmpty)
+        #expect(waiters.applied(11, now: 1) == [.reply(.emitted(request: 4, seq: 11, epoch: 3, applied: true), to: bob)])
+    }
+
     @Test func aQueryIsAnsweredWhenItsMinimumIsAppliedOrFailsAtItsDeadline() {
         var waiters = ClientWaiters(queryTimeout: .seconds(5))
         waiters.waitForQuery(min: 5, address: "counter/a", peer: alice, request: 1, now: 0)

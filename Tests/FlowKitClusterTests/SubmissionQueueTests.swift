@@ -59,4 +59,62 @@ import Testing
         #expect(queue.due(now: 2, retryAfter: retry).isEmpty)
         #expect(ids(queue.due(now: 1_001, retryAfter: retry)) == [1, 2, 4, 5])
     }
+
+    @Test func anAckSettlesOrderedAndDuplicateSubmissionsOnce() {
+        var queue = queue(adding: 3)
+        _ = queue.due(now: 0, retryAfter: retry)
+        let outcomes = queue.receive(
+            AckMessage(epoch: 2, head: 9, acks: [.init(submission: 1, seq: 8, status: .ordered), .init(submission: 2, seq: 5, status: .duplicate)])
+        )
+        #expect(outcomes.map(\.summary) == ["1 ordered at 8", "2 ordered at 5"])
+        #expect(queue.receive(AckMessage(epoch: 2, head: 9, acks: [.init(submission: 1, seq: 8, status: .ordered)])).isEmpty, "already settled")
+        #expect(queue.count == 1)
+    }
+
+    @Test func retryableRefusalsStayQueuedAndNameTheReasonWhenTheWaitRunsOut() {
+        var queue = SubmissionQueue(capacity: 10)
+        let client = RouterEnvelope(identity: [7], delimited: false)
+        for request in 1...3 as ClosedRange<UInt64> {
+            _ = queue.add(
+                kind: .event, codec: .json, address: "counter/a", payload: [], waiter: .client(peer: client, request: request, wait: .ordered, deadline: 500),
+                now: 0
+            )
+        }
+        _ = queue.due(now: 0, retryAfter: retry)
+        let outcomes = queue.receive(
+            AckMessage(
+                epoch: 1, head: 0,
+                acks: [
+                    .init(submission: 1, seq: 0, status: .refused, reason: .overloaded),
+                    .init(submission: 2, seq: 0, status: .refused, reason: .internalError),
+                    .init(submission: 3, seq: 0, status: .refused, reason: .unknownFlow),
+                ]
+            )
+        )
+        // Only the refusal for good settles its submission; the others go again.
+        #expect(outcomes.map(\.summary) == ["3 refused: unknown flow"])
+        #expect(ids(queue.due(now: retry, retryAfter: retry)) == [1, 2])
+        let expired = queue.expireWaiters(now: 500, timeout: .seconds(5)).sorted { $0.request < $1.request }
+        #expect(expired.map(\.error.code) == [.overloaded, .internalError])
+        #expect(expired.allSatisfy { $0.peer == client && $0.error.message.contains("keeps retrying") })
+        #expect(queue.count == 2, "sent submissions stay queued: a retry must find them duplicates")
+    }
+
+    @Test func aClientWhoseEmitWasNeverSentHearsTheCoordinatorIsUnreachable() {
+        var queue = SubmissionQueue(capacity: 10)
+        let client = RouterEnvelope(identity: [7], delimited: false)
+        _ = queue.add(kind: .event, codec: .json, address: "counter/a", payload: [], waiter: .client(peer: client, request: 1, wait: .ordered, deadline: 5), now: 0)
+        let expired = queue.expireWaiters(now: 5, timeout: .seconds(5))
+        #expect(expired.map(\.error.message) == ["the coordinator is unreachable; the entry was not submitted"])
+        #expect(queue.count == 0, "never sent, it can never be ordered")
+    }
+}
+
+extension SubmissionQueue.Outcome {
+    var summary: String {
+        switch self {
+        case .ordered(let pending, let seq): "\(pending.submission.submission) ordered at \(seq)"
+        case .refused(let pending, let error): "\(pending.submission.submission) refused: \(error.code)"
+        }
+    }
 }

@@ -65,10 +65,10 @@ struct Admission: Sendable {
             try limits.checkEventSize(payload.count)
         case .cancel:
             try Self.requireTextCodec(codec, kind: kind)
-            _ = try Self.cancelID(payload)
+            _ = try CancelPayload.cancelID(payload)
         case .cancelAll:
             try Self.requireTextCodec(codec, kind: kind)
-            try Self.checkCancelAllPayload(payload)
+            try CancelPayload.checkCancelAll(payload)
         case .quarantined:
             throw ProtocolError(.malformed, "entry kind 4 marks an entry the coordinator quarantined; it cannot be submitted")
         }
@@ -92,28 +92,5 @@ struct Admission: Sendable {
         guard codec == .json else {
             throw ProtocolError(.unsupportedCodec, "a cancel (kind \(kind.rawValue)) carries text: its codec is 1 (JSON); got \(codec.rawValue)")
         }
-    }
-
-    /// A cancel of every effect names no id: the same rule for a CANCEL with `all` = 1 at a node
-    /// and a kind 3 payload at the coordinator.
-    static func checkCancelAllPayload(_ bytes: [UInt8]) throws {
-        guard bytes.isEmpty else {
-            throw ProtocolError(.malformed, "a cancel of every effect (all = 1, kind 3) names no cancel id; got \(bytes.count) bytes of one")
-        }
-    }
-
-    /// The text of a cancel id: 1 to 65,535 bytes of UTF-8, the same rule for a CANCEL's `id` at a
-    /// node and a kind 2 payload at the coordinator.
-    static func cancelID(_ bytes: [UInt8]) throws -> String {
-        guard !bytes.isEmpty else {
-            throw ProtocolError(.malformed, "a cancel by id (kind 2) needs a cancel id; to cancel every effect, use all = 1 (kind 3)")
-        }
-        guard bytes.count <= AdmissionLimits.maxCancelIDBytes else {
-            throw ProtocolError(.oversize, "the cancel id is \(bytes.count) bytes; cancel ids are at most \(AdmissionLimits.maxCancelIDBytes) bytes")
-        }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw ProtocolError(.malformed, "the cancel id is not valid UTF-8")
-        }
-        return text
     }
 }

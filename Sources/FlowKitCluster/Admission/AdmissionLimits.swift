@@ -12,7 +12,7 @@ public struct AdmissionLimits: Sendable, Equatable {
     public static let defaultMaxEventBytes = 1 << 20
 
     /// The longest cancel id, in bytes: a CANCEL carries it as a short-string.
-    public static let maxCancelIDBytes = Int(UInt16.max)
+    public static let maxCancelIDBytes = CancelPayload.maxCancelIDBytes
 
     /// An entry record's bytes besides its payload, at the longest address: the fixed fields, the
     /// address's length and the address.

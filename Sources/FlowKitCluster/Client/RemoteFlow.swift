@@ -26,7 +26,7 @@ import ZeroMQ
 /// It follows `#`, every entry of the cluster, rather than an address topic: an address topic
 /// carries only its instance's entries, so a dropped run cannot be told from a quiet instance,
 /// while `#` numbers every entry. Only headers of other instances' entries are read.
-public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding where F.State: Hashable & Sendable, F.Event: Sendable {
+public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding, LogFollowing where F.State: Hashable & Sendable, F.Event: Sendable {
     public typealias State = F.State
     public typealias Event = F.Event
 
@@ -47,9 +47,9 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding where F.State:
     private let client: ClusterClient
     private let replica: TypedReplica<F>
     private let subscriber: AsyncSocket
-    private let sync: AsyncSocket
+    let syncSocket: AsyncSocket
     private let logger: Logger
-    private var follower: LogFollower
+    var follower: LogFollower
     /// Emits waiting for this handle to apply their seq, in no particular order.
     private var waiters: [(seq: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
     private var tasks: [Task<Void, Never>] = []
@@ -69,7 +69,7 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding where F.State:
         self.address = address.description
         self.replica = TypedReplica(registration: registration, address: address, context: .passive(logger: logger))
         self.subscriber = subscriber
-        self.sync = sync
+        self.syncSocket = sync
         self.logger = logger
         if let start {
             try replica.restore(stateJSON: start.json, lastSeq: start.lastSeq)
@@ -80,26 +80,26 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding where F.State:
     /// Starts reading the sockets. Separate from `init`, which cannot hand `self` to tasks.
     func startFollowing() {
         let subscriber = self.subscriber
-        let sync = self.sync
+        let sync = self.syncSocket
         // The tasks hold the handle weakly: a handle nobody holds stops following.
         tasks = [
             Task { [weak self] in
                 while let batch = try? await subscriber.receiveBatch() {
                     guard let self else { return }
-                    await self.published(batch)
+                    await self.followPublished(batch)
                 }
             },
             Task { [weak self] in
                 while let batch = try? await sync.receiveBatch() {
                     guard let self else { return }
-                    await self.synced(batch)
+                    await self.followSync(batch)
                 }
             },
             Task { [weak self] in
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(100))
                     guard let self else { return }
-                    await self.tick()
+                    await self.tickFollower()
                 }
             },
         ]
@@ -108,7 +108,7 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding where F.State:
     deinit {
         for task in tasks { task.cancel() }
         let subscriber = self.subscriber
-        let sync = self.sync
+        let sync = self.syncSocket
         Task {
             await subscriber.close(linger: .zero)
             await sync.close(linger: .zero)
@@ -123,7 +123,7 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding where F.State:
         isClosed = true
         for task in tasks { task.cancel() }
         await subscriber.close(linger: .zero)
-        await sync.close(linger: .zero)
+        await syncSocket.close(linger: .zero)
         for task in tasks { await task.value }
         tasks = []
         failWaiters(ClusterClientError.closed)
@@ -203,43 +203,19 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding where F.State:
 
     // MARK: Following
 
-    private func published(_ messages: [Message]) {
-        let now = WallClock.micros()
-        for message in messages { perform(follower.receive(published: message, now: now)) }
-    }
-
-    private func synced(_ messages: [Message]) {
-        let now = WallClock.micros()
-        for message in messages { perform(follower.receive(SyncReply(message), now: now)) }
-    }
-
-    private func tick() {
-        perform(follower.tick(now: WallClock.micros()))
-    }
-
-    private func perform(_ actions: [LogFollower.Action]) {
-        for action in actions {
-            switch action {
-            case .apply(let entries):
-                apply(entries)
-            case .requestRange(let request):
-                _ = try? sync.trySend(Message(parts: request.frames))
-            case .requestSnapshot(let request):
-                _ = try? sync.trySend(Message(parts: request.frames))
-            case .restore(_, let instances, let then):
-                // The range this handle needed was compacted away: take the instance from the
-                // snapshot, then go on. Changes between are lost to subscribers, not to the state.
-                if let mine = instances.last(where: { $0.address == address }) {
-                    do {
-                        try replica.restore(stateJSON: mine.state, lastSeq: mine.lastSeq)
-                        notifySubscribers()
-                    } catch {
-                        logger.error("the snapshot's state does not decode", metadata: ["flowkit.address": "\(address)", "flowkit.error": "\(error)"])
-                    }
-                }
-                apply(then)
-            }
+    func restore(seq: UInt64, instances: [SnapshotChunkMessage.Instance]) {
+        // The range this handle needed was compacted away: take the instance from the snapshot,
+        // then go on. Changes between are lost to subscribers, not to the state.
+        guard let mine = instances.last(where: { $0.address == address }) else { return }
+        do {
+            try replica.restore(stateJSON: mine.state, lastSeq: mine.lastSeq)
+            notifySubscribers()
+        } catch {
+            logger.error("the snapshot's state does not decode", metadata: ["flowkit.address": "\(address)", "flowkit.error": "\(error)"])
         }
+    }
+
+    func followed(restored: Bool) {
         let applied = follower.applied
         if waiters.contains(where: { $0.seq <= applied }) {
             let ready = waiters.filter { $0.seq <= applied }
@@ -248,7 +224,7 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding where F.State:
         }
     }
 
-    private func apply(_ entries: [Entry]) {
+    func apply(_ entries: [Entry]) {
         for entry in entries where entry.address == address && entry.kind != .quarantined {
             do {
                 try replica.apply(entry, runEffects: false)

@@ -23,14 +23,14 @@ extension CoordinatorCore {
     }
 
     func heartbeat() {
-        let message = HeartbeatMessage(epoch: sequencer.epoch, head: sequencer.durableHead, time: WallClock.micros())
+        let message = HeartbeatMessage(epoch: intake.epoch, head: intake.durableHead, time: WallClock.micros())
         _ = try? publishSocket.trySend(Message(parts: message.frames))
     }
 
     func publishStatus() async {
         configuration.trace?.flush()
         let now = WallClock.micros()
-        let head = sequencer.durableHead
+        let head = intake.durableHead
         let seconds = Double(now &- lastStatus.time) / 1_000_000
         let rate = seconds > 0 ? Double(head - min(head, lastStatus.head)) / seconds : 0
         lastStatus = (now, head)
@@ -62,10 +62,10 @@ extension CoordinatorCore {
             publish(quarantine)
         }
         let status = membership.status(
-            epoch: sequencer.epoch, head: head, firstSeq: firstSeq, entriesPerSecond: rate, quarantined: quarantinedEntries, now: now
+            epoch: intake.epoch, head: head, firstSeq: firstSeq, entriesPerSecond: rate, quarantined: quarantinedEntries, now: now
         )
         counters.gauges.head.record(Double(head))
-        counters.gauges.pendingCommit.record(Double(pending.entries.count))
+        counters.gauges.pendingCommit.record(Double(intake.pending.entries.count))
         counters.gauges.nodesAlive.record(Double(status.nodes.filter(\.alive).count))
         counters.gauges.nodesStalled.record(Double(status.nodes.filter(\.stalled).count))
         counters.gauges.instances.record(Double(await replica.instanceCount))
@@ -74,7 +74,7 @@ extension CoordinatorCore {
 
     func status() -> ClusterStatus {
         membership.status(
-            epoch: sequencer.epoch, head: sequencer.durableHead, firstSeq: firstSeq, entriesPerSecond: 0,
+            epoch: intake.epoch, head: intake.durableHead, firstSeq: firstSeq, entriesPerSecond: 0,
             quarantined: quarantinedEntries, now: WallClock.micros()
         )
     }

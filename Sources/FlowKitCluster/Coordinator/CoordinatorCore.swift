@@ -17,14 +17,10 @@ actor CoordinatorCore {
     let writer: LogWriter
     let submitSocket: AsyncSocket
     let publishSocket: AsyncSocket
-    var sequencer: Sequencer
+    /// Capacity, admission, ordering and the pending group: everything between a submission and
+    /// the log, without I/O.
+    var intake: SubmissionIntake
     var firstSeq: UInt64
-    var pending = PendingCommit()
-    /// Set while the log refuses writes (disk full, I/O error): submissions are refused until
-    /// `retryAt`, when the next one tries the log again.
-    var logFailure: (error: ProtocolError, retryAt: UInt64)?
-    /// How long submissions are refused after the log refused a commit, before it is tried again.
-    let logRetryInterval: UInt64 = 500_000
     var membership: Membership
     let replica: CoordinatorReplica
     let counters = ClusterCounters()
@@ -35,8 +31,6 @@ actor CoordinatorCore {
     /// NODE_REPORTs read from the submit socket, for ``receiveReports()`` to decode.
     let reportIntake: AsyncStream<(RouterEnvelope, [[UInt8]])>.Continuation
     let reports: AsyncStream<(RouterEnvelope, [[UInt8]])>
-    /// The rule every submission passes before it is ordered: the same one nodes apply.
-    var admission: Admission
     var refusals = RefusalLog(wall: "coordinator")
     /// Entries of the log found too large for any message (while recovering, or serving them).
     var quarantinedEntries = 0
@@ -60,7 +54,11 @@ actor CoordinatorCore {
         self.registry = registry
         self.logger = logger
         self.writer = writer
-        self.sequencer = sequencer
+        self.intake = SubmissionIntake(
+            sequencer: sequencer,
+            admission: Admission(registry: registry, limits: configuration.limits),
+            maxPendingEntries: configuration.maxPendingEntries
+        )
         self.firstSeq = firstSeq
         self.submitSocket = submitSocket
         self.publishSocket = publishSocket
@@ -70,25 +68,24 @@ actor CoordinatorCore {
             stallTimeout: UInt64(configuration.stallTimeout.microseconds),
             forgetAfter: UInt64(configuration.forgetDownNodesAfter.microseconds)
         )
-        self.admission = Admission(registry: registry, limits: configuration.limits)
         // Bounded: a flood of reports (a fuzzer's) is dropped, not queued.
         (reports, reportIntake) = AsyncStream.makeStream(of: (RouterEnvelope, [[UInt8]]).self, bufferingPolicy: .bufferingNewest(1_024))
         lastStatus = (WallClock.micros(), sequencer.durableHead)
     }
 
-    var epoch: UInt32 { sequencer.epoch }
+    var epoch: UInt32 { intake.epoch }
 
     func noteCompacted(firstSeq: UInt64) {
         self.firstSeq = firstSeq
     }
-    var durableHead: UInt64 { sequencer.durableHead }
+    var durableHead: UInt64 { intake.durableHead }
 
     // MARK: Submissions
 
     /// Handles a batch of messages from the submit socket.
     func handleSubmitBatch(_ messages: [Message]) async {
         let received = configuration.trace == nil ? 0 : WallClock.micros()
-        var immediate = PendingCommit()
+        var answers = SubmissionIntake.Answers()
         for message in messages {
             guard let (peer, body) = RouterEnvelope.split(message) else { continue }
             do {
@@ -98,7 +95,7 @@ actor CoordinatorCore {
                 let (type, _) = try WireHeader.read(first, expecting: .submit, .hello, .nodeReport)
                 switch type {
                 case .submit:
-                    try handleSubmit(SubmitMessage(frames: body), from: peer, received: received, immediate: &immediate)
+                    take(try SubmitMessage(frames: body), from: peer, received: received, answers: &answers)
                 case .hello:
                     let hello = try HelloMessage(frames: body)
                     let lost = membership.hello(node: hello.node, session: hello.session, info: hello.info, now: WallClock.micros())
@@ -113,8 +110,8 @@ actor CoordinatorCore {
                         metadata: ["flowkit.node": "\(hello.info.name)", "flowkit.node.endpoint": "\(hello.info.clientEndpoint)"]
                     )
                     let welcome = WelcomeMessage(
-                        epoch: sequencer.epoch,
-                        head: sequencer.durableHead,
+                        epoch: intake.epoch,
+                        head: intake.durableHead,
                         info: CoordinatorInfo(firstSeq: firstSeq, dedupWindow: configuration.dedupWindow)
                     )
                     _ = try? submitSocket.trySend(peer.reply(welcome.frames))
@@ -129,47 +126,27 @@ actor CoordinatorCore {
                 reject(error, from: peer)
             }
         }
-        for (peer, epoch, acks) in immediate.acks {
+        for (peer, epoch, acks) in answers.immediate.byPeer {
             sendAcks(acks, to: peer, epoch: epoch)
         }
+        counters.duplicates.add(answers.duplicates)
         commitPending()
     }
 
-    func handleSubmit(_ message: SubmitMessage, from peer: RouterEnvelope, received: UInt64, immediate: inout PendingCommit) throws {
+    /// Takes in one SUBMIT; notes the refusals and traces the sampled entries it ordered.
+    func take(_ message: SubmitMessage, from peer: RouterEnvelope, received: UInt64, answers: inout SubmissionIntake.Answers) {
         let now = WallClock.micros()
-        let epoch = sequencer.epoch
-        for submission in message.submissions {
-            let admitted: Admission.Admitted
-            do {
-                try checkCapacity(now: now)
-                admitted = try admission.admit(submission)
-            } catch {
-                let refusal = error as? ProtocolError ?? ProtocolError(.malformed, "\(error)")
-                counters.count(refused: refusal.code)
-                refusals.note(refusal, now: now, logger: logger)
-                immediate.ack(.init(submission: submission.submission, seq: 0, status: .refused, reason: refusal.code), to: peer, epoch: epoch)
-                continue
-            }
-            var ordered = submission
-            ordered.codec = admitted.codec
-            ordered.payload = admitted.payload
-            switch sequencer.order(ordered, origin: message.origin, session: message.session, now: now) {
-            case .ordered(let entry):
-                if let trace = configuration.trace, trace.samples(entry.seq) {
-                    trace.note(entry.seq, .coordinatorReceived, at: received)
-                    trace.note(entry.seq, .coordinatorOrdered, at: now)
-                }
-                pending.add(entry)
-                pending.ack(.init(submission: submission.submission, seq: entry.seq, status: .ordered), to: peer, epoch: epoch)
-            case .duplicate(let seq, let orderedIn):
-                counters.duplicates.add(1)
-                let ack = AckMessage.Ack(submission: submission.submission, seq: seq ?? 0, status: .duplicate)
-                if let seq, seq > sequencer.durableHead {
-                    pending.ack(ack, to: peer, epoch: epoch)  // still being made durable: acknowledge with its group
-                } else {
-                    // Acknowledged under the epoch that ordered it (0 when it is no longer known).
-                    immediate.ack(ack, to: peer, epoch: orderedIn ?? 0)
-                }
+        let orderedBefore = intake.pending.entries.count
+        let refusedBefore = answers.refusals.count
+        intake.take(message, from: peer, now: now, answers: &answers)
+        for refusal in answers.refusals[refusedBefore...] {
+            counters.count(refused: refusal.code)
+            refusals.note(refusal, now: now, logger: logger)
+        }
+        if let trace = configuration.trace {
+            for entry in intake.pending.entries[orderedBefore...] where trace.samples(entry.seq) {
+                trace.note(entry.seq, .coordinatorReceived, at: received)
+                trace.note(entry.seq, .coordinatorOrdered, at: now)
             }
         }
     }
@@ -186,16 +163,8 @@ actor CoordinatorCore {
     }
 
     func note(_ report: NodeReportMessage) async {
-        for divergence in membership.report(report, head: sequencer.durableHead, now: WallClock.micros()) {
+        for divergence in membership.report(report, head: intake.durableHead, now: WallClock.micros()) {
             await raise(divergence)
-        }
-    }
-
-    /// Refuses everything while the log refuses writes, or while too much waits for it.
-    func checkCapacity(now: UInt64) throws {
-        if let logFailure, now < logFailure.retryAt { throw logFailure.error }
-        if pending.entries.count >= configuration.maxPendingEntries {
-            throw ProtocolError(.overloaded, "the coordinator has \(pending.entries.count) entries waiting for the log")
         }
     }
 
@@ -207,7 +176,7 @@ actor CoordinatorCore {
     }
 
     func sendAcks(_ acks: [AckMessage.Ack], to peer: RouterEnvelope, epoch: UInt32) {
-        let message = AckMessage(epoch: epoch, head: sequencer.durableHead, acks: acks)
+        let message = AckMessage(epoch: epoch, head: intake.durableHead, acks: acks)
         if (try? submitSocket.trySend(peer.reply(message.frames))) != true {
             // The node retries what it does not hear about; an ack lost here costs a duplicate.
             counters.acksDropped.add(1)
@@ -218,7 +187,7 @@ actor CoordinatorCore {
 
     /// Makes what is pending durable now, on this thread, then acknowledges and publishes it.
     func commitPending() {
-        guard let group = takePending() else { return }
+        guard let group = intake.takeGroup() else { return }
         let records = group.records
         do {
             let started = ContinuousClock.now
@@ -241,26 +210,16 @@ actor CoordinatorCore {
         }
     }
 
-    func takePending() -> PendingCommit? {
-        guard !pending.isEmpty else { return nil }
-        defer { pending = PendingCommit() }
-        return pending
-    }
-
     func committed(_ group: PendingCommit) {
-        if let last = group.lastSeq { sequencer.committed(through: last) }
-        if logFailure != nil {
-            logger.notice("the log takes writes again")
-            logFailure = nil
-        }
-        for (peer, epoch, acks) in group.acks { sendAcks(acks, to: peer, epoch: epoch) }
+        if intake.committed(group) { logger.notice("the log takes writes again") }
+        for (peer, epoch, acks) in group.acks.byPeer { sendAcks(acks, to: peer, epoch: epoch) }
         let acknowledgedAt = configuration.trace == nil ? 0 : WallClock.micros()
         for frame in packer.pack(group.records.lazy.map(\.record)) {
-            publish(EntriesMessage.frames(address: EntriesMessage.batchTopic, epoch: sequencer.epoch, records: frame.frame), entries: frame.count)
+            publish(EntriesMessage.frames(address: EntriesMessage.batchTopic, epoch: intake.epoch, records: frame.frame), entries: frame.count)
         }
         if !addressSubscriptions.isEmpty {
             for run in entryRuns(group.entries, records: group.records, packer: packer) {
-                publish(EntriesMessage.frames(address: run.address, epoch: sequencer.epoch, records: run.records), entries: run.count)
+                publish(EntriesMessage.frames(address: run.address, epoch: intake.epoch, records: run.records), entries: run.count)
             }
         }
         if let trace = configuration.trace {
@@ -276,21 +235,15 @@ actor CoordinatorCore {
 
     /// The log refused the group: nothing of it, nor of what was ordered after it, happened.
     func failed(_ group: PendingCommit, _ error: any Error) {
-        let later = takePending() ?? PendingCommit()
-        let rolledBack = sequencer.rollBack()
-        let reason = ProtocolError(.internalError, "the coordinator's log refused the write (\(error)); retry later")
-        if logFailure == nil {
+        let failure = intake.failed(group, error: error, now: WallClock.micros())
+        if failure.isFirst {
             logger.error(
                 "the log refused a commit; refusing submissions until it takes writes again",
                 metadata: ["flowkit.error": "\(error)"]
             )
             publish(Alarm(kind: .logUnavailable, message: "\(error)"))
         }
-        logFailure = (reason, WallClock.micros() + logRetryInterval)
-        for (peer, _, acks) in group.acks + later.acks {
-            let refused = acks.map { AckMessage.Ack(submission: $0.submission, seq: 0, status: .refused, reason: .internalError) }
-            sendAcks(refused, to: peer, epoch: sequencer.epoch)
-        }
-        counters.count(refused: .internalError, by: Int(rolledBack))
+        for (peer, epoch, acks) in failure.refused.byPeer { sendAcks(acks, to: peer, epoch: epoch) }
+        counters.count(refused: .internalError, by: Int(failure.rolledBack))
     }
 }

@@ -6,12 +6,8 @@ import Logging
 final class DurableEntryLog: EntryLog {
     private let log: SegmentLog
 
-    init(directory: String, durability: CoordinatorConfiguration.Durability, segmentBytes: Int, logger: Logger) throws {
-        log = try SegmentLog(
-            directory: directory,
-            options: SegmentLog.Options(segmentBytes: segmentBytes, durability: durability == .synced ? .synced : .relaxed),
-            logger: logger
-        )
+    init(directory: String, options: SegmentLog.Options, logger: Logger) throws {
+        log = try SegmentLog(directory: directory, options: options, logger: logger)
     }
 
     var lastSeq: UInt64 { log.lastSeq ?? (log.nextSeq.map { $0 - 1 } ?? 0) }

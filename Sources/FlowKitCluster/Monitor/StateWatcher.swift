@@ -52,12 +52,12 @@ public final class StateWatcher: Sendable {
             await core.start(continuation)
             await withDiscardingTaskGroup { group in
                 group.addTask {
-                    while let batch = try? await subscriber.receiveBatch() { await core.published(batch) }
+                    while let batch = try? await subscriber.receiveBatch() { await core.followPublished(batch) }
                 }
                 group.addTask {
-                    while let batch = try? await sync.receiveBatch() { await core.synced(batch) }
+                    while let batch = try? await sync.receiveBatch() { await core.followSync(batch) }
                 }
-                group.addTask { await every(.milliseconds(100)) { await core.tick() } }
+                group.addTask { await every(.milliseconds(100)) { await core.tickFollower() } }
             }
         }
         continuation.onTermination = { _ in
@@ -74,10 +74,10 @@ public final class StateWatcher: Sendable {
 }
 
 /// The watcher's serial state: the follower, the passive replicas and who to tell.
-private actor WatcherCore {
+private actor WatcherCore: LogFollowing {
     let address: Address
     let replicas: ReplicaSet
-    let sync: AsyncSocket
+    let syncSocket: AsyncSocket
     var follower = LogFollower()
     var continuation: AsyncThrowingStream<StateWatcher.Update, any Error>.Continuation?
     var lastReported: UInt64 = 0
@@ -85,7 +85,7 @@ private actor WatcherCore {
     init(address: Address, replicas: ReplicaSet, sync: AsyncSocket) {
         self.address = address
         self.replicas = replicas
-        self.sync = sync
+        self.syncSocket = sync
     }
 
     func start(_ continuation: AsyncThrowingStream<StateWatcher.Update, any Error>.Continuation) {
@@ -93,34 +93,15 @@ private actor WatcherCore {
         perform(follower.startSnapshot(now: WallClock.micros()))
     }
 
-    func published(_ messages: [Message]) {
-        let now = WallClock.micros()
-        for message in messages { perform(follower.receive(published: message, now: now)) }
+    func apply(_ entries: [Entry]) {
+        for entry in entries { replicas.apply(entry, runEffects: false) }
     }
 
-    func synced(_ messages: [Message]) {
-        let now = WallClock.micros()
-        for message in messages { perform(follower.receive(SyncReply(message), now: now)) }
+    func restore(seq: UInt64, instances: [SnapshotChunkMessage.Instance]) throws {
+        try replicas.importStates(instances)
     }
 
-    func tick() {
-        perform(follower.tick(now: WallClock.micros()))
-    }
-
-    private func perform(_ actions: [LogFollower.Action]) {
-        for action in actions {
-            switch action {
-            case .apply(let entries):
-                for entry in entries { replicas.apply(entry, runEffects: false) }
-            case .requestRange(let request):
-                _ = try? sync.trySend(Message(parts: request.frames))
-            case .requestSnapshot(let request):
-                _ = try? sync.trySend(Message(parts: request.frames))
-            case .restore(_, let instances, let then):
-                try? replicas.importStates(instances)
-                for entry in then { replicas.apply(entry, runEffects: false) }
-            }
-        }
+    func followed(restored: Bool) {
         report()
     }
 

@@ -55,6 +55,18 @@ struct ClientWaiters {
 
     // MARK: Inputs
 
+    /// A client's emit or cancel was ordered at `seq` (0 when it was a duplicate the coordinator
+    /// no longer places): answered now, unless the client waits until applied and this node has
+    /// not applied it yet.
+    mutating func ordered(seq: UInt64, epoch: UInt32, wait: WaitMode, peer: RouterEnvelope, request: UInt64, applied: UInt64) -> [Action] {
+        let isApplied = seq != 0 && seq <= applied
+        guard wait == .applied, seq != 0, !isApplied else {
+            return [.reply(.emitted(request: request, seq: seq, epoch: epoch, applied: isApplied), to: peer)]
+        }
+        waitUntilApplied(seq: seq, epoch: epoch, peer: peer, request: request)
+        return []
+    }
+
     /// An emit ordered at `seq` whose client waits until this node has applied it.
     mutating func waitUntilApplied(seq: UInt64, epoch: UInt32, peer: RouterEnvelope, request: UInt64) {
         appliedWaiters.append(AppliedWaiter(seq: seq, peer: peer, request: request, epoch: epoch))

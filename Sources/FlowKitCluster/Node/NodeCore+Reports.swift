@@ -12,9 +12,8 @@ extension NodeCore {
         let now = WallClock.micros()
         flushSubmissions()
         perform(follower.tick(now: now))
-        for (pending, wasSent) in submissions.expireWaiters(now: now) {
-            guard case .client(let peer, let request, _, _) = pending.waiter else { continue }
-            reply(.error(request: request, Self.expiryError(pending, wasSent: wasSent, timeout: configuration.emitTimeout)), to: peer)
+        for (peer, request, error) in submissions.expireWaiters(now: now, timeout: configuration.emitTimeout) {
+            reply(.error(request: request, error), to: peer)
         }
         perform(waiters.tick(applied: follower.applied, now: now))
         saveLocalSnapshotIfDue(now: now)

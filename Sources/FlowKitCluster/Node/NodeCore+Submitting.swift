@@ -107,22 +107,12 @@ extension NodeCore {
         // A new term is handled before the answers (see CoordinatorLink.ack).
         let duplicatesOnly = !ack.acks.contains { $0.status != .duplicate }
         perform(link.ack(epoch: ack.epoch, head: ack.head, duplicatesOnly: duplicatesOnly, applied: follower.applied))
-        for item in ack.acks {
-            switch item.status {
-            case .ordered, .duplicate:
-                guard let pending = submissions.acknowledge(item.submission) else { continue }
-                answer(pending, seq: item.seq, epoch: ack.epoch)
-                traceAnswer(pending, seq: item.seq, learntAt: acknowledgedAt)
-            case .refused:
-                // Retryable refusals (overloaded, log unavailable) stay queued; anything else means
-                // this node and the coordinator disagree about the flows: the client must know.
-                let reason = item.reason ?? .internalError
-                guard reason != .overloaded, reason != .internalError else {
-                    submissions.noteRefusal(item.submission, reason: reason)
-                    continue
-                }
-                guard let pending = submissions.acknowledge(item.submission) else { continue }
-                let refusal = ProtocolError(reason, "the coordinator refused the entry: \(reason)")
+        for outcome in submissions.receive(ack) {
+            switch outcome {
+            case .ordered(let pending, let seq):
+                answer(pending, seq: seq, epoch: ack.epoch)
+                traceAnswer(pending, seq: seq, learntAt: acknowledgedAt)
+            case .refused(let pending, let refusal):
                 switch pending.waiter {
                 case .client(let peer, let request, _, _):
                     reply(.error(request: request, refusal), to: peer)
@@ -145,27 +135,9 @@ extension NodeCore {
         trace.note(seq, .nodeAnswered, at: WallClock.micros())
     }
 
-    /// What a client whose emit was not acknowledged within `timeout` is told.
-    static func expiryError(_ pending: SubmissionQueue.Pending, wasSent: Bool, timeout: Duration) -> ProtocolError {
-        let retrying = "the node keeps retrying, so it may still be ordered (the coordinator drops duplicates)"
-        switch pending.lastRefusal {
-        case .internalError?:
-            return ProtocolError(.internalError, "the coordinator's log refused the write for \(timeout) (is its disk full?); \(retrying)")
-        case .overloaded?:
-            return ProtocolError(.overloaded, "the coordinator was overloaded for \(timeout); \(retrying)")
-        default:
-            guard wasSent else { return ProtocolError(.coordinatorUnavailable, "the coordinator is unreachable; the entry was not submitted") }
-            return ProtocolError(.coordinatorUnavailable, "the coordinator did not acknowledge the entry within \(timeout); \(retrying)")
-        }
-    }
-
     /// Answers the client waiting on an ordered submission, now or once applied.
     func answer(_ pending: SubmissionQueue.Pending, seq: UInt64, epoch: UInt32) {
         guard case .client(let peer, let request, let wait, _) = pending.waiter else { return }
-        if wait == .ordered || (seq != 0 && seq <= follower.applied) || seq == 0 {
-            reply(.emitted(request: request, seq: seq, epoch: epoch, applied: seq != 0 && seq <= follower.applied), to: peer)
-        } else {
-            waiters.waitUntilApplied(seq: seq, epoch: epoch, peer: peer, request: request)
-        }
+        perform(waiters.ordered(seq: seq, epoch: epoch, wait: wait, peer: peer, request: request, applied: follower.applied))
     }
 }

@@ -9,7 +9,7 @@ import ZeroMQ
 ///
 /// Every state change arrives through ``receive(_:)`` as an ordered entry; nothing a client sends
 /// changes an instance directly. Effects run only for entries this node (this session) submitted.
-actor NodeCore {
+actor NodeCore: LogFollowing {
     let configuration: NodeConfiguration
     let session: UInt64
     let registry: FlowRegistry
@@ -124,6 +124,7 @@ actor NodeCore {
             case .noteHead(let head):
                 perform(follower.noteHead(head, now: WallClock.micros()))
             case .joinThroughSnapshot:
+                logger.info("joining through a snapshot")
                 perform(follower.startSnapshot(now: WallClock.micros()))
             }
         }
@@ -150,34 +151,22 @@ actor NodeCore {
         flushSubmissions()
     }
 
-    /// Carries out what the log follower asks for.
-    func perform(_ actions: [LogFollower.Action]) {
-        for action in actions {
-            switch action {
-            case .apply(let entries):
-                apply(entries)
-            case .requestRange(let request):
-                _ = try? sockets.sync.trySend(Message(parts: request.frames))
-            case .requestSnapshot(let request):
-                logger.info("joining through a snapshot")
-                _ = try? sockets.sync.trySend(Message(parts: request.frames))
-            case .restore(let seq, let instances, let then):
-                do {
-                    try replicas.importStates(instances)
-                    logger.info(
-                        "joined through a snapshot",
-                        metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances.count)"]
-                    )
-                } catch {
-                    logger.error("a snapshot did not restore; asking for another", metadata: ["flowkit.error": "\(error)"])
-                    perform(follower.startSnapshot(now: WallClock.micros()))
-                    return
-                }
-                apply(then)
-                // The applied seq moved even if no entry followed the snapshot.
-                perform(waiters.released(applied: follower.applied))
-            }
+    var syncSocket: AsyncSocket { sockets.sync }
+
+    /// A snapshot to join through: it replaces every instance.
+    func restore(seq: UInt64, instances: [SnapshotChunkMessage.Instance]) throws {
+        do {
+            try replicas.importStates(instances)
+            logger.info("joined through a snapshot", metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances.count)"])
+        } catch {
+            logger.error("a snapshot did not restore; asking for another", metadata: ["flowkit.error": "\(error)"])
+            throw error
         }
+    }
+
+    func followed(restored: Bool) {
+        // The applied seq moved even if no entry followed the snapshot.
+        if restored { perform(waiters.released(applied: follower.applied)) }
     }
 
     /// Applies entries the follower released, in seq order.
@@ -237,7 +226,6 @@ actor NodeCore {
 
     // MARK: Gap repair and joining
 
-    /// Replies from the sync socket: ranges, snapshot chunks, errors.
     /// Replies from the coordinator's sync socket, decoded (by ``SyncReply/init(_:)``, off this
     /// thread).
     func receiveSync(_ replies: [SyncReply]) {

@@ -74,9 +74,42 @@ struct SubmissionQueue {
         pending.removeValue(forKey: submission)
     }
 
-    /// Records a retryable refusal of a queued submission.
-    mutating func noteRefusal(_ submission: UInt64, reason: ProtocolError.Code) {
-        pending[submission]?.lastRefusal = reason
+    /// What an acknowledgement settled for a submission that was still queued.
+    enum Outcome {
+        /// Ordered at `seq` (or a duplicate of the entry at `seq`; 0 when the coordinator no
+        /// longer remembers it).
+        case ordered(Pending, seq: UInt64)
+        /// Refused for good: the node and the coordinator disagree about the flows.
+        case refused(Pending, ProtocolError)
+    }
+
+    /// Takes in an ACK from the coordinator.
+    ///
+    /// Ordered and duplicate submissions leave the queue; so do refused ones, unless the refusal is
+    /// one to retry (the coordinator overloaded, its log unavailable): those stay and go again,
+    /// their reason noted for the client's error should its wait run out.
+    ///
+    /// - Returns: The outcome of each submission the ACK settled, in its order; submissions
+    ///   already settled (by their entry, or an earlier ACK) are left out.
+    mutating func receive(_ ack: AckMessage) -> [Outcome] {
+        var outcomes: [Outcome] = []
+        outcomes.reserveCapacity(ack.acks.count)
+        for item in ack.acks {
+            switch item.status {
+            case .ordered, .duplicate:
+                guard let settled = acknowledge(item.submission) else { continue }
+                outcomes.append(.ordered(settled, seq: item.seq))
+            case .refused:
+                let reason = item.reason ?? .internalError
+                if reason == .overloaded || reason == .internalError {
+                    pending[item.submission]?.lastRefusal = reason
+                    continue
+                }
+                guard let settled = acknowledge(item.submission) else { continue }
+                outcomes.append(.refused(settled, ProtocolError(reason, "the coordinator refused the entry: \(reason)")))
+            }
+        }
+        return outcomes
     }
 
     /// The submissions to send now (unacknowledged for `retryAfter` microseconds, then never
@@ -129,13 +162,15 @@ struct SubmissionQueue {
         sent.removeAll()
     }
 
-    /// Client waiters whose deadline passed, removed from their submissions (which stay queued:
+    /// Client waiters whose deadline passed, with the error each is told, removed from their submissions (which stay queued:
     /// an entry already sent may still be ordered, and a later retry must find it a duplicate).
-    mutating func expireWaiters(now: UInt64) -> [(pending: Pending, wasSent: Bool)] {
-        var expired: [(Pending, Bool)] = []
+    ///
+    /// - Parameter timeout: How long a client waits for its acknowledgement, for the error.
+    mutating func expireWaiters(now: UInt64, timeout: Duration) -> [(peer: RouterEnvelope, request: UInt64, error: ProtocolError)] {
+        var expired: [(peer: RouterEnvelope, request: UInt64, error: ProtocolError)] = []
         for (id, entry) in pending {
-            guard case .client(_, _, _, let deadline) = entry.waiter, now >= deadline else { continue }
-            expired.append((entry, entry.lastSent != 0))
+            guard case .client(let peer, let request, _, let deadline) = entry.waiter, now >= deadline else { continue }
+            expired.append((peer, request, Self.expiryError(entry, wasSent: entry.lastSent != 0, timeout: timeout)))
             if entry.lastSent == 0 {
                 // Never sent: it can never be ordered, so it goes.
                 pending[id] = nil
@@ -144,5 +179,19 @@ struct SubmissionQueue {
             }
         }
         return expired
+    }
+
+    /// What a client whose emit was not acknowledged within `timeout` is told.
+    static func expiryError(_ pending: Pending, wasSent: Bool, timeout: Duration) -> ProtocolError {
+        let retrying = "the node keeps retrying, so it may still be ordered (the coordinator drops duplicates)"
+        switch pending.lastRefusal {
+        case .internalError?:
+            return ProtocolError(.internalError, "the coordinator's log refused the write for \(timeout) (is its disk full?); \(retrying)")
+        case .overloaded?:
+            return ProtocolError(.overloaded, "the coordinator was overloaded for \(timeout); \(retrying)")
+        default:
+            guard wasSent else { return ProtocolError(.coordinatorUnavailable, "the coordinator is unreachable; the entry was not submitted") }
+            return ProtocolError(.coordinatorUnavailable, "the coordinator did not acknowledge the entry within \(timeout); \(retrying)")
+        }
     }
 }

@@ -92,9 +92,9 @@ public enum WaitMode: UInt8, Sendable, Codable {
             switch all {
             case 0:
                 // The same rule as a kind 2 submission's at the coordinator.
-                self = .cancel(request: request, wait: wait, address: address, id: try Admission.cancelID(id))
+                self = .cancel(request: request, wait: wait, address: address, id: try CancelPayload.cancelID(id))
             case 1:
-                try Admission.checkCancelAllPayload(id)
+                try CancelPayload.checkCancelAll(id)
                 self = .cancel(request: request, wait: wait, address: address, id: nil)
             default:
                 throw ProtocolError(.malformed, "all must be 0 (cancel by id) or 1 (every effect); got \(all)")

@@ -91,14 +91,16 @@ public struct FlowRegistry: Sendable {
 
 /// A registered flow type, seen without its generic parameters.
 protocol RegisteredFlow: Sendable {
+    /// The flow type registered.
+    associatedtype Registered: Flow where Registered.State: Codable, Registered.Event: Codable
+
+    /// The registration with its flow type, for what needs the type (a replica).
+    var typed: TypedFlowRegistration<Registered> { get }
     var name: String { get }
     var wireCodec: PayloadCodec { get }
 
     /// Decodes an event payload to check it, and returns it encoded with the wire codec.
     func normalise(_ payload: [UInt8], codec: PayloadCodec) throws -> [UInt8]
-
-    /// Makes the replica of one instance, at its initial state.
-    func makeReplica(address: Address, context: ReplicaContext) -> any FlowReplica
 }
 
 /// How one flow's events are encoded, captured once at registration.
@@ -214,7 +216,5 @@ struct TypedFlowRegistration<F: Flow>: RegisteredFlow where F.State: Codable, F.
         }
     }
 
-    func makeReplica(address: Address, context: ReplicaContext) -> any FlowReplica {
-        TypedReplica<F>(registration: self, address: address, context: context)
-    }
+    var typed: Self { self }
 }

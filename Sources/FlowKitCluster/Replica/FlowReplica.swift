@@ -145,3 +145,10 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
         instance.runtime.shutDown()
     }
 }
+
+extension RegisteredFlow {
+    /// Makes the replica of one instance of the registered flow, at its initial state.
+    func makeReplica(address: Address, context: ReplicaContext) -> any FlowReplica {
+        TypedReplica<Registered>(registration: typed, address: address, context: context)
+    }
+}

@@ -1,28 +1,3 @@
-/// What the coordinator has ordered and waits to make durable: the next group commit.
-struct PendingCommit {
-    var records: [(seq: UInt64, record: [UInt8])] = []
-    var entries: [Entry] = []
-    /// Acknowledgements to send once the group is durable, per submitting peer and the epoch that
-    /// ordered them (an ACK names one), in arrival order.
-    var acks: [(peer: RouterEnvelope, epoch: UInt32, acks: [AckMessage.Ack])] = []
-
-    var isEmpty: Bool { entries.isEmpty && acks.isEmpty }
-    var lastSeq: UInt64? { entries.last?.seq }
-
-    mutating func add(_ entry: Entry) {
-        records.append((entry.seq, entry.encoded))
-        entries.append(entry)
-    }
-
-    mutating func ack(_ ack: AckMessage.Ack, to peer: RouterEnvelope, epoch: UInt32) {
-        if let index = acks.lastIndex(where: { $0.peer.identity == peer.identity && $0.epoch == epoch }) {
-            acks[index].acks.append(ack)
-        } else {
-            acks.append((peer, epoch, [ack]))
-        }
-    }
-}
-
 /// Packs encoded records into records frames of at most `maxCount` records and `maxBytes` bytes
 /// each; a record larger than `maxBytes` travels alone (it still fits a frame: admission sees to
 /// that). Every ENTRIES message the coordinator publishes is packed by it.

@@ -25,8 +25,7 @@ struct CoordinatorStorage {
         let epoch = try meta.increment("epoch")
         let log = try DurableEntryLog(
             directory: directory + "/log",
-            durability: configuration.durability,
-            segmentBytes: configuration.segmentBytes,
+            options: SegmentLog.Options(segmentBytes: configuration.segmentBytes, durability: configuration.durability == .synced ? .synced : .relaxed),
             logger: logger
         )
         let snapshots = try SnapshotStore(directory: directory + "/snapshots", logger: logger)

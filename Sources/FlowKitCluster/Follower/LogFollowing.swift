@@ -1,0 +1,67 @@
+import ZeroMQ
+
+/// A process that follows the log with a ``LogFollower``: a node, a state watcher, a remote flow.
+///
+/// Each says how it applies entries and restores a snapshot; ``perform(_:)`` is the one
+/// interpreter of the follower's actions for all of them: requests go to the coordinator's sync
+/// socket, released entries to ``apply(_:)``, and a snapshot that does not restore is asked for
+/// again.
+protocol LogFollowing: Actor {
+    var follower: LogFollower { get set }
+    /// A DEALER connected to the coordinator's sync socket, for ranges and snapshots.
+    var syncSocket: AsyncSocket { get }
+
+    /// Applies entries the follower released, in seq order.
+    func apply(_ entries: [Entry])
+    /// Replaces the instances with a snapshot's, taken at `seq`.
+    ///
+    /// - Throws: When the snapshot cannot be used; the follower asks for another.
+    func restore(seq: UInt64, instances: [SnapshotChunkMessage.Instance]) throws
+    /// Called after each list of actions was carried out; `restored` when a snapshot moved the
+    /// applied seq (with or without entries after it).
+    func followed(restored: Bool)
+}
+
+extension LogFollowing {
+    /// Carries out what the log follower asks for.
+    func perform(_ actions: [LogFollower.Action]) {
+        var restored = false
+        for action in actions {
+            switch action {
+            case .apply(let entries):
+                apply(entries)
+            case .requestRange(let request):
+                _ = try? syncSocket.trySend(Message(parts: request.frames))
+            case .requestSnapshot(let request):
+                _ = try? syncSocket.trySend(Message(parts: request.frames))
+            case .restore(let seq, let instances, let then):
+                do {
+                    try restore(seq: seq, instances: instances)
+                } catch {
+                    perform(follower.startSnapshot(now: WallClock.micros()))
+                    return
+                }
+                apply(then)
+                restored = true
+            }
+        }
+        followed(restored: restored)
+    }
+
+    /// Messages from the publish socket: entries under `#` and heartbeats.
+    func followPublished(_ messages: [Message]) {
+        let now = WallClock.micros()
+        for message in messages { perform(follower.receive(published: message, now: now)) }
+    }
+
+    /// Replies from the sync socket.
+    func followSync(_ messages: [Message]) {
+        let now = WallClock.micros()
+        for message in messages { perform(follower.receive(SyncReply(message), now: now)) }
+    }
+
+    /// Retries what went unanswered; run every tick.
+    func tickFollower() {
+        perform(follower.tick(now: WallClock.micros()))
+    }
+}
