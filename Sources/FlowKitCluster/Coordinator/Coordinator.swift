@@ -85,17 +85,16 @@ public final class Coordinator: Sendable {
                 metadata: ["flowkit.first": "\(firstSeq)", "flowkit.last": "\(lastSeq)", "flowkit.replayed": "\(replayed)"]
             )
         }
-        let core = CoordinatorCore(
+        let machine = CoordinatorMachine(
             configuration: configuration,
             registry: registry,
-            logger: logger,
-            writer: writer,
             sequencer: sequencer,
             firstSeq: firstSeq,
-            submitSocket: submit,
-            publishSocket: publish,
-            replica: replica
+            logger: logger,
+            counters: ClusterCounters(),
+            now: WallClock.micros()
         )
+        let core = CoordinatorCore(machine: machine, writer: writer, submitSocket: submit, publishSocket: publish, replica: replica)
         await core.noteQuarantined(quarantined)
         let syncServer = SyncServer(
             socket: sync,

@@ -1,0 +1,131 @@
+import CoreMetrics
+import Logging
+/// What the coordinator knows of its nodes, and keeps for its status and alarms. Only the
+/// coordinator machine's methods about nodes, in this file, touch it.
+struct NodeOversight {
+    fileprivate var membership: Membership
+    fileprivate var lastStatus: (time: UInt64, head: UInt64)
+    /// Entries of the log found too large for any message (while recovering, or serving them).
+    fileprivate(set) var quarantinedEntries = 0
+    /// The alarm for them, published with the next status: subscribers connect after recovery.
+    fileprivate var unannouncedQuarantine: Alarm?
+
+    init(configuration: CoordinatorConfiguration, head: UInt64, now: UInt64) {
+        membership = Membership(
+            timeout: UInt64(configuration.nodeTimeout.microseconds),
+            stallTimeout: UInt64(configuration.stallTimeout.microseconds),
+            forgetAfter: UInt64(configuration.forgetDownNodesAfter.microseconds)
+        )
+        lastStatus = (now, head)
+    }
+}
+
+extension CoordinatorMachine {
+    // MARK: Nodes: hellos, reports, status, alarms
+
+    /// A node's HELLO: it is a member, and hears the term and the head in a WELCOME.
+    mutating func hello(_ hello: HelloMessage, from peer: RouterEnvelope, now: UInt64) -> [Action] {
+        var actions: [Action] = []
+        let lost = oversight.membership.hello(node: hello.node, session: hello.session, info: hello.info, now: now)
+        if lost > 0 {
+            counters.effectsLost.add(lost)
+            let message = "\(hello.info.name) restarted: the \(lost) effect(s) its previous process was running were lost"
+            logger.warning("\(message)")
+            actions.append(publish(Alarm(kind: .effectsLost, message: message)))
+        }
+        logger.info(
+            "node said hello",
+            metadata: ["flowkit.node": "\(hello.info.name)", "flowkit.node.endpoint": "\(hello.info.clientEndpoint)"]
+        )
+        let welcome = WelcomeMessage(
+            epoch: intake.epoch,
+            head: intake.durableHead,
+            info: CoordinatorInfo(firstSeq: firstSeq, dedupWindow: configuration.dedupWindow)
+        )
+        actions.append(.reply(welcome.frames, to: peer))
+        return actions
+    }
+
+    /// A node's report, decoded: its progress, and digests to compare with the others'.
+    mutating func report(_ report: NodeReportMessage, now: UInt64) -> [Action] {
+        oversight.membership.report(report, head: intake.durableHead, now: now).map(raise)
+    }
+
+    /// Every status interval: alarms for nodes gone down, stalled or diverged, then the status.
+    ///
+    /// - Parameters:
+    ///   - changedDigests: The coordinator replica's digests that changed since the last status.
+    ///   - instances: How many instances the coordinator's replica holds.
+    mutating func status(now: UInt64, changedDigests: [String: InstanceDigest], instances: Int) -> [Action] {
+        configuration.trace?.flush()
+        let head = intake.durableHead
+        let seconds = Double(now &- oversight.lastStatus.time) / 1_000_000
+        let rate = seconds > 0 ? Double(head - min(head, oversight.lastStatus.head)) / seconds : 0
+        oversight.lastStatus = (now, head)
+        var actions: [Action] = []
+        for (address, digest) in changedDigests.sorted(by: { $0.key < $1.key }) {
+            if let divergence = oversight.membership.compare(address: address, instance: digest, reporter: "coordinator") {
+                actions.append(raise(divergence))
+            }
+        }
+        let liveness = oversight.membership.takeChangesInLiveness(now: now)
+        for member in liveness.down {
+            let message = "\(member.info.name) (node \(member.id)) has not reported for \(configuration.nodeTimeout); it counts as down"
+            logger.warning("\(message)")
+            actions.append(publish(Alarm(kind: .nodeDown, message: message, seq: member.applied)))
+        }
+        for member in liveness.forgotten {
+            logger.notice(
+                "forgetting a node down for \(configuration.forgetDownNodesAfter)",
+                metadata: ["flowkit.node": "\(member.info.name)", "flowkit.node.id": "\(member.id)"]
+            )
+        }
+        for stalled in oversight.membership.takeNewStalls(head: head, now: now) {
+            counters.stalls.add(1)
+            let message = "\(stalled.info.name) has applied nothing for \(configuration.stallTimeout) at seq \(stalled.applied), \(head - min(head, stalled.applied)) behind the head"
+            logger.error("STALLED: \(message)")
+            actions.append(publish(Alarm(kind: .nodeStalled, message: message, seq: stalled.applied)))
+        }
+        if let quarantine = oversight.unannouncedQuarantine {
+            oversight.unannouncedQuarantine = nil
+            actions.append(publish(quarantine))
+        }
+        let status = oversight.membership.status(
+            epoch: intake.epoch, head: head, firstSeq: firstSeq, entriesPerSecond: rate, quarantined: oversight.quarantinedEntries, now: now
+        )
+        counters.gauges.head.record(Double(head))
+        counters.gauges.pendingCommit.record(Double(intake.pending.entries.count))
+        counters.gauges.nodesAlive.record(Double(status.nodes.filter(\.alive).count))
+        counters.gauges.nodesStalled.record(Double(status.nodes.filter(\.stalled).count))
+        counters.gauges.instances.record(Double(instances))
+        actions.append(.publish(ClusterStatusMessage(status: status).frames, entries: 0))
+        return actions
+    }
+
+    /// The cluster as the coordinator sees it now, for a status without a rate.
+    func status(now: UInt64) -> ClusterStatus {
+        oversight.membership.status(
+            epoch: intake.epoch, head: intake.durableHead, firstSeq: firstSeq, entriesPerSecond: 0,
+            quarantined: oversight.quarantinedEntries, now: now
+        )
+    }
+
+    /// Notes entries quarantined at `seqs`, found while recovering.
+    mutating func noteQuarantined(_ seqs: [UInt64]) {
+        guard !seqs.isEmpty else { return }
+        oversight.quarantinedEntries += seqs.count
+        counters.quarantined.add(seqs.count)
+        let listed = seqs.prefix(10).map(String.init).joined(separator: ", ") + (seqs.count > 10 ? ", …" : "")
+        let message = "\(seqs.count) log entries are too large for any message (seq \(listed)): every replica skips them; their events are not applied"
+        logger.critical("QUARANTINED: \(message)")
+        oversight.unannouncedQuarantine = Alarm(kind: .entryQuarantined, message: message, seq: seqs.first)
+    }
+
+    func raise(_ divergence: Membership.Divergence) -> Action {
+        counters.divergences.add(1)
+        let message = "replicas diverged at \(divergence.address) after seq \(divergence.seq): "
+            + divergence.digests.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        logger.critical("DIVERGENCE: \(message)")
+        return publish(Alarm(kind: .divergence, message: message, address: divergence.address, seq: divergence.seq, digests: divergence.digests))
+    }
+}

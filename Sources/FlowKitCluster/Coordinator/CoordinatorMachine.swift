@@ -1,0 +1,216 @@
+import Logging
+import ZeroMQ
+
+/// The coordinator's behaviour as a state machine without I/O.
+///
+/// Its inputs are what the coordinator's sockets read, the log's outcome for each group commit
+/// and the ticks of its timers, each with the time (microseconds since the Unix epoch); its
+/// outputs are ``Action``s: messages to send and publish, groups to make durable, entries for the
+/// coordinator's replica. ``CoordinatorCore`` carries them out over ZeroMQ and the segment log; a
+/// simulation can carry them out over a simulated network and disk. Logging and metrics are the
+/// only effects it has of its own: they change nothing it decides.
+///
+/// One group commit is in flight at a time: what is ordered while the log writes waits in the
+/// intake and forms the next group, asked for as soon as the log reports on the previous one.
+struct CoordinatorMachine {
+    enum Action {
+        /// Send `frames` to `peer` on the submit socket.
+        case reply([[UInt8]], to: RouterEnvelope)
+        /// Publish `frames`: ENTRIES carrying `entries` entries, or a control message (0).
+        case publish([[UInt8]], entries: Int)
+        /// Make the group durable (append and sync), then report with ``committed(_:now:)`` or
+        /// ``failed(_:error:now:)``.
+        case commit(PendingCommit)
+        /// Durable entries, for the coordinator's replica (snapshots and digests).
+        case replicate([Entry])
+        /// A NODE_REPORT to decode off the ordering path (a thousand digests of JSON take
+        /// milliseconds), then hand to ``report(_:now:)``.
+        case decodeReport([[UInt8]], from: RouterEnvelope)
+    }
+
+    let configuration: CoordinatorConfiguration
+    let logger: Logger
+    let counters: ClusterCounters
+    /// Room, admission, ordering and the pending group.
+    private(set) var intake: SubmissionIntake
+    /// What the coordinator knows of its nodes (``NodeOversight``, touched only by the methods
+    /// about nodes).
+    var oversight: NodeOversight
+    /// Whether a group is being made durable.
+    private(set) var isCommitting = false
+    /// The oldest seq the log still holds.
+    private(set) var firstSeq: UInt64
+    /// Address prefixes someone subscribes to (from the XPUB socket's subscription messages): while
+    /// there are any, runs of one instance are published under their address as well as batches.
+    private var addressSubscriptions: Set<[UInt8]> = []
+    private var refusals = RefusalLog(wall: "coordinator")
+    /// Packs published entries: at most 4,096 entries or 1 MiB per message, a larger entry alone.
+    let packer = RecordPacker(maxCount: 4_096, maxBytes: 1 << 20)
+
+    init(
+        configuration: CoordinatorConfiguration,
+        registry: FlowRegistry,
+        sequencer: Sequencer,
+        firstSeq: UInt64,
+        logger: Logger,
+        counters: ClusterCounters,
+        now: UInt64
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.counters = counters
+        self.intake = SubmissionIntake(
+            sequencer: sequencer,
+            admission: Admission(registry: registry, limits: configuration.limits),
+            maxPendingEntries: configuration.maxPendingEntries
+        )
+        self.oversight = NodeOversight(configuration: configuration, head: sequencer.durableHead, now: now)
+        self.firstSeq = firstSeq
+    }
+
+    var epoch: UInt32 { intake.epoch }
+    var durableHead: UInt64 { intake.durableHead }
+
+    // MARK: The submit socket
+
+    /// A batch read from the submit socket: SUBMITs, HELLOs and NODE_REPORTs.
+    ///
+    /// - Parameter received: When the batch was read, for the hop trace.
+    mutating func receive(_ messages: [Message], now: UInt64, received: UInt64 = 0) -> [Action] {
+        var actions: [Action] = []
+        var answers = SubmissionIntake.Answers()
+        for message in messages {
+            guard let (peer, body) = RouterEnvelope.split(message) else { continue }
+            do {
+                guard let first = body.first else {
+                    throw ProtocolError(.wrongFrameCount, "a message needs at least a header frame")
+                }
+                switch try WireHeader.read(first, expecting: .submit, .hello, .nodeReport).0 {
+                case .submit:
+                    take(try SubmitMessage(frames: body), from: peer, now: now, received: received, answers: &answers)
+                case .hello:
+                    actions += hello(try HelloMessage(frames: body), from: peer, now: now)
+                default:
+                    actions.append(.decodeReport(body, from: peer))
+                }
+            } catch {
+                actions.append(reject(error, from: peer, now: now))
+            }
+        }
+        for (peer, epoch, acks) in answers.immediate.byPeer {
+            actions.append(.reply(ackFrames(acks, epoch: epoch), to: peer))
+        }
+        counters.duplicates.add(answers.duplicates)
+        if let commit = nextCommit() { actions.append(commit) }
+        return actions
+    }
+
+    /// Takes in one SUBMIT; notes the refusals and traces the sampled entries it ordered.
+    private mutating func take(
+        _ message: SubmitMessage, from peer: RouterEnvelope, now: UInt64, received: UInt64, answers: inout SubmissionIntake.Answers
+    ) {
+        let orderedBefore = intake.pending.entries.count
+        let refusedBefore = answers.refusals.count
+        intake.take(message, from: peer, now: now, answers: &answers)
+        for refusal in answers.refusals[refusedBefore...] {
+            counters.count(refused: refusal.code)
+            refusals.note(refusal, now: now, logger: logger)
+        }
+        if let trace = configuration.trace {
+            for entry in intake.pending.entries[orderedBefore...] where trace.samples(entry.seq) {
+                trace.note(entry.seq, .coordinatorReceived, at: received)
+                trace.note(entry.seq, .coordinatorOrdered, at: now)
+            }
+        }
+    }
+
+    /// The ERROR for a message that broke a rule; counted and noted.
+    mutating func reject(_ error: any Error, from peer: RouterEnvelope, now: UInt64) -> Action {
+        let protocolError = error as? ProtocolError ?? ProtocolError(.malformed, "\(error)")
+        counters.count(rejected: protocolError.code)
+        refusals.note(protocolError, now: now, logger: logger)
+        return .reply(ErrorReply(request: 0, error: protocolError).frames, to: peer)
+    }
+
+    func ackFrames(_ acks: [AckMessage.Ack], epoch: UInt32) -> [[UInt8]] {
+        AckMessage(epoch: epoch, head: intake.durableHead, acks: acks).frames
+    }
+
+    // MARK: Group commit
+
+    /// The next group to make durable, unless one is being made durable or nothing waits.
+    private mutating func nextCommit() -> Action? {
+        guard !isCommitting, let group = intake.takeGroup() else { return nil }
+        isCommitting = true
+        return .commit(group)
+    }
+
+    /// The log holds `group` durably: acknowledge it, publish it, and start the next group.
+    mutating func committed(_ group: PendingCommit, now: UInt64) -> [Action] {
+        isCommitting = false
+        if intake.committed(group) { logger.notice("the log takes writes again") }
+        var actions: [Action] = []
+        for (peer, epoch, acks) in group.acks.byPeer {
+            actions.append(.reply(ackFrames(acks, epoch: epoch), to: peer))
+        }
+        for frame in packer.pack(group.records.lazy.map(\.record)) {
+            actions.append(
+                .publish(EntriesMessage.frames(address: EntriesMessage.batchTopic, epoch: intake.epoch, records: frame.frame), entries: frame.count)
+            )
+        }
+        if !addressSubscriptions.isEmpty {
+            for run in entryRuns(group.entries, records: group.records, packer: packer) {
+                actions.append(.publish(EntriesMessage.frames(address: run.address, epoch: intake.epoch, records: run.records), entries: run.count))
+            }
+        }
+        counters.ordered.add(group.entries.count)
+        if !group.entries.isEmpty { actions.append(.replicate(group.entries)) }
+        if let commit = nextCommit() { actions.append(commit) }
+        return actions
+    }
+
+    /// The log refused `group`: nothing of it, nor of what was ordered after it, happened.
+    mutating func failed(_ group: PendingCommit, error: any Error, now: UInt64) -> [Action] {
+        isCommitting = false
+        let failure = intake.failed(group, error: error, now: now)
+        var actions: [Action] = []
+        if failure.isFirst {
+            logger.error(
+                "the log refused a commit; refusing submissions until it takes writes again",
+                metadata: ["flowkit.error": "\(error)"]
+            )
+            actions.append(publish(Alarm(kind: .logUnavailable, message: "\(error)")))
+        }
+        for (peer, epoch, acks) in failure.refused.byPeer {
+            actions.append(.reply(ackFrames(acks, epoch: epoch), to: peer))
+        }
+        counters.count(refused: .internalError, by: Int(failure.rolledBack))
+        return actions
+    }
+
+    /// The log dropped its entries before `firstSeq` (a snapshot covers them).
+    mutating func noteCompacted(firstSeq: UInt64) {
+        self.firstSeq = firstSeq
+    }
+
+    // MARK: The publish socket
+
+    /// Subscription messages from the XPUB socket: byte 1 subscribe, 0 unsubscribe, then the topic.
+    mutating func noteSubscriptions(_ messages: [Message]) {
+        for message in messages {
+            guard let frame = message.frames.first?.bytes, let kind = frame.first else { continue }
+            let topic = Array(frame.dropFirst())
+            // Batches, control topics and "everything" are not address subscriptions.
+            guard !topic.isEmpty, topic.first != UInt8(ascii: "$"), topic != Array(EntriesMessage.batchTopic.utf8) else { continue }
+            if kind == 1 { addressSubscriptions.insert(topic) } else { addressSubscriptions.remove(topic) }
+        }
+    }
+
+    func heartbeat(now: UInt64) -> Action {
+        .publish(HeartbeatMessage(epoch: intake.epoch, head: intake.durableHead, time: now).frames, entries: 0)
+    }
+
+    func publish(_ alarm: Alarm) -> Action {
+        .publish(AlarmMessage(alarm: alarm).frames, entries: 0)
+    }
+}
