@@ -1,11 +1,12 @@
 import ZeroMQ
 
-/// A process that follows the log with a ``LogFollower``: a node, a state watcher, a remote flow.
+/// A passive follower of the log, which applies entries and never submits: a state watcher, a
+/// remote flow.
 ///
-/// Each says how it applies entries and restores a snapshot; ``perform(_:)`` is the one
-/// interpreter of the follower's actions for all of them: requests go to the coordinator's sync
-/// socket, released entries to ``apply(_:)``, and a snapshot that does not restore is asked for
-/// again.
+/// Each says how it applies entries and restores a snapshot; ``perform(_:)`` carries out the
+/// follower's actions for both: requests go to the coordinator's sync socket, released entries to
+/// ``apply(_:)``, and a snapshot that does not restore is asked for again. A node reads the same
+/// actions in ``NodeMachine/perform(_:now:)``, by the same rules, as actions of its own machine.
 protocol LogFollowing: Actor {
     var follower: LogFollower { get set }
     /// A DEALER connected to the coordinator's sync socket, for ranges and snapshots.

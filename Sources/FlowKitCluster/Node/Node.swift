@@ -127,10 +127,3 @@ public final class Node: Sendable {
         await authentication?.stop()
     }
 }
-
-extension NodeCore {
-    /// Stops every effect: the node is going away.
-    func shutDown() {
-        replicas.shutDown()
-    }
-}

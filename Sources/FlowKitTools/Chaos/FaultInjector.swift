@@ -1,3 +1,4 @@
+import FlowKitCluster
 import Foundation
 
 /// One fault as it happened.

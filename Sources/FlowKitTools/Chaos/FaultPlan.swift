@@ -1,3 +1,4 @@
+import FlowKitCluster
 import Foundation
 
 /// The kinds of fault `flowkit chaos` injects.

@@ -1,3 +1,5 @@
+import FlowKitCluster
+
 /// Makes the malformed, random, truncated, oversize and wrong-version messages `flowkit fuzz`
 /// sends, from a target's valid templates and a seeded generator.
 struct FuzzMutator: Sendable {

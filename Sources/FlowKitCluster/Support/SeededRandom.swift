@@ -1,5 +1,5 @@
-/// A seeded random number generator (SplitMix64): the same `--seed` replays the same choices of
-/// faults, victims, pauses and fuzz mutations.
+/// A seeded random number generator (SplitMix64): the same seed replays the same choices of
+/// faults, victims, pauses, fuzz mutations and simulated message delays.
 package struct SeededRandom: RandomNumberGenerator, Sendable {
     private var state: UInt64
 

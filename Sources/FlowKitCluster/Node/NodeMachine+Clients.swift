@@ -1,0 +1,193 @@
+import Logging
+import ZeroMQ
+
+extension NodeMachine {
+    // MARK: Clients
+
+    /// Requests from the client socket. Bad ones get an `ERROR` and are never submitted.
+    mutating func receiveFromClients(_ messages: [Message], now: UInt64) -> [Action] {
+        var actions: [Action] = []
+        for message in messages {
+            guard let (peer, body) = RouterEnvelope.split(message) else { continue }
+            do {
+                actions += try handle(try ClientRequest(frames: body), from: peer, now: now)
+            } catch {
+                let protocolError = error as? ProtocolError ?? ProtocolError(.internalError, "\(error)")
+                counters.count(rejected: protocolError.code)
+                refusals.note(protocolError, now: now, logger: logger)
+                actions.append(.reply(.error(request: Self.requestID(in: body), protocolError), to: peer))
+            }
+        }
+        return actions + flush(now: now)
+    }
+
+    /// The request id of a message too broken to decode, when it has a valid header and gets that
+    /// far; otherwise 0, as the protocol says (the id of a garbage frame is garbage).
+    static func requestID(in body: [[UInt8]]) -> UInt64 {
+        guard let first = body.first, first.count >= WireHeader.size + 8,
+            first[0] == WireHeader.magic.0, first[1] == WireHeader.magic.1, first[2] == WireHeader.version
+        else { return 0 }
+        return first[WireHeader.size..<WireHeader.size + 8].reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    private mutating func handle(_ request: ClientRequest, from peer: RouterEnvelope, now: UInt64) throws -> [Action] {
+        switch request {
+        case .emit(let id, let wait, _, _, _), .cancel(let id, let wait, _, _):
+            guard let admitted = try admission.admit(request) else { return [] }
+            guard !submissions.isFull else {
+                throw ProtocolError(.overloaded, "\(submissions.count) submissions are waiting for the coordinator; retry shortly")
+            }
+            let deadline = now + UInt64(configuration.emitTimeout.microseconds)
+            queue(admitted, waiter: .client(peer: peer, request: id, wait: wait, deadline: deadline), now: now)
+            return []
+
+        case .query(let id, let minApplied, let address):
+            let parsed = try Address(parsing: address)
+            _ = try admission.registry.flow(for: parsed)
+            guard minApplied > follower.applied else { return [.answerQuery(request: id, address: parsed.description, to: peer)] }
+            waiters.waitForQuery(min: minApplied, address: parsed.description, peer: peer, request: id, now: now)
+            return []
+
+        case .status(let id):
+            return [.answerStatus(request: id, to: peer)]
+
+        case .watch(let id, let seconds):
+            return waiters.watch(peer: peer, request: id, seconds: seconds, applied: follower.applied, now: now).map(Self.action)
+        }
+    }
+
+    private mutating func queue(_ admitted: Admission.Admitted, waiter: SubmissionQueue.Waiter, now: UInt64) {
+        _ = submissions.add(
+            kind: admitted.kind, codec: admitted.codec, address: admitted.address, payload: admitted.payload, waiter: waiter, now: now
+        )
+    }
+
+    /// An event or cancel sent by an effect running here. It passes the same rule as a client's:
+    /// one the coordinator would refuse (an event over the size limit) is dropped here, and said so.
+    mutating func submitFromEffect(address: Address, kind: EntryKind, codec: PayloadCodec, payload: [UInt8], now: UInt64) -> [Action] {
+        do {
+            queue(try admission.admit(kind: kind, codec: codec, address: address.description, payload: payload), waiter: .effect, now: now)
+        } catch {
+            let refusal = error as? ProtocolError ?? ProtocolError(.malformed, "\(error)")
+            counters.count(refused: refusal.code)
+            logger.error(
+                "an effect's submission was refused and dropped",
+                metadata: ["flowkit.address": "\(address)", "flowkit.error": "\(refusal)"]
+            )
+        }
+        return flush(now: now)
+    }
+
+    /// What is due, in SUBMIT messages.
+    mutating func flush(now: UInt64) -> [Action] {
+        var actions: [Action] = []
+        while true {
+            let due = submissions.due(now: now, retryAfter: UInt64(configuration.retryInterval.microseconds))
+            guard !due.isEmpty else { return actions }
+            // A full queue drops the message; the submissions go again after the retry interval.
+            actions.append(.submit(SubmitMessage(origin: configuration.id, session: session, submissions: due).frames))
+        }
+    }
+
+    // MARK: The coordinator's answers
+
+    /// Messages from the coordinator on the submit socket: acks, welcome, errors.
+    mutating func receiveFromCoordinator(_ messages: [Message], now: UInt64) -> [Action] {
+        var actions: [Action] = []
+        for message in messages {
+            let parts = message.parts
+            do {
+                guard let first = parts.first else { throw ProtocolError(.wrongFrameCount, "empty message") }
+                switch try WireHeader.read(first, expecting: .ack, .welcome, .error).0 {
+                case .ack:
+                    actions += handle(try AckMessage(frames: parts), now: now)
+                case .welcome:
+                    let welcome = try WelcomeMessage(frames: parts)
+                    let linkActions = link.welcome(
+                        epoch: welcome.epoch, head: welcome.head, applied: follower.applied, isJoining: follower.isJoining, now: now
+                    )
+                    actions += perform(linkActions, now: now)
+                default:
+                    let error = try ErrorReply(frames: parts)
+                    logger.error("the coordinator refused a message", metadata: ["flowkit.error": "\(error.error)"])
+                }
+            } catch {
+                counters.count(rejected: (error as? ProtocolError)?.code ?? .malformed)
+            }
+        }
+        return actions
+    }
+
+    private mutating func handle(_ ack: AckMessage, now: UInt64) -> [Action] {
+        // A new term is handled before the answers (see CoordinatorLink.ack).
+        let duplicatesOnly = !ack.acks.contains { $0.status != .duplicate }
+        var actions = perform(link.ack(epoch: ack.epoch, head: ack.head, duplicatesOnly: duplicatesOnly, applied: follower.applied), now: now)
+        for outcome in submissions.receive(ack) {
+            switch outcome {
+            case .ordered(let pending, let seq):
+                actions += answer(pending, seq: seq, epoch: ack.epoch)
+                traceAnswer(pending, seq: seq, learntAt: now, now: now)
+            case .refused(let pending, let refusal):
+                switch pending.waiter {
+                case .client(let peer, let request, _, _):
+                    actions.append(.reply(.error(request: request, refusal), to: peer))
+                case .effect:
+                    logger.error(
+                        "the coordinator refused an effect's submission; it is dropped",
+                        metadata: ["flowkit.address": "\(pending.submission.address)", "flowkit.error": "\(refusal)"]
+                    )
+                }
+            }
+        }
+        return actions
+    }
+
+    /// Traces a sampled submission of this node's, once it knows its seq (from its ACK or ENTRIES).
+    func traceAnswer(_ pending: SubmissionQueue.Pending, seq: UInt64, learntAt: UInt64, now: UInt64) {
+        guard let trace = configuration.trace, seq != 0, trace.samples(seq) else { return }
+        trace.note(seq, .nodeReceived, at: pending.submission.submittedAt)
+        trace.note(seq, .nodeSubmitted, at: pending.firstSent)
+        trace.note(seq, .nodeAcknowledged, at: learntAt)
+        trace.note(seq, .nodeAnswered, at: now)
+    }
+
+    // MARK: Ticks
+
+    /// Retries, repairs, timeouts, the report; run every tick.
+    mutating func tick(now: UInt64) -> [Action] {
+        var actions = flush(now: now)
+        actions += perform(follower.tick(now: now), now: now)
+        for (peer, request, error) in submissions.expireWaiters(now: now, timeout: configuration.emitTimeout) {
+            actions.append(.reply(.error(request: request, error), to: peer))
+        }
+        actions += waiters.tick(applied: follower.applied, now: now).map(Self.action)
+        noteProgress(now: now)
+        if now - lastReport >= UInt64(configuration.reportInterval.microseconds) {
+            lastReport = now
+            actions.append(.report)
+        }
+        actions += perform(link.tick(now: now), now: now)
+        return actions
+    }
+
+    /// Logs, once, a node that has applied nothing for the stall timeout while behind the head:
+    /// an entry it cannot get, or cannot apply, would otherwise hold it back in silence.
+    private mutating func noteProgress(now: UInt64) {
+        let applied = follower.applied
+        if applied != progress.applied || applied >= follower.knownHead {
+            if progress.logged {
+                logger.notice("applying again", metadata: ["flowkit.applied": "\(applied)", "flowkit.head": "\(follower.knownHead)"])
+            }
+            progress = (applied, now, false)
+        } else if !progress.logged, now - min(now, progress.at) >= UInt64(configuration.stallTimeout.microseconds) {
+            progress.logged = true
+            logger.error(
+                "stalled: nothing applied for \(configuration.stallTimeout) while behind the head; waiting for seq \(applied + 1)",
+                metadata: [
+                    "flowkit.applied": "\(applied)", "flowkit.head": "\(follower.knownHead)",
+                    "flowkit.waiting": "\(follower.waitingCount)", "flowkit.joining": "\(follower.isJoining)",
+                ]
+            )
+        }
+    }
+}

@@ -1,0 +1,273 @@
+import Logging
+import ZeroMQ
+
+/// A node's behaviour as a state machine without I/O.
+///
+/// Its inputs are what the node's sockets read (published entries and heartbeats, the
+/// coordinator's answers, sync replies, client requests), what its effects submit, and the ticks
+/// of its timer, each with the time (microseconds since the Unix epoch); its outputs are
+/// ``Action``s: messages to send, entries to apply, snapshots to restore, clients to answer.
+/// ``NodeCore`` carries them out over ZeroMQ and the node's replicas; a simulation can carry them
+/// out over a simulated network. It composes the node's smaller machines: the ``LogFollower``,
+/// the ``SubmissionQueue``, the ``ClientWaiters``, the ``CoordinatorLink`` and the wall
+/// (``Admission``). Logging, metrics and the hop trace are its only effects of its own.
+struct NodeMachine {
+    enum Action {
+        /// Send on the submit socket: HELLO, SUBMIT.
+        case submit([[UInt8]])
+        /// Send on the sync socket: a range or snapshot request.
+        case requestSync([[UInt8]])
+        /// Send `reply` to a client.
+        case reply(ClientReply, to: RouterEnvelope)
+        /// Apply these entries to the replicas, in order, running the effects of the node's own
+        /// (``isOwn(_:)``).
+        case apply([Entry])
+        /// Replace every instance with a snapshot's, taken at `seq`; then report the outcome with
+        /// ``restored(_:now:)``.
+        case restore(seq: UInt64, instances: [SnapshotChunkMessage.Instance])
+        /// Answer a query with the instance's state now.
+        case answerQuery(request: UInt64, address: String, to: RouterEnvelope)
+        /// Answer a STATUS with the node's status now.
+        case answerStatus(request: UInt64, to: RouterEnvelope)
+        /// A report to the coordinator is due.
+        case report
+    }
+
+    let configuration: NodeConfiguration
+    /// This process's session: with the node id it tells the node's own entries from others'.
+    let session: UInt64
+    let logger: Logger
+    let counters: ClusterCounters
+    /// What the node says of itself in every HELLO.
+    let info: NodeInfo
+    // The smaller machines, each with its own rules; the extensions in NodeMachine+*.swift use
+    // them too, so they are not private.
+    var follower: LogFollower
+    var submissions: SubmissionQueue
+    /// Clients owed an answer once this node has applied far enough.
+    var waiters: ClientWaiters
+    /// The coordinator's term and liveness.
+    var link: CoordinatorLink
+    /// The rule every emit, cancel and effect submission passes: the coordinator's own.
+    var admission: Admission
+    var refusals: RefusalLog
+    /// When the applied seq last moved, or the node was last at the head; a node behind the head
+    /// that has not moved for ``NodeConfiguration/stallTimeout`` logs that it is stalled.
+    var progress: (applied: UInt64, at: UInt64, logged: Bool)
+    var lastReport: UInt64 = 0
+    /// What the follower asked for after a snapshot, held until the snapshot is restored.
+    private var afterRestore: [LogFollower.Action] = []
+
+    init(configuration: NodeConfiguration, registry: FlowRegistry, session: UInt64, info: NodeInfo, logger: Logger, counters: ClusterCounters, now: UInt64) {
+        self.configuration = configuration
+        self.session = session
+        self.info = info
+        self.logger = logger
+        self.counters = counters
+        self.follower = LogFollower(retryAfter: UInt64(configuration.retryInterval.microseconds))
+        self.submissions = SubmissionQueue(capacity: configuration.maxPendingSubmissions)
+        self.waiters = ClientWaiters(queryTimeout: configuration.queryTimeout)
+        self.link = CoordinatorLink(timeout: configuration.coordinatorTimeout, joinsThroughSnapshot: configuration.joinThroughSnapshot)
+        self.admission = Admission(registry: registry, limits: configuration.limits)
+        self.refusals = RefusalLog(wall: configuration.name)
+        self.progress = (0, now, false)
+    }
+
+    var applied: UInt64 { follower.applied }
+    var epoch: UInt32 { link.epoch }
+    func isConnected(now: UInt64) -> Bool { link.isConnected(now: now) }
+
+    /// Whether `entry` is this node's own (this process submitted it): only its effects run here.
+    func isOwn(_ entry: Entry) -> Bool {
+        entry.origin == configuration.id && entry.session == session
+    }
+
+    /// The first HELLO.
+    func start() -> [Action] {
+        [hello]
+    }
+
+    var hello: Action {
+        .submit(HelloMessage(node: configuration.id, session: session, info: info).frames)
+    }
+
+    /// Follows the log from a local snapshot's seq, restored before the node started.
+    mutating func resumeFollowing(from seq: UInt64) {
+        follower = LogFollower(applied: seq, retryAfter: UInt64(configuration.retryInterval.microseconds))
+    }
+
+    // MARK: The ordered stream
+
+    /// Messages from the publish socket: entries and heartbeats.
+    mutating func receivePublished(_ messages: [Message], now: UInt64, received: UInt64 = 0) -> [Action] {
+        var actions: [Action] = []
+        var entries: [Entry] = []
+        for message in messages {
+            let parts = message.parts
+            guard parts.count >= 2, let type = try? WireHeader.read(parts[1], expecting: .entries, .heartbeat, .clusterStatus, .alarm).0 else {
+                counters.count(rejected: .malformed)
+                continue
+            }
+            do {
+                switch type {
+                case .entries:
+                    entries.append(contentsOf: try EntriesMessage(frames: parts).entries)
+                case .heartbeat:
+                    let heartbeat = try HeartbeatMessage(frames: parts)
+                    actions += perform(link.heartbeat(epoch: heartbeat.epoch, head: heartbeat.head, applied: follower.applied, now: now), now: now)
+                default:
+                    break
+                }
+            } catch {
+                counters.count(rejected: (error as? ProtocolError)?.code ?? .malformed)
+                logger.warning("bad message on the publish socket", metadata: ["flowkit.error": "\(error)"])
+            }
+        }
+        if let trace = configuration.trace {
+            for entry in entries where trace.samples(entry.seq) { trace.note(entry.seq, .nodeEntriesReceived, at: received) }
+        }
+        if !entries.isEmpty { actions += perform(follower.receive(entries, now: now), now: now) }
+        return actions
+    }
+
+    /// Replies from the coordinator's sync socket, decoded.
+    mutating func receiveSync(_ replies: [SyncReply], now: UInt64) -> [Action] {
+        var actions: [Action] = []
+        for reply in replies {
+            switch reply {
+            case .range(let range):
+                if !range.entries.isEmpty { counters.gapsRepaired.add(1) }
+            case .snapshotChunk:
+                break
+            case .error(let error):
+                if error.error.code == .notFound {
+                    logger.notice("the entries to repair were compacted; joining through a snapshot", metadata: ["flowkit.error": "\(error.error.message)"])
+                } else {
+                    logger.warning("sync request refused", metadata: ["flowkit.error": "\(error.error)"])
+                }
+            case .invalid(let error):
+                counters.count(rejected: (error as? ProtocolError)?.code ?? .malformed)
+                logger.warning("bad message on the sync socket", metadata: ["flowkit.error": "\(error)"])
+            }
+            actions += perform(follower.receive(reply, now: now), now: now)
+        }
+        return actions
+    }
+
+    /// The snapshot of the last ``Action/restore(seq:instances:)`` was restored, or could not be.
+    mutating func restored(_ succeeded: Bool, now: UInt64) -> [Action] {
+        let held = afterRestore
+        afterRestore = []
+        guard succeeded else {
+            logger.error("a snapshot did not restore; asking for another")
+            return perform(follower.startSnapshot(now: now), now: now)
+        }
+        // The applied seq moved even if no entry followed the snapshot.
+        return perform(held, now: now) + waiters.released(applied: follower.applied).map(Self.action)
+    }
+
+    /// Carries out what the log follower asks for, in the node's terms.
+    mutating func perform(_ followerActions: [LogFollower.Action], now: UInt64) -> [Action] {
+        var actions: [Action] = []
+        for (index, action) in followerActions.enumerated() {
+            switch action {
+            case .apply(let entries):
+                actions += apply(entries, now: now)
+            case .requestRange(let request):
+                actions.append(.requestSync(request.frames))
+            case .requestSnapshot(let request):
+                actions.append(.requestSync(request.frames))
+            case .restore(let seq, let instances, let then):
+                // Nothing more until the snapshot is in: the rest waits for ``restored(_:now:)``.
+                afterRestore = [.apply(then)] + followerActions[(index + 1)...]
+                actions.append(.restore(seq: seq, instances: instances))
+                return actions
+            }
+        }
+        return actions
+    }
+
+    /// Entries the follower released, in seq order: applied, then the clients they settle answered.
+    private mutating func apply(_ entries: [Entry], now: UInt64) -> [Action] {
+        guard !entries.isEmpty else { return [] }
+        var actions: [Action] = [.apply(entries)]
+        for entry in entries where isOwn(entry) {
+            // Its ENTRIES often arrive before its ACK: it is ordered either way.
+            if let acknowledged = submissions.acknowledge(entry.submission) {
+                actions += answer(acknowledged, seq: entry.seq, epoch: entry.epoch)
+                traceAnswer(acknowledged, seq: entry.seq, learntAt: now, now: now)
+            }
+        }
+        counters.applied.add(entries.count)
+        actions += waiters.applied(follower.applied, now: now).map(Self.action)
+        return actions
+    }
+
+    /// Answers the client waiting on an ordered submission, now or once applied.
+    mutating func answer(_ pending: SubmissionQueue.Pending, seq: UInt64, epoch: UInt32) -> [Action] {
+        guard case .client(let peer, let request, let wait, _) = pending.waiter else { return [] }
+        return waiters.ordered(seq: seq, epoch: epoch, wait: wait, peer: peer, request: request, applied: follower.applied).map(Self.action)
+    }
+
+    static func action(_ waiterAction: ClientWaiters.Action) -> Action {
+        switch waiterAction {
+        case .reply(let reply, let peer): .reply(reply, to: peer)
+        case .answerQuery(let request, let address, let peer): .answerQuery(request: request, address: address, to: peer)
+        }
+    }
+
+    // MARK: The coordinator link
+
+    /// Carries out what the coordinator link asks for.
+    mutating func perform(_ linkActions: [CoordinatorLink.Action], now: UInt64) -> [Action] {
+        var actions: [Action] = []
+        for action in linkActions {
+            switch action {
+            case .newTerm(let epoch, let previous):
+                if previous != 0 { logger.notice("the coordinator began a new term", metadata: ["flowkit.epoch": "\(epoch)"]) }
+            case .rejoin(let head):
+                actions += coordinatorLostEntries(head: head, now: now)
+            case .reconnect:
+                // The coordinator is back (or new): say hello and resend everything unacknowledged.
+                actions.append(hello)
+                submissions.resendAll()
+                actions += flush(now: now)
+            case .helloAgain:
+                actions.append(hello)
+                logger.warning(
+                    "no heartbeat from the coordinator; emits wait or fail until it is reachable",
+                    metadata: [
+                        "flowkit.coordinator.publish": "\(configuration.coordinator.publish)",
+                        "flowkit.coordinator.submit": "\(configuration.coordinator.submit)",
+                    ]
+                )
+            case .noteHead(let head):
+                actions += perform(follower.noteHead(head, now: now), now: now)
+            case .joinThroughSnapshot:
+                logger.info("joining through a snapshot")
+                actions += perform(follower.startSnapshot(now: now), now: now)
+            }
+        }
+        return actions
+    }
+
+    /// A new coordinator term whose log ends before what this node applied: entries this node holds
+    /// are gone from the order (an in-memory log, or a relaxed one after a machine crash). Keeping
+    /// them would make this node diverge from every node that joins later, so it drops its state
+    /// and rejoins from the coordinator's.
+    private mutating func coordinatorLostEntries(head: UInt64, now: UInt64) -> [Action] {
+        logger.critical(
+            "the coordinator's log ends before what this node applied: entries were lost with the coordinator; rejoining from its state",
+            metadata: ["flowkit.head": "\(head)", "flowkit.applied": "\(follower.applied)"]
+        )
+        counters.logLossesSeen.add(1)
+        follower = LogFollower(retryAfter: UInt64(configuration.retryInterval.microseconds))
+        afterRestore = []
+        return perform(follower.startSnapshot(now: now), now: now)
+    }
+
+    /// The node dropped its connections to the coordinator and made them again.
+    mutating func reconnected(now: UInt64) -> [Action] {
+        perform(link.reconnected(), now: now)
+    }
+}

@@ -1,0 +1,193 @@
+@_spi(Wire) @testable import FlowKitCluster
+import FlowKitExamples
+import Logging
+import Testing
+import ZeroMQ
+
+/// A node without sockets or replicas: messages in, actions out.
+@Suite struct NodeMachineTests {
+    let client = RouterEnvelope(identity: [9], delimited: true)
+    let second: UInt64 = 1_000_000
+    let increment = Array(#"{"increment":{}}"#.utf8)
+
+    func machine(joinThroughSnapshot: Bool = false) -> NodeMachine {
+        var registry = FlowRegistry()
+        registry.register(CounterFlow.self, as: "counter")
+        var configuration = NodeConfiguration(
+            id: 1, coordinator: CoordinatorEndpoints(submit: "inproc://s", publish: "inproc://p", sync: "inproc://y"), name: "node-1"
+        )
+        configuration.joinThroughSnapshot = joinThroughSnapshot
+        return NodeMachine(
+            configuration: configuration, registry: registry, session: 77,
+            info: NodeInfo(name: "node-1", clientEndpoint: "inproc://c", flows: ["counter"], pid: 1),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), counters: ClusterCounters(), now: 0
+        )
+    }
+
+    /// The node is connected to a coordinator of epoch 3 whose head is `head`.
+    func connected(head: UInt64 = 0, joinThroughSnapshot: Bool = false) -> NodeMachine {
+        var machine = machine(joinThroughSnapshot: joinThroughSnapshot)
+        _ = machine.receiveFromCoordinator([Message(parts: WelcomeMessage(epoch: 3, head: head, info: CoordinatorInfo(firstSeq: 1, dedupWindow: 100)).frames)], now: 1)
+        return machine
+    }
+
+    func emit(_ request: UInt64, wait: WaitMode) -> Message {
+        Message(parts: [client.identity, []] + ClientRequest.emit(request: request, wait: wait, codec: .json, address: "counter/a", payload: increment).frames)
+    }
+
+    func entry(_ seq: UInt64, submission: UInt64 = 0, origin: UInt32 = 2, session: UInt64 = 5) -> Entry {
+        Entry(
+            seq: seq, epoch: 3, kind: .event, codec: .json, origin: origin, session: session, submission: submission,
+            submittedAt: 0, committedAt: 0, address: "counter/a", payload: increment
+        )
+    }
+
+    func published(_ entries: [Entry]) -> Message {
+        Message(parts: EntriesMessage(address: EntriesMessage.batchTopic, epoch: 3, entries: entries).frames)
+    }
+
+    func submitted(_ actions: [NodeMachine.Action]) throws -> [Submission] {
+        try actions.flatMap { action -> [Submission] in
+            guard case .submit(let frames) = action, (try? WireHeader.read(frames[0], expecting: .submit)) != nil else { return [] }
+            return try SubmitMessage(frames: frames).submissions
+        }
+    }
+
+    func syncRequests(_ actions: [NodeMachine.Action]) throws -> [SyncRequest] {
+        try actions.compactMap { if case .requestSync(let frames) = $0 { try SyncRequest(frames: frames) } else { nil } }
+    }
+
+    /// The actions as words, for comparing sequences.
+    func words(_ actions: [NodeMachine.Action]) -> [String] {
+        actions.map { action in
+            switch action {
+            case .submit: "submit"
+            case .requestSync: "sync"
+            case .reply(.emitted(let request, let seq, _, let applied), _): "emitted \(request) at \(seq)\(applied ? " applied" : "")"
+            case .reply(.error(let request, let error), _): "error \(request) \(error.code)"
+            case .reply: "reply"
+            case .apply(let entries): "apply \(entries.map(\.seq))"
+            case .restore(let seq, _): "restore \(seq)"
+            case .answerQuery(let request, _, _): "query \(request)"
+            case .answerStatus(let request, _): "status \(request)"
+            case .report: "report"
+            }
+        }
+    }
+
+    @Test func itSaysHelloFirst() throws {
+        let actions = machine().start()
+        guard case .submit(let frames)? = actions.first else {
+            Issue.record("no HELLO")
+            return
+        }
+        let hello = try HelloMessage(frames: frames)
+        #expect(hello.node == 1 && hello.session == 77 && hello.info.name == "node-1")
+    }
+
+    @Test func anEmitIsSubmittedAndAnsweredOnceOrdered() throws {
+        var machine = connected()
+        let actions = machine.receiveFromClients([emit(4, wait: .ordered)], now: 10)
+        let submissions = try submitted(actions)
+        #expect(submissions.map(\.address) == ["counter/a"])
+        let ack = AckMessage(epoch: 3, head: 1, acks: [.init(submission: submissions[0].submission, seq: 1, status: .ordered)])
+        // The ACK also tells of the head: the node asks for the entry if it has not seen it.
+        #expect(words(machine.receiveFromCoordinator([Message(parts: ack.frames)], now: 20)) == ["sync", "emitted 4 at 1"])
+    }
+
+    @Test func aClientWaitingUntilAppliedHearsAfterTheEntryIsApplied() throws {
+        var machine = connected()
+        let submission = try submitted(machine.receiveFromClients([emit(5, wait: .applied)], now: 10))[0]
+        let ack = AckMessage(epoch: 3, head: 1, acks: [.init(submission: submission.submission, seq: 1, status: .ordered)])
+        #expect(words(machine.receiveFromCoordinator([Message(parts: ack.frames)], now: 20)) == ["sync"], "no answer yet")
+        let own = entry(1, submission: submission.submission, origin: 1, session: 77)
+        #expect(machine.isOwn(own) && !machine.isOwn(entry(1)))
+        #expect(words(machine.receivePublished([published([own])], now: 30)) == ["apply [1]", "emitted 5 at 1 applied"])
+    }
+
+    @Test func itsOwnEntryPublishedBeforeItsAckAnswersTheClientAndTheAckChangesNothing() throws {
+        var machine = connected()
+        let submission = try submitted(machine.receiveFromClients([emit(6, wait: .ordered)], now: 10))[0]
+        let own = entry(1, submission: submission.submission, origin: 1, session: 77)
+        #expect(words(machine.receivePublished([published([own])], now: 20)) == ["apply [1]", "emitted 6 at 1 applied"])
+        let ack = AckMessage(epoch: 3, head: 1, acks: [.init(submission: submission.submission, seq: 1, status: .ordered)])
+        #expect(machine.receiveFromCoordinator([Message(parts: ack.frames)], now: 30).isEmpty)
+    }
+
+    @Test func aGapIsRepairedFromTheSyncSocketAndAppliedInOrder() throws {
+        var machine = connected()
+        #expect(words(machine.receivePublished([published([entry(1)])], now: 10)) == ["apply [1]"])
+        let actions = machine.receivePublished([published([entry(3)])], now: 20)
+        guard case .range(let request)? = try syncRequests(actions).first else {
+            Issue.record("no range request: \(words(actions))")
+            return
+        }
+        #expect(request.from == 2 && request.to == 2)
+        let range = RangeMessage(request: request.request, epoch: 3, head: 3, entries: [entry(2)])
+        #expect(words(machine.receiveSync([.range(range)], now: 30)) == ["apply [2, 3]"])
+        #expect(machine.applied == 3)
+    }
+
+    @Test func anEmptyNodeJoinsThroughASnapshotAndAppliesWhatCameMeanwhileOnceItIsRestored() throws {
+        var machine = machine(joinThroughSnapshot: true)
+        let welcome = WelcomeMessage(epoch: 3, head: 10, info: CoordinatorInfo(firstSeq: 1, dedupWindow: 100))
+        let joining = machine.receiveFromCoordinator([Message(parts: welcome.frames)], now: 1)
+        guard case .snapshot(let request)? = try syncRequests(joining).first else {
+            Issue.record("no snapshot request: \(words(joining))")
+            return
+        }
+        // Entries after the snapshot's seq wait while it arrives.
+        #expect(machine.receivePublished([published([entry(11)])], now: 2).isEmpty)
+        let chunk = SnapshotChunkMessage(
+            request: request.request, seq: 10, epoch: 3, chunk: 0, isLast: true,
+            instances: [.init(address: "counter/a", lastSeq: 10, state: Array(#"{"count":10}"#.utf8))]
+        )
+        #expect(words(machine.receiveSync([.snapshotChunk(chunk)], now: 3)) == ["restore 10"])
+        #expect(words(machine.restored(true, now: 4)) == ["apply [11]"])
+        #expect(machine.applied == 11)
+    }
+
+    @Test func aSnapshotThatDoesNotRestoreIsAskedForAgain() throws {
+        var machine = machine(joinThroughSnapshot: true)
+        let welcome = WelcomeMessage(epoch: 3, head: 10, info: CoordinatorInfo(firstSeq: 1, dedupWindow: 100))
+        guard case .snapshot(let request)? = try syncRequests(machine.receiveFromCoordinator([Message(parts: welcome.frames)], now: 1)).first else {
+            Issue.record("no snapshot request")
+            return
+        }
+        let chunk = SnapshotChunkMessage(request: request.request, seq: 10, epoch: 3, chunk: 0, isLast: true, instances: [])
+        _ = machine.receiveSync([.snapshotChunk(chunk)], now: 2)
+        guard case .snapshot(let again)? = try syncRequests(machine.restored(false, now: 3)).first else {
+            Issue.record("the snapshot was not asked for again")
+            return
+        }
+        #expect(again.request != request.request)
+    }
+
+    @Test func aNewTermWhoseLogEndsBeforeWhatWasAppliedRejoinsThroughASnapshot() throws {
+        var machine = connected(head: 0, joinThroughSnapshot: true)
+        _ = machine.receivePublished([published([entry(1), entry(2)])], now: 10)
+        let heartbeat = HeartbeatMessage(epoch: 4, head: 1, time: 0)
+        let actions = machine.receivePublished([Message(parts: heartbeat.frames)], now: 20)
+        #expect(try syncRequests(actions).contains { if case .snapshot = $0 { true } else { false } })
+        #expect(machine.epoch == 4)
+    }
+
+    @Test func badRequestsAreAnsweredWithAnErrorAndNotSubmitted() throws {
+        var machine = connected()
+        let unknown = Message(
+            parts: [client.identity, []] + ClientRequest.emit(request: 8, wait: .ordered, codec: .json, address: "nosuch/a", payload: increment).frames
+        )
+        let actions = machine.receiveFromClients([unknown, Message(parts: [client.identity, [], [0xFF]])], now: 10)
+        #expect(words(actions) == ["error 8 unknown flow", "error 0 truncated"])
+        #expect(machine.submissions.count == 0)
+    }
+
+    @Test func anUnacknowledgedEmitFailsAtItsDeadlineAndAReportFallsDueEverySecond() throws {
+        var machine = connected()
+        _ = machine.receiveFromClients([emit(9, wait: .ordered)], now: 10)
+        let tick = machine.tick(now: 10 + 10 * second)
+        #expect(words(tick).contains { $0.hasPrefix("error 9 coordinator unavailable") })
+        #expect(words(tick).contains("report"))
+        #expect(!words(machine.tick(now: 10 + 10 * second + 100)).contains("report"))
+    }
+}
