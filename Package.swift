@@ -114,6 +114,7 @@ let package = Package(
                 "FlowKitLog",
                 "ZeroMQ",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -225,6 +226,7 @@ let package = Package(
         .testTarget(
             name: "FlowKitLogTests",
             dependencies: [
+                "FlowKitCluster",
                 "FlowKitLog",
                 "FlowKitProcesses",
                 "FlowKitTools",

@@ -12,6 +12,7 @@ struct FlowKitToolsCommand: AsyncParsableCommand {
             FuzzCommand.self,
             BenchCommand.self,
             BenchPeerCommand.self,
+            SimulateCommand.self,
         ],
         defaultSubcommand: FlowKitCommand.configuration.defaultSubcommand
     )

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import FlowKitCluster
 import FlowKitLog
 import FlowKitProcesses
 import FlowKitTools

@@ -1,3 +1,4 @@
+import FlowKitCluster
 import FlowKitLog
 import FlowKitTools
 import Testing

@@ -39,31 +39,40 @@ struct SyncServer: Sendable {
     }
 
     private func serveRange(_ request: RangeRequest, to peer: RouterEnvelope) async throws {
-        let count = Int(min(UInt64(min(Int(request.maxCount), maxRangeCount)), request.to - request.from + 1))
-        let maxBytes = maxRangeBytes
-        let quarantine = quarantine
+        let (maxCount, maxBytes, quarantine) = (maxRangeCount, maxRangeBytes, quarantine)
         let records = try await writer.run { log in
-            try log.read(from: request.from, maxCount: count, maxBytes: maxBytes).map(quarantine.deliverable)
+            try Self.records(for: request, in: log, maxCount: maxCount, maxBytes: maxBytes, quarantine: quarantine)
         }
-        let frames = RangeMessage.frames(
-            request: request.request,
-            epoch: await core.epoch,
-            head: await core.durableHead,
-            records: records
-        )
+        let frames = RangeMessage.frames(request: request.request, epoch: await core.epoch, head: await core.durableHead, records: records)
         try await socket.send(peer.reply(frames))
     }
 
     private func serveSnapshot(_ request: SnapshotRequest, to peer: RouterEnvelope) async throws {
         let (seq, instances) = await core.replica.snapshot()
-        let epoch = await core.epoch
         logger.info("serving a snapshot", metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances.count)"])
+        for frames in Self.snapshotChunks(request, seq: seq, epoch: await core.epoch, instances: instances, maxChunkBytes: maxChunkBytes) {
+            try await socket.send(peer.reply(frames))
+        }
+    }
+
+    /// The log's records a range request asks for, within the limits; entries no message can
+    /// carry as their quarantined stand-ins.
+    static func records(
+        for request: RangeRequest, in log: any EntryLog, maxCount: Int, maxBytes: Int, quarantine: EntryQuarantine
+    ) throws -> [[UInt8]] {
+        let count = Int(min(UInt64(min(Int(request.maxCount), maxCount)), request.to - request.from + 1))
+        return try log.read(from: request.from, maxCount: count, maxBytes: maxBytes).map(quarantine.deliverable)
+    }
+
+    /// A snapshot as the SNAPSHOT_CHUNK messages that carry it, in order.
+    static func snapshotChunks(
+        _ request: SnapshotRequest, seq: UInt64, epoch: UInt32, instances: [SnapshotChunkMessage.Instance], maxChunkBytes: Int
+    ) -> [[[UInt8]]] {
         let chunks = SnapshotChunking.chunks(instances, maxChunkBytes: maxChunkBytes)
-        for (index, chunk) in chunks.enumerated() {
-            let message = SnapshotChunkMessage(
+        return chunks.enumerated().map { index, chunk in
+            SnapshotChunkMessage(
                 request: request.request, seq: seq, epoch: epoch, chunk: UInt32(index), isLast: index == chunks.count - 1, instances: chunk
-            )
-            try await socket.send(peer.reply(message.frames))
+            ).frames
         }
     }
 }

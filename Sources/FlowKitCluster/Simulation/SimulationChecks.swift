@@ -1,0 +1,107 @@
+import Foundation
+import Logging
+
+/// One way a simulated run broke a promise.
+package struct SimulationFailure: Sendable, CustomStringConvertible {
+    package var check: String
+    package var detail: String
+
+    package var description: String { "\(check): \(detail)" }
+}
+
+/// The promises every seed is checked against, once every fault is healed and the cluster had
+/// time to converge:
+/// - the log is whole (seqs 1…head, none missing or repeated);
+/// - nothing is ordered twice: every event appears in the log at most once, retries and
+///   duplicated messages notwithstanding;
+/// - nothing acknowledged is lost: every event a client was told is ordered is in the log, once,
+///   at the seq it was told;
+/// - every node applied every seq once, in order, and converged: its applied seq is the head and
+///   its state's digest is that of the log replayed from scratch;
+/// - an entry's effects would run only on the node and session that submitted it, and once.
+struct SimulationChecks {
+    let simulation: ClusterSimulation
+
+    func failures() async -> [SimulationFailure] {
+        var failures = simulation.history.violations.map { SimulationFailure(check: "applied in order", detail: $0) }
+        let log: [Entry]
+        do {
+            log = try readLog()
+        } catch {
+            return failures + [SimulationFailure(check: "the log is whole", detail: "\(error)")]
+        }
+        for (index, entry) in log.enumerated() where entry.seq != UInt64(index + 1) {
+            failures.append(SimulationFailure(check: "the log is whole", detail: "position \(index + 1) holds seq \(entry.seq)"))
+            break
+        }
+        var seqsOfToken: [String: [UInt64]] = [:]
+        for entry in log {
+            if case .append(let token)? = try? JSONDecoder().decode(SimulationFlow.Event.self, from: Data(entry.payload)) {
+                seqsOfToken[token, default: []].append(entry.seq)
+            }
+        }
+        for (token, seqs) in seqsOfToken.sorted(by: { $0.key < $1.key }) where seqs.count > 1 {
+            failures.append(SimulationFailure(check: "nothing ordered twice", detail: "\(token) is in the log at seqs \(seqs)"))
+        }
+        for (request, emit) in simulation.history.emits.sorted(by: { $0.key < $1.key }) {
+            guard let acknowledged = emit.acknowledged else { continue }
+            let seqs = seqsOfToken[emit.token] ?? []
+            if seqs.isEmpty {
+                failures.append(
+                    SimulationFailure(check: "nothing acknowledged lost", detail: "request \(request) (\(emit.token)) was acknowledged at seq \(acknowledged) and is not in the log")
+                )
+            } else if acknowledged != 0, seqs != [acknowledged] {
+                failures.append(
+                    SimulationFailure(check: "acknowledged at its seq", detail: "request \(request) (\(emit.token)) was acknowledged at seq \(acknowledged); the log has it at \(seqs)")
+                )
+            }
+        }
+        let head = UInt64(log.count)
+        let reference = ReplicaSet(registry: SimulationFlow.registry, logger: Logger(label: "reference", factory: { _ in SwiftLogNoOpLogHandler() }))
+        for entry in log { reference.apply(entry, runEffects: false) }
+        let digest = reference.combinedDigest(exact: true)
+        for case let node? in simulation.nodes {
+            if node.machine.applied != head {
+                failures.append(SimulationFailure(check: "every node converged", detail: "node \(node.index) applied \(node.machine.applied) of \(head)"))
+            } else if node.replicas.combinedDigest(exact: true) != digest {
+                failures.append(SimulationFailure(check: "every node converged", detail: "node \(node.index) is at the head with digest \(node.replicas.combinedDigest(exact: true)); the log's is \(digest)"))
+            }
+        }
+        for entry in log {
+            let ran = simulation.history.effects[entry.seq] ?? []
+            if ran.count > 1 || ran.contains(where: { UInt32($0.node + 1) != entry.origin || $0.session != entry.session }) {
+                failures.append(
+                    SimulationFailure(check: "effects on the origin only", detail: "seq \(entry.seq) from node \(entry.origin - 1) would run effects on \(ran.map { "node \($0.node)" })")
+                )
+            }
+        }
+        return Self.abridged(failures)
+    }
+
+    /// At most `limit` failures of each check, and how many more there were.
+    static func abridged(_ failures: [SimulationFailure], limit: Int = 5) -> [SimulationFailure] {
+        var kept: [SimulationFailure] = []
+        var counts: [String: Int] = [:]
+        for failure in failures {
+            counts[failure.check, default: 0] += 1
+            if counts[failure.check]! <= limit { kept.append(failure) }
+        }
+        for (check, count) in counts.sorted(by: { $0.key < $1.key }) where count > limit {
+            kept.append(SimulationFailure(check: check, detail: "and \(count - limit) more"))
+        }
+        return kept
+    }
+
+    private func readLog() throws -> [Entry] {
+        let log = simulation.disk.log
+        var entries: [Entry] = []
+        var seq = log.firstSeq
+        while seq <= log.lastSeq {
+            let records = try log.read(from: seq, maxCount: 10_000, maxBytes: .max)
+            guard !records.isEmpty else { break }
+            for record in records { entries.append(try Entry(decoding: record)) }
+            seq = (entries.last?.seq ?? seq) + 1
+        }
+        return entries
+    }
+}

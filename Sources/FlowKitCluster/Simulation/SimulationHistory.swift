@@ -1,0 +1,43 @@
+/// What happened in a simulation that the checks need: what clients sent and were told, where
+/// effects would have run, and anything seen out of order while it ran.
+struct SimulationHistory {
+    struct Emit {
+        var token: String
+        var node: Int
+        /// The seq the client was told its event was ordered at; `nil` before an answer.
+        var acknowledged: UInt64?
+        var refused: ProtocolError?
+    }
+
+    private(set) var emits: [UInt64: Emit] = [:]
+    /// For each seq, the (node, session) pairs that would have run its effects.
+    private(set) var effects: [UInt64: [(node: Int, session: UInt64)]] = [:]
+    /// Problems seen as they happened (an entry applied out of order).
+    var violations: [String] = []
+    var faults: [String] = []
+    private(set) var answers = 0
+
+    mutating func noteEmit(request: UInt64, token: String, node: Int) {
+        emits[request] = Emit(token: token, node: node)
+    }
+
+    mutating func note(_ reply: ClientReply, from node: Int, at micros: UInt64) {
+        answers += 1
+        switch reply {
+        case .emitted(let request, let seq, _, _):
+            guard emits[request] != nil else { return }
+            if let earlier = emits[request]?.acknowledged, earlier != seq {
+                violations.append("request \(request) was acknowledged at seq \(earlier), then at seq \(seq)")
+            }
+            emits[request]?.acknowledged = seq
+        case .error(let request, let error):
+            emits[request]?.refused = error
+        default:
+            break
+        }
+    }
+
+    mutating func noteEffects(of entry: Entry, ranOn node: Int, session: UInt64) {
+        effects[entry.seq, default: []].append((node, session))
+    }
+}

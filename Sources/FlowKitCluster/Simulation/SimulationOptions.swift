@@ -1,0 +1,35 @@
+/// How a simulated run is shaped. Every seed draws its own network conditions and faults within
+/// these bounds.
+package struct SimulationOptions: Sendable {
+    package var nodes = 3
+    /// Simulated seconds of load and faults.
+    package var activeSeconds = 4.0
+    /// Simulated seconds after every fault is healed, for the cluster to converge.
+    package var settleSeconds = 25.0
+    /// How many faults a seed injects during the active period.
+    package var faults = 4
+    /// The mean time between two client emits, in simulated microseconds.
+    package var meanEmitInterval: UInt64 = 5_000
+    /// The longest a group commit's sync takes, in simulated microseconds.
+    package var maxSyncMicros: UInt64 = 3_000
+    /// How many lines of the story a failure prints.
+    package var traceLines = 200
+    /// A bug to run the simulation with, to show that the checks find it.
+    package var bug: InjectedBug?
+
+    package init() {}
+}
+
+/// Bugs the simulation can be run with, each one a promise broken on purpose: the simulation
+/// tests run each and expect the checks to catch it within a few seeds. They live in the
+/// simulation's executors, never in the machines the processes run.
+package enum InjectedBug: String, Sendable, CaseIterable {
+    /// The coordinator acknowledges and publishes a group as soon as it asks the disk to sync it,
+    /// not when the sync is done: a crash in between loses acknowledged entries.
+    case acknowledgeBeforeSync = "acknowledge-before-sync"
+    /// A restarted coordinator does not relearn which submissions its log holds: retries of
+    /// entries ordered before the restart are ordered again.
+    case forgetDuplicatesOnRestart = "forget-duplicates-on-restart"
+    /// A node applies published entries as they arrive, ahead of a gap, instead of in seq order.
+    case applyAheadOfGaps = "apply-ahead-of-gaps"
+}

@@ -1,0 +1,131 @@
+import ArgumentParser
+import FlowKitCluster
+import Foundation
+
+/// `flowkit simulate`: the whole cluster in one process, from seeds, with faults.
+struct SimulateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "simulate",
+        abstract: "Run the cluster's real state machines over a simulated network, disk and clock, one seed at a time, with faults.",
+        discussion: """
+            Each seed runs a coordinator and --nodes nodes in this process: the coordinator's and the \
+            nodes' own state machines (the code the processes run), the coordinator's recovery from \
+            its log, over a network that delays, drops, duplicates and reorders messages, a disk whose \
+            syncs take time and that can fill up, and a simulated clock. Clients emit events for \
+            --active-seconds of simulated time while faults strike: the coordinator crashes and \
+            restarts (losing what it had not synced), nodes crash and restart empty, nodes are \
+            partitioned from the coordinator, the disk refuses writes. Then every fault is healed and \
+            the cluster has --settle-seconds to converge, and the seed is checked:
+
+              the log is whole: seqs 1 to the head, none missing or repeated
+              nothing is ordered twice, and nothing acknowledged is lost: every event a client was
+                told is ordered is in the log once, at the seq it was told
+              every node applied every seq once, in order, and holds the state of the log replayed
+              an entry's effects would run on the node and session that submitted it, once
+
+            A failing seed prints what broke, the faults it injected and the last --trace-lines of \
+            its story (messages the machines logged, faults, syncs, restarts) at simulated times, and \
+            replays exactly with --seed (with SWIFT_DETERMINISTIC_HASHING=1, which this command sets \
+            for itself). --bug runs with a bug injected on purpose, to see the checks catch it.
+
+            Exit codes: 0 every seed passed; 6 a seed failed; 1 the options were wrong.
+
+              flowkit simulate --seeds 100000
+              flowkit simulate --seed 1234
+              flowkit simulate --seeds 50 --bug acknowledge-before-sync
+            """
+    )
+
+    @Option(help: "How many seeds to run, from --first-seed on.")
+    var seeds: UInt64 = 1_000
+
+    @Option(help: "The first seed.")
+    var firstSeed: UInt64 = 1
+
+    @Option(help: "Run this one seed (and print its story even when it passes).")
+    var seed: UInt64?
+
+    @Option(help: "Stop after this many seconds of wall-clock time, whatever --seeds says.")
+    var budget: Double?
+
+    @Option(help: "Nodes in the simulated cluster.")
+    var nodes = 3
+
+    @Option(help: "Faults each seed injects while the load runs.")
+    var faults = 4
+
+    @Option(help: "Simulated seconds of load and faults per seed.")
+    var activeSeconds = 4.0
+
+    @Option(help: "Simulated seconds after every fault is healed, for the cluster to converge.")
+    var settleSeconds = 25.0
+
+    @Option(help: "How many lines of a failing seed's story to print.")
+    var traceLines = 200
+
+    @Option(help: "Inject a bug on purpose: \(InjectedBug.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var bug: String?
+
+    @Flag(help: "Print the summary as JSON.")
+    var json = false
+
+    func validate() throws {
+        guard seeds >= 1, nodes >= 1, faults >= 0, activeSeconds > 0, settleSeconds > 0 else {
+            throw ValidationError("--seeds and --nodes must be at least 1, --faults at least 0, the seconds positive")
+        }
+        if let bug, InjectedBug(rawValue: bug) == nil {
+            throw ValidationError("no bug named \(bug); known: \(InjectedBug.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+    }
+
+    func run() async throws {
+        try Self.ensureDeterministicHashing()
+        var options = SimulationOptions()
+        options.nodes = nodes
+        options.faults = faults
+        options.activeSeconds = activeSeconds
+        options.settleSeconds = settleSeconds
+        options.traceLines = traceLines
+        options.bug = bug.flatMap(InjectedBug.init(rawValue:))
+        if let seed {
+            let result = await Simulation.run(seed: seed, options: options)
+            print(result.passed ? "seed \(seed) passed: \(result.entries) entries, \(result.acknowledged) acknowledged, \(result.messages) messages (\(result.dropped) dropped); faults: \(result.faults.joined(separator: "; "))" : result.report)
+            if !result.passed { throw ExitCode(6) }
+            return
+        }
+        let summary = await Simulation.run(seeds: firstSeed..<(firstSeed + seeds), options: options, budget: budget.map { .milliseconds(Int($0 * 1_000)) }) { summary, result in
+            if !result.passed {
+                FileHandle.standardError.write(Data((result.report + "\n").utf8))
+            }
+            if !json, summary.seeds % 100 == 0 {
+                FileHandle.standardError.write(Data("\(summary.seeds) seeds, \(summary.failed.count) failed, \(String(format: "%.0f", summary.seedsPerSecond))/s\n".utf8))
+            }
+        }
+        let failedSeeds = summary.failed.map(\.seed)
+        if json {
+            let object: [String: Any] = [
+                "seeds": summary.seeds, "failed": failedSeeds, "seconds": summary.seconds, "seedsPerSecond": summary.seedsPerSecond,
+                "messages": summary.messages, "entries": summary.entries, "acknowledged": summary.acknowledged,
+            ]
+            print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
+        } else {
+            print(
+                "\(summary.seeds) seeds in \(String(format: "%.1f", summary.seconds)) s (\(String(format: "%.1f", summary.seedsPerSecond)) seeds/s): "
+                    + "\(summary.entries) entries ordered, \(summary.acknowledged) acknowledged, \(summary.messages) messages; "
+                    + (failedSeeds.isEmpty ? "every seed passed" : "FAILED seeds: \(failedSeeds.map(String.init).joined(separator: ", "))")
+            )
+        }
+        if !failedSeeds.isEmpty { throw ExitCode(6) }
+    }
+
+    /// Swift seeds its hashing per process; a seed replays exactly only with the same order of
+    /// dictionary iteration, so this command runs itself again with deterministic hashing.
+    static func ensureDeterministicHashing() throws {
+        guard ProcessInfo.processInfo.environment["SWIFT_DETERMINISTIC_HASHING", default: ""].isEmpty else { return }
+        setenv("SWIFT_DETERMINISTIC_HASHING", "1", 1)
+        let arguments = CommandLine.arguments
+        let pointers = arguments.map { strdup($0) } + [nil]
+        execv("/proc/self/exe", pointers)
+        throw ValidationError("could not run again with SWIFT_DETERMINISTIC_HASHING=1: \(String(cString: strerror(errno)))")
+    }
+}
