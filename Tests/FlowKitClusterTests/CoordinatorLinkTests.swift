@@ -64,4 +64,18 @@ import Testing
         var never = self.link()
         #expect(never.tick(now: 9 * second) == [.helloAgain])
     }
+
+    /// Found by the simulation (seed 70): a node first hears of a new term from a message whose
+    /// head is older than entries of that term it already applied (an ACK or heartbeat overtaken
+    /// by ENTRIES on the publish socket). Nothing was lost: it must not drop its state.
+    @Test func aStaleHeadInANewTermIsNoLossWhenTheNodeAppliedThatTermsEntries() {
+        var link = link()
+        _ = link.welcome(epoch: 1, head: 50, applied: 50, isJoining: false, now: 1)
+        link.applied(epoch: 2)
+        #expect(link.heartbeat(epoch: 2, head: 48, applied: 60, now: second) == [.newTerm(2, previous: 1), .reconnect, .noteHead(48)])
+        var lost = self.link()
+        _ = lost.welcome(epoch: 1, head: 50, applied: 50, isJoining: false, now: 1)
+        lost.applied(epoch: 1)
+        #expect(lost.heartbeat(epoch: 2, head: 48, applied: 60, now: second).contains(.rejoin(head: 48)))
+    }
 }

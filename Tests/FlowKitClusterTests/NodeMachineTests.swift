@@ -190,4 +190,22 @@ import ZeroMQ
         #expect(words(tick).contains("report"))
         #expect(!words(machine.tick(now: 10 + 10 * second + 100)).contains("report"))
     }
+
+    /// Found by the simulation (seed 1): an entry a node submitted while it joined through a
+    /// snapshot was ordered before the snapshot's seq, reached the node inside it, and its effects
+    /// ran nowhere. Submissions now wait until the node has joined.
+    @Test func submissionsWaitWhileTheNodeJoinsThroughASnapshot() throws {
+        var machine = machine(joinThroughSnapshot: true)
+        #expect(try submitted(machine.receiveFromClients([emit(1, wait: .ordered)], now: 1)).isEmpty, "not welcomed yet")
+        let welcome = WelcomeMessage(epoch: 3, head: 10, info: CoordinatorInfo(firstSeq: 1, dedupWindow: 100))
+        let joining = machine.receiveFromCoordinator([Message(parts: welcome.frames)], now: 2)
+        #expect(try submitted(joining).isEmpty && machine.holdsSubmissions)
+        guard case .snapshot(let request)? = try syncRequests(joining).first else {
+            Issue.record("no snapshot request")
+            return
+        }
+        let chunk = SnapshotChunkMessage(request: request.request, seq: 10, epoch: 3, chunk: 0, isLast: true, instances: [])
+        _ = machine.receiveSync([.snapshotChunk(chunk)], now: 3)
+        #expect(try submitted(machine.restored(true, now: 4)).count == 1, "sent once joined")
+    }
 }

@@ -83,4 +83,25 @@ import Testing
         replicas.finishDigestJobs(staleResults, hashingMicros: 10)
         #expect(replicas.takeChanged(hashing: false).isEmpty)
     }
+
+    /// A STATUS answered while a digest job is out, with nothing applied since it was taken: the
+    /// exact digest must describe the state now, not the one before the job (two nodes at the same
+    /// seq reported different digests when one of them had a job out).
+    @Test func anExactDigestWhileAJobIsOutDescribesTheStateNow() throws {
+        var registry = FlowRegistry()
+        registry.register(LedgerFlow.self, as: "ledger")
+        let replicas = ReplicaSet(registry: registry, logger: Logger(label: "test"))
+        let reference = ReplicaSet(registry: registry, logger: Logger(label: "test"))
+        replicas.apply(entry(1, id: "a"), runEffects: false)
+        reference.apply(entry(1, id: "a"), runEffects: false)
+        _ = replicas.combinedDigest(exact: true)
+        replicas.apply(entry(2, id: "b"), runEffects: false)
+        reference.apply(entry(2, id: "b"), runEffects: false)
+        let jobs = replicas.takeDigestJobs()
+        #expect(jobs.map(\.seq) == [2])
+        #expect(replicas.combinedDigest(exact: true) == reference.combinedDigest(exact: true))
+        let results = try jobs.map { ReplicaSet.DigestResult(address: $0.address, seq: $0.seq, generation: $0.generation, digest: try $0.hash()) }
+        replicas.finishDigestJobs(results, hashingMicros: 10)
+        #expect(replicas.combinedDigest(exact: false) == reference.combinedDigest(exact: true))
+    }
 }

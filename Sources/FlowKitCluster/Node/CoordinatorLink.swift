@@ -27,6 +27,8 @@ struct CoordinatorLink {
     let joinsThroughSnapshot: Bool
 
     private(set) var epoch: UInt32 = 0
+    /// The epoch of the last entry the node applied; 0 when unknown (none yet, or a snapshot).
+    private var appliedEpoch: UInt32 = 0
     private var lastHeard: UInt64 = 0
     private var welcomed = false
 
@@ -34,6 +36,14 @@ struct CoordinatorLink {
         self.timeout = UInt64(timeout.microseconds)
         self.joinsThroughSnapshot = joinsThroughSnapshot
     }
+
+    /// The node applied entries up to one ordered in `epoch`.
+    mutating func applied(epoch: UInt32) {
+        appliedEpoch = epoch
+    }
+
+    /// Whether a WELCOME has answered this node's HELLO.
+    var hasBeenWelcomed: Bool { welcomed }
 
     func isConnected(now: UInt64) -> Bool {
         lastHeard != 0 && now - min(now, lastHeard) < timeout
@@ -90,7 +100,10 @@ struct CoordinatorLink {
         let previous = epoch
         epoch = newEpoch
         var actions: [Action] = [.newTerm(newEpoch, previous: previous)]
-        if head < applied { actions.append(.rejoin(head: head)) }
+        // A head below what the node applied means the new term's log lost entries, unless the
+        // node applied an entry of the new term itself: then the message is older than that entry
+        // (an ACK or a heartbeat overtaken by ENTRIES on another socket), and nothing was lost.
+        if head < applied, appliedEpoch != newEpoch { actions.append(.rejoin(head: head)) }
         actions.append(.reconnect)
         return actions
     }

@@ -78,8 +78,16 @@ extension NodeMachine {
         return flush(now: now)
     }
 
-    /// What is due, in SUBMIT messages.
+    /// Whether submissions wait: while the node joins through a snapshot (or may, before its first
+    /// WELCOME), an entry it submitted could be ordered before the snapshot's seq and reach the
+    /// node inside the snapshot, never applied as an entry, so its effects would run nowhere.
+    var holdsSubmissions: Bool {
+        follower.isJoining || (!link.hasBeenWelcomed && link.joinsThroughSnapshot && follower.applied == 0)
+    }
+
+    /// What is due, in SUBMIT messages; nothing while ``holdsSubmissions``.
     mutating func flush(now: UInt64) -> [Action] {
+        guard !holdsSubmissions else { return [] }
         var actions: [Action] = []
         while true {
             let due = submissions.due(now: now, retryAfter: UInt64(configuration.retryInterval.microseconds))

@@ -162,8 +162,10 @@ struct NodeMachine {
             logger.error("a snapshot did not restore; asking for another")
             return perform(follower.startSnapshot(now: now), now: now)
         }
-        // The applied seq moved even if no entry followed the snapshot.
-        return perform(held, now: now) + waiters.released(applied: follower.applied).map(Self.action)
+        link.applied(epoch: 0)  // the snapshot's term is not known; entries after it tell
+        // The applied seq moved even if no entry followed the snapshot; what clients submitted
+        // meanwhile goes now.
+        return perform(held, now: now) + waiters.released(applied: follower.applied).map(Self.action) + flush(now: now)
     }
 
     /// Carries out what the log follower asks for, in the node's terms.
@@ -191,6 +193,7 @@ struct NodeMachine {
     private mutating func apply(_ entries: [Entry], now: UInt64) -> [Action] {
         guard !entries.isEmpty else { return [] }
         var actions: [Action] = [.apply(entries)]
+        link.applied(epoch: entries[entries.count - 1].epoch)
         for entry in entries where isOwn(entry) {
             // Its ENTRIES often arrive before its ACK: it is ordered either way.
             if let acknowledged = submissions.acknowledge(entry.submission) {
@@ -221,7 +224,9 @@ struct NodeMachine {
     /// Carries out what the coordinator link asks for.
     mutating func perform(_ linkActions: [CoordinatorLink.Action], now: UInt64) -> [Action] {
         var actions: [Action] = []
-        for action in linkActions {
+        // A join starts before anything is resent: submissions wait until it is done.
+        let joinFirst = linkActions.filter { $0 == .joinThroughSnapshot } + linkActions.filter { $0 != .joinThroughSnapshot }
+        for action in joinFirst {
             switch action {
             case .newTerm(let epoch, let previous):
                 if previous != 0 { logger.notice("the coordinator began a new term", metadata: ["flowkit.epoch": "\(epoch)"]) }
@@ -262,6 +267,7 @@ struct NodeMachine {
         )
         counters.logLossesSeen.add(1)
         follower = LogFollower(retryAfter: UInt64(configuration.retryInterval.microseconds))
+        link.applied(epoch: 0)
         afterRestore = []
         return perform(follower.startSnapshot(now: now), now: now)
     }

@@ -34,6 +34,8 @@ protocol FlowReplica: AnyObject {
     /// itself, so marking costs no hashing per entry.
     var isUndigested: Bool { get set }
     var runningEffects: Int { get }
+    /// The cancel ids of the effects running now (their descriptions, as a cancel entry names them).
+    var runningCancelIDs: Set<String> { get }
 
     /// Applies an ordered entry. Effects run only when `runEffects` (this process is the origin).
     ///
@@ -90,6 +92,7 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
     }
 
     var runningEffects: Int { instance.runtime.runningCount }
+    var runningCancelIDs: Set<String> { Set(instance.runtime.activeCancelIDs.map(\.description)) }
 
     /// The instance's state.
     var state: F.State { instance.state }

@@ -1,9 +1,8 @@
 import FlowKit
 import Logging
 
-/// Every flow instance a process holds, applied entry by entry in seq order.
-///
-/// Nodes and the coordinator both keep one: a node runs the effects of the entries it originated; the
+/// Every flow instance a process holds, applied entry by entry in seq order. Nodes and the
+/// coordinator both keep one: a node runs the effects of the entries it originated; the
 /// coordinator's copy never runs effects and serves snapshots and reference digests. Instances are
 /// created on their first entry. Not thread-safe: its owner applies from one serial context.
 @_spi(Benchmarks) public final class ReplicaSet {
@@ -23,8 +22,8 @@ import Logging
     /// change, so a process with many instances need not rehash them all to report.
     private var combined = DigestAccumulator()
     private var digests: [Address: (seq: UInt64, digest: StateDigest)] = [:]
-    /// Hashes handed out by ``takeDigestJobs()`` and not yet finished.
-    private var jobsInFlight = 0
+    /// Instances out in ``takeDigestJobs()``'s jobs.
+    private var hashingElsewhere: [any FlowReplica] = []
     /// Bumped when the instances are replaced (a snapshot): jobs of an earlier generation are stale.
     private var generation: UInt64 = 0
     /// Microseconds of hashing periodic digests may spend now: a token bucket refilled at 1/20 of
@@ -122,9 +121,8 @@ import Logging
     /// The combined digest as last computed, without hashing anything now.
     var lastCombinedDigest: StateDigest { combined.digest }
 
-    /// Whether every instance's digest describes its current state (none deferred by the budget,
-    /// none being hashed).
-    var digestsAreCurrent: Bool { undigested.isEmpty && jobsInFlight == 0 }
+    /// Whether every instance's digest describes its current state (none deferred, none in a job).
+    var digestsAreCurrent: Bool { undigested.isEmpty && hashingElsewhere.isEmpty }
 
     /// The combined digest of every instance.
     ///
@@ -144,12 +142,14 @@ import Logging
         lastRefresh = now
     }
 
-    /// Rehashes the instances changed since their digests were last computed, and only those;
-    /// unless `all`, only as many as the digest budget allows now, oldest change first.
+    /// Rehashes the instances changed since their digests were last computed: with `all`, every
+    /// one, those out in jobs too (until a job is back, its digests are from before); otherwise
+    /// as many as the digest budget allows now, oldest change first.
     private func refreshDigests(all: Bool) {
         refillAllowance()
         var deferred: [any FlowReplica] = []
-        for replica in undigested {
+        let elsewhere = all ? hashingElsewhere.filter { (digests[$0.address]?.seq ?? 0) < $0.lastSeq } : []
+        for replica in undigested + elsewhere {
             guard replicas[replica.address] === replica else {
                 replica.isUndigested = false
                 continue
@@ -203,14 +203,14 @@ import Logging
     /// is spent; the states are copies (copy-on-write), taken now.
     func takeDigestJobs() -> [DigestJob] {
         refillAllowance()
-        guard jobsInFlight == 0, digestAllowance > 0, !undigested.isEmpty else { return [] }
+        guard hashingElsewhere.isEmpty, digestAllowance > 0, !undigested.isEmpty else { return [] }
         var jobs: [DigestJob] = []
         for replica in undigested where replicas[replica.address] === replica {
             replica.isUndigested = false
             jobs.append(DigestJob(address: replica.address, seq: replica.lastSeq, generation: generation, hash: replica.digestJob()))
         }
+        hashingElsewhere = undigested.filter { replicas[$0.address] === $0 }
         undigested = []
-        jobsInFlight = jobs.count
         return jobs
     }
 
@@ -228,7 +228,7 @@ import Logging
 
     /// Takes back what jobs found, charging the time they took to the budget.
     func finishDigestJobs(_ results: [DigestResult], hashingMicros: UInt64) {
-        jobsInFlight = 0
+        hashingElsewhere = []
         digestAllowance -= Int64(hashingMicros)
         for result in results where result.generation == generation && replicas[result.address] != nil {
             record(result.address, seq: result.seq, digest: result.digest)
@@ -265,7 +265,7 @@ import Logging
         combined = DigestAccumulator()
         fresh = [:]
         undigested = []
-        jobsInFlight = 0
+        hashingElsewhere = []
         generation += 1
         for instance in instances {
             let address = try Address(parsing: instance.address)

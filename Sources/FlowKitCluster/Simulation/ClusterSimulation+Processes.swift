@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import ZeroMQ
 
@@ -33,17 +34,26 @@ extension ClusterSimulation {
         schedule.schedule(.nodeTick(node: index, incarnation: node.incarnation), at: now + UInt64.random(in: 1...50_000, using: &random))
     }
 
-    /// A client's emit to a random node, with a token no other event carries.
+    /// A client's request to a random node: an event with a token no other event carries (one in
+    /// four starts an effect), or now and then a cancel of an earlier effect of the same instance.
     func emit() {
         let index = Int.random(in: 0..<options.nodes, using: &random)
         let request = nextRequest
         nextRequest += 1
-        let token = "t\(request)"
-        let wait: WaitMode = random.next() % 4 == 0 ? .applied : .ordered
         let address = "sim/k\(random.next() % 8)"
-        let payload = Array(#"{"append":{"_0":"\#(token)"}}"#.utf8)
-        history.noteEmit(request: request, token: token, node: index)
-        let frames = ClientRequest.emit(request: request, wait: wait, codec: .json, address: address, payload: payload).frames
+        let wait: WaitMode = random.next() % 4 == 0 ? .applied : .ordered
+        let frames: [[UInt8]]
+        switch random.next() % 8 {
+        case 0 where !(history.work[address] ?? []).isEmpty:
+            let token = history.work[address]!.randomElement(using: &random)!
+            frames = ClientRequest.cancel(request: request, wait: wait, address: address, id: token).frames
+        case let choice:
+            let token = "t\(request)"
+            let event: SimulationFlow.Event = choice < 3 ? .work(token) : .append(token)
+            history.noteEmit(request: request, token: token, node: index, address: address, startsWork: choice < 3)
+            let payload = (try? JSONEncoder().encode(event)).map { [UInt8]($0) } ?? []
+            frames = ClientRequest.emit(request: request, wait: wait, codec: .json, address: address, payload: payload).frames
+        }
         guard let node = nodes[index] else { return }  // a client of a node that is down gets no answer
         send(Message(parts: [Array("client".utf8), []] + frames), to: .nodeClient(index), incarnation: node.incarnation)
     }
@@ -63,11 +73,13 @@ extension ClusterSimulation {
             let at = UInt64.random(in: 200_000...max(200_001, end), using: &random)
             let lasts = UInt64.random(in: 100_000...3_000_000, using: &random)
             let node = Int.random(in: 0..<options.nodes, using: &random)
-            let (fault, undo): (SimulatedFault, SimulatedFault) = switch random.next() % 4 {
+            let (fault, undo): (SimulatedFault, SimulatedFault) = switch random.next() % 6 {
             case 0: (.crashCoordinator, .restartCoordinator)
             case 1: (.crashNode(node), .restartNode(node))
             case 2: (.partition(node), .heal(node))
-            default: (.diskFull, .diskRecovers)
+            case 3: (.diskFull, .diskRecovers)
+            case 4: (.pause(.node(node)), .resume(.node(node)))
+            default: (.pause(.coordinator), .resume(.coordinator))
             }
             schedule.schedule(.fault(fault), at: at)
             schedule.schedule(.fault(undo), at: min(at + lasts, end))
@@ -81,10 +93,13 @@ extension ClusterSimulation {
         case .crashCoordinator:
             coordinator = nil
             coordinatorIncarnation += 1  // what was in flight to it is lost
+            paused[.coordinator] = nil
         case .restartCoordinator:
             if coordinator == nil { try await startCoordinator() }
         case .crashNode(let index):
+            nodes[index]?.replicas.shutDown()  // its effects die with it
             nodes[index] = nil
+            paused[.node(index)] = nil
         case .restartNode(let index):
             if nodes[index] == nil { startNode(index) }
         case .partition(let index):
@@ -95,7 +110,17 @@ extension ClusterSimulation {
             disk.isFull = true
         case .diskRecovers:
             disk.isFull = false
+        case .pause(let process):
+            if paused[process] == nil { paused[process] = [] }
+        case .resume(let process):
+            resume(process)
         }
+    }
+
+    /// A paused process runs again: what arrived meanwhile is handled now, in order.
+    func resume(_ process: SimulatedProcess) {
+        guard let held = paused.removeValue(forKey: process) else { return }
+        for event in held { schedule.schedule(event, at: now) }
     }
 
     /// The end of the active period: every fault undone, every process running again.
@@ -103,6 +128,7 @@ extension ClusterSimulation {
         trace.note(at: now, "the active period ends: healing everything")
         network.healAll()
         disk.isFull = false
+        for process in paused.keys.sorted(by: { $0.description < $1.description }) { resume(process) }
         if coordinator == nil { try await startCoordinator() }
         for index in nodes.indices where nodes[index] == nil { startNode(index) }
     }

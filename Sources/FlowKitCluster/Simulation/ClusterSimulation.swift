@@ -5,6 +5,10 @@ import ZeroMQ
 /// A whole cluster in one process, from one seed: the real coordinator and node machines over a
 /// simulated network, disk and clock, with clients emitting events and faults injected, then the
 /// checks of ``SimulationChecks``. The same seed replays the same run.
+///
+/// Nodes run their own entries' effects for real; the simulation's effects only wait to be
+/// cancelled (they never send, so they change nothing the seed decides), and the effect runtime
+/// registers and unregisters cancel ids synchronously, so what is running is deterministic too.
 final class ClusterSimulation {
     let seed: UInt64
     let options: SimulationOptions
@@ -23,6 +27,8 @@ final class ClusterSimulation {
     var nextRequest: UInt64 = 1
     /// When the last sync asked for finishes.
     private var lastSyncDone: UInt64 = 0
+    /// Processes that stopped running, and what arrived for them meanwhile, in order.
+    var paused: [SimulatedProcess: [SimulationEvent]] = [:]
     let coordinatorConfiguration: CoordinatorConfiguration
 
     init(seed: UInt64, options: SimulationOptions) {
@@ -63,13 +69,25 @@ final class ClusterSimulation {
                 healed = true
                 try await healEverything()
             }
+            if let process = event.process, paused[process] != nil {
+                hold(event, for: process)
+                continue
+            }
             try await handle(event, activeEnd: activeEnd)
         }
         now = end
-        return await SimulationChecks(simulation: self).failures()
+        let failures = await SimulationChecks(simulation: self).failures()
+        for case let node? in nodes { node.replicas.shutDown() }
+        return failures
     }
 
     // MARK: Events
+
+    /// Keeps an event for a paused process until it resumes; of its timers, one of each.
+    private func hold(_ event: SimulationEvent, for process: SimulatedProcess) {
+        if let timer = event.timer, paused[process]!.contains(where: { $0.timer == timer }) { return }
+        paused[process]!.append(event)
+    }
 
     private func handle(_ event: SimulationEvent, activeEnd: UInt64) async throws {
         switch event {
@@ -208,8 +226,9 @@ final class ClusterSimulation {
                         history.violations.append("node \(node.index) (run \(node.incarnation)) applied seq \(entry.seq) after \(node.lastApplied)")
                     }
                     node.lastApplied = entry.seq
-                    node.replicas.apply(entry, runEffects: false)
-                    if node.machine.isOwn(entry) { history.noteEffects(of: entry, ranOn: node.index, session: node.machine.session) }
+                    let isOwn = node.machine.isOwn(entry)
+                    node.replicas.apply(entry, runEffects: isOwn)
+                    if isOwn { history.noteEffects(of: entry, ranOn: node.index, session: node.machine.session) }
                 }
             case .restore(let seq, let instances):
                 do {

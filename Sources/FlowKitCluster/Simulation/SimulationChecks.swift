@@ -18,7 +18,9 @@ package struct SimulationFailure: Sendable, CustomStringConvertible {
 ///   at the seq it was told;
 /// - every node applied every seq once, in order, and converged: its applied seq is the head and
 ///   its state's digest is that of the log replayed from scratch;
-/// - an entry's effects would run only on the node and session that submitted it, and once.
+/// - an entry's effects would run only on the node and session that submitted it, and once;
+/// - at the end, each node runs exactly the effects of its own entries that no cancel ordered
+///   after them stopped.
 struct SimulationChecks {
     let simulation: ClusterSimulation
 
@@ -36,9 +38,7 @@ struct SimulationChecks {
         }
         var seqsOfToken: [String: [UInt64]] = [:]
         for entry in log {
-            if case .append(let token)? = try? JSONDecoder().decode(SimulationFlow.Event.self, from: Data(entry.payload)) {
-                seqsOfToken[token, default: []].append(entry.seq)
-            }
+            if let event = Self.event(entry) { seqsOfToken[SimulationFlow.token(of: event), default: []].append(entry.seq) }
         }
         for (token, seqs) in seqsOfToken.sorted(by: { $0.key < $1.key }) where seqs.count > 1 {
             failures.append(SimulationFailure(check: "nothing ordered twice", detail: "\(token) is in the log at seqs \(seqs)"))
@@ -75,7 +75,49 @@ struct SimulationChecks {
                 )
             }
         }
+        failures += runningEffects(log)
         return Self.abridged(failures)
+    }
+
+    /// On every node, exactly the effects of its own `work` entries that no cancel ordered after
+    /// them stopped: none of another node's, none cancelled, none missing.
+    private func runningEffects(_ log: [Entry]) -> [SimulationFailure] {
+        var failures: [SimulationFailure] = []
+        for case let node? in simulation.nodes {
+            var expected: [String: Set<String>] = [:]
+            for entry in log {
+                switch entry.kind {
+                case .event where node.machine.isOwn(entry):
+                    if case .work(let token)? = Self.event(entry) { expected[entry.address, default: []].insert(token) }
+                case .cancel:
+                    expected[entry.address]?.remove(String(decoding: entry.payload, as: UTF8.self))
+                case .cancelAll:
+                    expected[entry.address] = nil
+                default:
+                    break
+                }
+            }
+            for key in 0..<8 {
+                let address = "sim/k\(key)"
+                let running = (try? Address(parsing: address)).flatMap { node.replicas.replica(at: $0)?.runningCancelIDs } ?? []
+                let wanted = expected[address] ?? []
+                guard running != wanted else { continue }
+                let missing = wanted.subtracting(running).sorted()
+                let extra = running.subtracting(wanted).sorted()
+                failures.append(
+                    SimulationFailure(
+                        check: "effects run on their origin until cancelled",
+                        detail: "node \(node.index) at \(address): not running \(missing), running but should not \(extra)"
+                    )
+                )
+            }
+        }
+        return failures
+    }
+
+    static func event(_ entry: Entry) -> SimulationFlow.Event? {
+        guard entry.kind == .event else { return nil }
+        return try? JSONDecoder().decode(SimulationFlow.Event.self, from: Data(entry.payload))
     }
 
     /// At most `limit` failures of each check, and how many more there were.

@@ -3,6 +3,8 @@ import FlowKit
 /// The flow a simulation's clients drive: every event carries a token no other event carries, so
 /// an acknowledged event can be found in the log, and the state is the tokens in the order they
 /// were applied, so two replicas agree only if they applied the same entries in the same order.
+/// A `work` event starts an effect that runs until it is cancelled by its token: the checks find
+/// it running on its origin node, and nowhere else, unless a cancel was ordered after it.
 struct SimulationFlow: ReplicatedFlow {
     struct State: Codable, Hashable, Sendable {
         var tokens: [String] = []
@@ -10,8 +12,8 @@ struct SimulationFlow: ReplicatedFlow {
 
     enum Event: Codable, Hashable, Sendable {
         case append(String)
-        /// Marks the instance's effects cancelled at this point of the order.
-        case stop
+        /// Starts an effect, cancellable by the token, that never ends by itself.
+        case work(String)
     }
 
     static let initialState = State()
@@ -21,9 +23,16 @@ struct SimulationFlow: ReplicatedFlow {
         case .append(let token):
             state.tokens.append(token)
             return .none
-        case .stop:
-            state.tokens.append("stop")
-            return .none
+        case .work(let token):
+            state.tokens.append(token)
+            return .run { _ in try await Task.sleep(for: .seconds(100_000_000)) }.cancellable(id: token)
+        }
+    }
+
+    /// The token an event carries.
+    static func token(of event: Event) -> String {
+        switch event {
+        case .append(let token), .work(let token): token
         }
     }
 

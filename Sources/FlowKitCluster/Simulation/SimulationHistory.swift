@@ -17,8 +17,12 @@ struct SimulationHistory {
     var faults: [String] = []
     private(set) var answers = 0
 
-    mutating func noteEmit(request: UInt64, token: String, node: Int) {
+    /// The tokens of effect-starting events sent to each address, for cancels to name.
+    private(set) var work: [String: [String]] = [:]
+
+    mutating func noteEmit(request: UInt64, token: String, node: Int, address: String, startsWork: Bool) {
         emits[request] = Emit(token: token, node: node)
+        if startsWork { work[address, default: []].append(token) }
     }
 
     mutating func note(_ reply: ClientReply, from node: Int, at micros: UInt64) {

@@ -14,6 +14,46 @@ enum SimulationEvent {
     case fault(SimulatedFault)
 }
 
+/// A process of the simulated cluster.
+enum SimulatedProcess: Hashable, CustomStringConvertible {
+    case coordinator
+    case node(Int)
+
+    var description: String {
+        switch self {
+        case .coordinator: "the coordinator"
+        case .node(let index): "node \(index)"
+        }
+    }
+}
+
+extension SimulationEvent {
+    /// The process that handles the event, if one does.
+    var process: SimulatedProcess? {
+        switch self {
+        case .deliver(let packet):
+            switch packet.to {
+            case .coordinatorSubmit, .coordinatorSync: .coordinator
+            case .nodeSubmit(let node), .nodeSync(let node), .nodeSubscriber(let node), .nodeClient(let node): .node(node)
+            case .clients: nil
+            }
+        case .nodeTick(let node, _): .node(node)
+        case .coordinatorHeartbeat, .coordinatorStatus, .commitDone: .coordinator
+        case .clientEmit, .fault: nil
+        }
+    }
+
+    /// A timer that sets itself again: a paused process owes one of each, not one per period.
+    var timer: String? {
+        switch self {
+        case .nodeTick: "tick"
+        case .coordinatorHeartbeat: "heartbeat"
+        case .coordinatorStatus: "status"
+        case .deliver, .commitDone, .clientEmit, .fault: nil
+        }
+    }
+}
+
 /// A fault the simulation injects.
 enum SimulatedFault: CustomStringConvertible {
     case crashCoordinator
@@ -25,6 +65,10 @@ enum SimulatedFault: CustomStringConvertible {
     /// The disk refuses writes until ``diskRecovers``.
     case diskFull
     case diskRecovers
+    /// The process stops running (a SIGSTOP, a long pause): what arrives for it waits, and its
+    /// timers do not fire, until it resumes.
+    case pause(SimulatedProcess)
+    case resume(SimulatedProcess)
 
     var description: String {
         switch self {
@@ -36,6 +80,8 @@ enum SimulatedFault: CustomStringConvertible {
         case .heal(let node): "heal node \(node)'s partition"
         case .diskFull: "fill the coordinator's disk"
         case .diskRecovers: "free the coordinator's disk"
+        case .pause(let process): "pause \(process)"
+        case .resume(let process): "resume \(process)"
         }
     }
 }

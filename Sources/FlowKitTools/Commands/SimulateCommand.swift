@@ -14,7 +14,8 @@ struct SimulateCommand: AsyncParsableCommand {
             syncs take time and that can fill up, and a simulated clock. Clients emit events for \
             --active-seconds of simulated time while faults strike: the coordinator crashes and \
             restarts (losing what it had not synced), nodes crash and restart empty, nodes are \
-            partitioned from the coordinator, the disk refuses writes. Then every fault is healed and \
+            partitioned from the coordinator, the disk refuses writes, a process pauses (what arrives \
+            for it waits until it resumes). Then every fault is healed and \
             the cluster has --settle-seconds to converge, and the seed is checked:
 
               the log is whole: seqs 1 to the head, none missing or repeated
