@@ -118,7 +118,8 @@ package final class ChildProcess: Sendable, CustomStringConvertible {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 
-    private static func findProgram(_ name: String) -> String? {
+    /// The path of `name` on `PATH` (or in `/usr/sbin`, `/sbin`), if it is installed.
+    package static func findProgram(_ name: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/sbin:/usr/bin:/sbin:/bin"
         return (path.split(separator: ":").map { "\($0)/\(name)" } + ["/usr/sbin/\(name)", "/sbin/\(name)"])
             .first { access($0, X_OK) == 0 }

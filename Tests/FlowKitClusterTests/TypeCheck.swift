@@ -32,12 +32,26 @@ enum TypeCheck {
     }
 
     /// The module maps of the C modules the flow modules import: those SwiftPM generated for C
-    /// targets (in `<target>.build/`), and CZeroMQ's own.
+    /// targets (in `<target>.build/`), those dependencies ship (`Sources/<module>/include/`, e.g.
+    /// swift-atomics' shims under SwiftNIO), and CZeroMQ's own.
     static func moduleMaps(buildDirectory: String, packageDirectory: String) -> [String] {
-        let generated = ((try? FileManager.default.contentsOfDirectory(atPath: buildDirectory)) ?? [])
-            .filter { $0.hasSuffix(".build") }
+        let files = FileManager.default
+        let targets = (try? files.contentsOfDirectory(atPath: buildDirectory)) ?? []
+        let generated = targets.filter { $0.hasSuffix(".build") }
             .map { "\(buildDirectory)/\($0)/module.modulemap" }
-            .filter { FileManager.default.fileExists(atPath: $0) }
-        return generated + ["\(packageDirectory)/Sources/CZeroMQ/module.modulemap"]
+            .filter { files.fileExists(atPath: $0) }
+        // The build directory is <scratch>/<triple>/debug; dependencies are in <scratch>/checkouts.
+        let checkouts = URL(fileURLWithPath: buildDirectory).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("checkouts").path
+        var shipped: [String] = []
+        for package in (try? files.contentsOfDirectory(atPath: checkouts)) ?? [] {
+            for module in (try? files.contentsOfDirectory(atPath: "\(checkouts)/\(package)/Sources")) ?? [] {
+                let map = "\(checkouts)/\(package)/Sources/\(module)/include/module.modulemap"
+                // Only modules this build compiled, and not twice.
+                if targets.contains("\(module).build"), !generated.contains("\(buildDirectory)/\(module).build/module.modulemap"), files.fileExists(atPath: map) {
+                    shipped.append(map)
+                }
+            }
+        }
+        return generated + shipped + ["\(packageDirectory)/Sources/CZeroMQ/module.modulemap"]
     }
 }

@@ -1,0 +1,100 @@
+import FlowKitCluster
+import FlowKitProcesses
+import Foundation
+
+/// A one-member etcd run as a child process, its data in a directory of its own: the election
+/// service `flowkit cluster --coordinators 3` starts, and the tests' too.
+package struct EtcdServer: Sendable {
+    package let process: ChildProcess
+    /// Where clients reach it: `http://127.0.0.1:port`.
+    package let clientURL: String
+    package let peerURL: String
+    package let dataDirectory: String
+
+    /// Whether the `etcd` binary is installed (Debian's `etcd-server`).
+    package static var isInstalled: Bool { ChildProcess.findProgram("etcd") != nil }
+
+    /// Starts etcd and waits until it serves.
+    ///
+    /// - Parameters:
+    ///   - directory: Its output files go here, and its data in `directory/name.data` (kept: a
+    ///     restart on the same directory and ports finds its keys and leases again).
+    ///   - clientPort: The client port (0: a free one).
+    ///   - peerPort: The peer port (0: a free one).
+    package static func start(
+        directory: String,
+        name: String = "etcd",
+        clientPort: Int = 0,
+        peerPort: Int = 0,
+        whenParentDies: ChildProcess.ParentDeath = .killed
+    ) async throws -> EtcdServer {
+        guard let etcd = ChildProcess.findProgram("etcd") else {
+            throw ChildProcessError("etcd is not installed: apt-get install -y etcd-server etcd-client (scripts/install-deps does)")
+        }
+        let clientURL = "http://127.0.0.1:\(clientPort == 0 ? try freePort() : clientPort)"
+        let peerURL = "http://127.0.0.1:\(peerPort == 0 ? try freePort() : peerPort)"
+        let dataDirectory = "\(directory)/\(name).data"
+        let process = try ChildProcess.spawn(
+            executable: etcd,
+            arguments: [
+                "--name", name, "--data-dir", dataDirectory,
+                "--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,
+                "--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+                "--initial-cluster", "\(name)=\(peerURL)",
+                "--logger", "zap", "--log-level", "warn",
+            ],
+            name: name,
+            directory: directory,
+            appendingStderr: true,
+            whenParentDies: whenParentDies
+        )
+        let server = EtcdServer(process: process, clientURL: clientURL, peerURL: peerURL, dataDirectory: dataDirectory)
+        try await server.waitUntilServing(timeout: .seconds(20))
+        return server
+    }
+
+    /// Starts it again on the same ports and data, after it was stopped or killed.
+    package func restarted(directory: String, name: String = "etcd") async throws -> EtcdServer {
+        try await Self.start(directory: directory, name: name, clientPort: Self.port(clientURL), peerPort: Self.port(peerURL))
+    }
+
+    /// Waits until a read succeeds.
+    package func waitUntilServing(timeout: Duration) async throws {
+        let client = try EtcdClient(endpoints: [clientURL], timeout: .seconds(1))
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if (try? await client.get("/flowkit-health")) != nil { return }
+            if let status = process.reapIfExited() {
+                throw ChildProcessError("etcd exited (status \(status)) before serving:\n\(process.stderrReport())")
+            }
+            guard ContinuousClock.now < deadline else {
+                throw ChildProcessError("etcd did not serve on \(clientURL) within \(timeout):\n\(process.stderrReport())")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    private static func port(_ url: String) -> Int {
+        Int(url.split(separator: ":").last ?? "") ?? 0
+    }
+
+    /// A TCP port nothing listens on now, chosen by the kernel.
+    package static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ChildProcessError("socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw ChildProcessError("bind: \(String(cString: strerror(errno)))") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

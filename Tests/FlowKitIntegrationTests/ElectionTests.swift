@@ -1,0 +1,186 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import FlowKitCluster
+import FlowKitCommands
+import FlowKitProcesses
+import Foundation
+import Logging
+import Testing
+
+/// The election against a real etcd (Debian's `etcd-server`, a child process on free loopback
+/// ports, its data in a temporary directory): the client's calls through the JSON gateway, a
+/// leader chosen among three coordinators' elections, takeover when a leader's lease lapses or is
+/// given back, fencing when etcd itself is gone.
+extension MultiProcessTests {
+    @Suite("Election on etcd", .serialized, .timeLimit(.minutes(2)))
+    struct ElectionTests {
+        static let endpoints = CoordinatorEndpoints(submit: "tcp://127.0.0.1:1", publish: "tcp://127.0.0.1:2", sync: "tcp://127.0.0.1:3")
+
+        func withEtcd(_ body: (EtcdServer, String) async throws -> Void) async throws {
+            let directory = try ClusterCommandProcess.makeDirectory()
+            let server = try await EtcdServer.start(directory: directory)
+            do {
+                try await body(server, directory)
+            } catch {
+                print(server.process.stderrReport())
+                await server.process.kill9()
+                throw error
+            }
+            await server.process.kill9()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+
+        func election(_ server: EtcdServer, prefix: String) throws -> EtcdElection {
+            EtcdElection(client: try EtcdClient(endpoints: [server.clientURL], timeout: .milliseconds(500)), prefix: prefix)
+        }
+
+        func coordinator(_ id: String, _ server: EtcdServer, prefix: String) throws -> (CoordinatorElection, Task<Void, Never>) {
+            var logger = Logger(label: "election.\(id)")
+            logger.logLevel = .warning
+            let election = CoordinatorElection(
+                settings: .init(id: id, endpoints: Self.endpoints, leaseSeconds: 2),
+                election: try election(server, prefix: prefix),
+                logger: logger
+            )
+            return (election, Task { await election.run() })
+        }
+
+        func leaders(_ elections: [CoordinatorElection]) -> [LeaderRecord] {
+            elections.compactMap { election in
+                if case .leading(let record) = election.role, election.mayLead() { record } else { nil }
+            }
+        }
+
+        @Test func theClientSpeaksEtcdsJSONGateway() async throws {
+            try await withEtcd { server, _ in
+                let client = try EtcdClient(endpoints: ["http://127.0.0.1:1", server.clientURL])  // the first refuses
+                let revision = try await client.put("/t/a", Array("one".utf8))
+                try await client.put("/t/b", Array("two".utf8))
+                let (a, _) = try await client.get("/t/a")
+                #expect(a?.value == Array("one".utf8) && a?.createRevision == revision)
+                #expect(try await client.get("/t/missing").0 == nil)
+                #expect(try await client.get(prefix: "/t/").map(\.key) == ["/t/a", "/t/b"])
+
+                // A transaction runs one branch, atomically, and reports what its gets read.
+                let lost = try await client.transaction(when: [.absent("/t/a")], then: [.put("/t/a", [1])], otherwise: [.get("/t/a")])
+                #expect(!lost.succeeded && lost.reads.first??.value == Array("one".utf8))
+                let won = try await client.transaction(when: [.equal("/t/a", .modRevision(revision))], then: [.put("/t/a", [2]), .get("/t/b")])
+                #expect(won.succeeded && won.reads.first??.value == Array("two".utf8))
+
+                // Keys on a lease go with it.
+                let lease = try await client.grantLease(ttl: 5)
+                try await client.put("/t/leased", [1], lease: lease.id)
+                #expect(try await client.keepAlive(lease.id) >= 4)
+                try await client.revoke(lease.id)
+                #expect(try await client.get("/t/leased").0 == nil)
+                await #expect(throws: EtcdError.self) { try await client.keepAlive(lease.id) }
+                try await client.revoke(lease.id)  // revoking twice is not an error
+
+                // A watch sees every change after it starts, in order.
+                let changes = client.watch("/t/", prefix: true)
+                let seen = Task {
+                    var events: [EtcdWatchEvent] = []
+                    for try await batch in changes {
+                        events += batch
+                        if events.count >= 2 { break }
+                    }
+                    return events
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                try await client.put("/t/c", [3])
+                _ = try await client.transaction(when: [], then: [.delete("/t/c")])
+                let events = try await seen.value
+                #expect(events.map(\.kind) == [.put, .delete] && events.allSatisfy { $0.keyValue.key == "/t/c" })
+            }
+        }
+
+        @Test func oneOfThreeLeadsAndTheOthersFollowItsRecord() async throws {
+            try await withEtcd { server, _ in
+                let started = try ["c1", "c2", "c3"].map { try coordinator($0, server, prefix: "/flowkit/three") }
+                let elections = started.map(\.0)
+                defer { started.forEach { $0.1.cancel() } }
+                let leader = try await eventually("one coordinator leads") { leaders(elections).count == 1 ? leaders(elections)[0] : nil }
+                #expect(leader.epoch == 1)
+                try await eventually("the others follow it") {
+                    elections.filter { $0.role == .following(leader) }.count == 2 ? true : nil
+                }
+                // The leader renews its lease: it still leads after several lease lengths.
+                try await Task.sleep(for: .seconds(5))
+                #expect(leaders(elections) == [leader])
+            }
+        }
+
+        @Test func aLeaderThatDiesIsReplacedOnceItsLeaseLapsesInALargerEpoch() async throws {
+            try await withEtcd { server, _ in
+                // A leader that wins and dies at once: a lease, a campaign, and no renewal.
+                let election = try election(server, prefix: "/flowkit/lapse")
+                let lease = try await election.client.grantLease(ttl: 2)
+                let dead = LeaderRecord(id: "c1", epoch: 1, endpoints: Self.endpoints)
+                guard case .won(let deadEpoch) = try await election.campaign(lease: lease.id, candidate: dead) else {
+                    Issue.record("the first campaign lost")
+                    return
+                }
+                let died = ContinuousClock.now
+                let started = try ["c2", "c3"].map { try coordinator($0, server, prefix: "/flowkit/lapse") }
+                defer { started.forEach { $0.1.cancel() } }
+                let elections = started.map(\.0)
+                try await eventually("both follow the dead leader", timeout: .seconds(1)) {
+                    elections.allSatisfy { $0.role.leader?.id == "c1" } ? true : nil
+                }
+                let successor = try await eventually("another leads", timeout: .seconds(6)) { leaders(elections).first }
+                let takeover = ContinuousClock.now - died
+                print("election: a dead leader's lease of 2 s was taken over after \(takeover)")
+                #expect(successor.epoch > deadEpoch)
+                #expect(takeover < .seconds(4), "takeover took \(takeover)")
+                // The seat is not taken twice.
+                try await Task.sleep(for: .milliseconds(500))
+                #expect(leaders(elections) == [successor])
+            }
+        }
+
+        @Test func aLeaderThatStopsGivesItsSeatBackAtOnce() async throws {
+            try await withEtcd { server, _ in
+                let first = try coordinator("c1", server, prefix: "/flowkit/handover")
+                let leader = try await eventually("c1 leads") { leaders([first.0]).first }
+                let second = try coordinator("c2", server, prefix: "/flowkit/handover")
+                defer { second.1.cancel() }
+                try await eventually("c2 follows") { second.0.role == .following(leader) ? true : nil }
+                let stopped = ContinuousClock.now
+                first.1.cancel()
+                await first.1.value
+                let next = try await eventually("c2 leads", timeout: .seconds(5)) { leaders([second.0]).first }
+                let handover = ContinuousClock.now - stopped
+                print("election: a stopping leader handed over in \(handover)")
+                #expect(next.epoch == leader.epoch + 1)
+                // Revoked, not lapsed: well under the 2 s lease.
+                #expect(handover < .seconds(1), "handover took \(handover)")
+            }
+        }
+
+        @Test func withoutEtcdTheLeaderStopsActingWithinItsLeaseAndLeadsAgainWhenEtcdIsBack() async throws {
+            try await withEtcd { server, directory in
+                let (election, task) = try coordinator("c1", server, prefix: "/flowkit/fence")
+                defer { task.cancel() }
+                let record = try await eventually("c1 leads") { leaders([election]).first }
+                await server.process.kill9()
+                let killed = ContinuousClock.now
+                try await eventually("c1 stops acting", timeout: .seconds(3)) { election.mayLead() ? nil : true }
+                let fenced = ContinuousClock.now - killed
+                print("election: etcd killed; the leader stopped acting after \(fenced)")
+                #expect(fenced < .seconds(2), "the leader acted \(fenced) after etcd went, past its 2 s lease")
+                try await eventually("c1 steps down", timeout: .seconds(1)) { election.role == .seeking ? true : nil }
+                // etcd back, with its data: the old lease expires there, and c1 leads again.
+                let restarted = try await server.restarted(directory: directory)
+                do {
+                    let again = try await eventually("c1 leads again", timeout: .seconds(10)) { leaders([election]).first }
+                    #expect(again.epoch > record.epoch)
+                } catch {
+                    await restarted.process.kill9()
+                    throw error
+                }
+                await restarted.process.kill9()
+            }
+        }
+    }
+}
