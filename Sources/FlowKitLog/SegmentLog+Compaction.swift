@@ -72,3 +72,67 @@ extension SegmentLog {
         logger.info("reset the log", metadata: ["flowkit.log.next_seq": "\(newNext)"])
     }
 }
+
+extension SegmentLog {
+    /// Drops every record after `seq`, durably.
+    ///
+    /// For a follower whose log holds entries its leader's does not: written by a leader that was
+    /// deposed before they were committed, so nobody was told of them. Later segments are deleted
+    /// first, newest first, then the segment holding `seq + 1` is cut before it and synced: a crash
+    /// part-way leaves a valid log that ends somewhere between `seq` and the old end.
+    /// - Throws: ``LogError/Code/invalidArgument`` if records are pending, or if `seq` is before the
+    ///   log's first record less one (compaction removed what would be kept).
+    public func removeSuffix(after seq: UInt64) throws {
+        try checkOpen()
+        guard pendingRecords == 0 else {
+            throw LogError(.invalidArgument, "cutting the log with \(pendingRecords) uncommitted records; commit them first")
+        }
+        guard let last = committed.lastSeq, seq < last, let first = segments.first?.firstSeq else { return }
+        guard seq + 1 >= first else {
+            throw LogError(.invalidArgument, "cannot keep the log up to seq \(seq): compaction removed everything before \(first)")
+        }
+        let index = segmentIndex(containing: seq + 1)
+        while segments.count > index + 1 {
+            let segment = segments.removeLast()
+            segment.close(fileSystem)
+            try fileSystem.remove(segment.path)
+        }
+        let segment = segments[index]
+        let cut = try offset(of: seq + 1, in: segment)
+        let fd = try segment.descriptor(fileSystem)
+        try fileSystem.truncate(fd, to: cut, path: segment.path)
+        try fileSystem.sync(fd, path: segment.path)
+        try fileSystem.syncDirectory(directory)
+        segment.size = cut
+        segment.forget(after: seq)
+        segment.needsSync = false
+        committed = Checkpoint(segmentCount: segments.count, activeSize: cut, lastSeq: seq >= first ? seq : nil)
+        logger.notice("cut the log's uncommitted tail", metadata: ["flowkit.log.kept_through": "\(seq)", "flowkit.log.dropped": "\(last - seq)"])
+    }
+
+    /// The file offset of record `seq` in `segment`.
+    private func offset(of seq: UInt64, in segment: Segment) throws -> Int {
+        var scanner = RecordScanner(
+            fd: try segment.descriptor(fileSystem),
+            path: segment.path,
+            from: segment.offset(scanningFor: seq),
+            end: segment.size,
+            chunkSize: 64 << 10,
+            fileSystem: fileSystem
+        )
+        while true {
+            switch try scanner.next(buffer: &readBuffer) {
+            case .record(let record) where record.seq == seq:
+                return record.offset
+            case .record(let record) where record.seq < seq:
+                continue
+            case .record(let record):
+                throw LogError(.corrupt, "seq \(record.seq) where \(seq) was expected", path: segment.path)
+            case .damaged(let offset, let reason):
+                throw LogError(.corrupt, "record at offset \(offset) failed validation (\(reason))", path: segment.path)
+            case .end:
+                throw LogError(.corrupt, "seq \(seq) is not in its segment", path: segment.path)
+            }
+        }
+    }
+}

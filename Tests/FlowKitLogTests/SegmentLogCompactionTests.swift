@@ -98,4 +98,39 @@ struct SegmentLogCompactionTests {
         #expect(segmentFiles(in: dir.path) == ["00000000000000000500.seg"])
         #expect(capture.contains(.notice, "interrupted reset"))
     }
+
+    @Test func removeSuffixCutsTheTailAcrossSegmentsAndTheLogGoesOnFromThere() throws {
+        let dir = TemporaryDirectory("suffix")
+        let log = try filledLog(dir)
+        let starts = segmentStarts(dir)
+        #expect(starts.count > 5)
+        // Inside the third segment: later segments go, the third is cut after the seq.
+        let keep = starts[2] + 3
+        try log.removeSuffix(after: keep)
+        #expect(log.lastSeq == keep && log.nextSeq == keep + 1)
+        #expect(segmentStarts(dir) == Array(starts.prefix(3)))
+        #expect(try readAll(log) == records(1...keep, size: 40))
+        // Different entries at the cut seqs: appended, committed, and there after a reopen.
+        try log.append(records(keep + 1...keep + 20, size: 30))
+        try log.commit()
+        log.close()
+        let reopened = try SegmentLog(directory: dir.path, options: options, logger: quietLogger)
+        #expect(try readAll(reopened) == records(1...keep, size: 40) + records(keep + 1...keep + 20, size: 30))
+
+        // At a segment's start: the segment stays, empty, and appends go on from the seq after.
+        try reopened.removeSuffix(after: starts[1] - 1)
+        #expect(reopened.lastSeq == starts[1] - 1 && segmentStarts(dir) == Array(starts.prefix(2)))
+        try reopened.append(records(starts[1]...starts[1] + 1))
+        try reopened.commit()
+        #expect(try readAll(reopened) == records(1...starts[1] - 1, size: 40) + records(starts[1]...starts[1] + 1))
+
+        // Past the end: nothing to do. Before the compacted start: refused.
+        try reopened.removeSuffix(after: 10_000)
+        try reopened.removePrefix(through: starts[1] - 1)
+        let refused = #expect(throws: LogError.self) { try reopened.removeSuffix(after: starts[1] - 2) }
+        #expect(refused?.code == .invalidArgument)
+        // Everything the log still holds: empty, at the same position.
+        try reopened.removeSuffix(after: starts[1] - 1)
+        #expect(reopened.lastSeq == nil && reopened.nextSeq == starts[1])
+    }
 }

@@ -33,6 +33,10 @@ final class DurableEntryLog: EntryLog {
         _ = try log.removePrefix(through: seq)
     }
 
+    func removeSuffix(after seq: UInt64) throws {
+        try log.removeSuffix(after: seq)
+    }
+
     func close() {
         log.close()
     }

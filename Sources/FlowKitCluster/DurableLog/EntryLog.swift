@@ -17,6 +17,9 @@ protocol EntryLog: AnyObject {
     func read(from seq: UInt64, maxCount: Int, maxBytes: Int) throws -> [[UInt8]]
     /// Drops entries up to `seq` (whole segments at most), once a durable snapshot covers them.
     func removePrefix(through seq: UInt64) throws
+    /// Drops every entry after `seq`, durably: a follower coordinator's tail that its leader's log
+    /// does not hold (ordered by a deposed leader, never committed).
+    func removeSuffix(after seq: UInt64) throws
 }
 
 /// An in-memory log: for tests and for clusters that need no durability.
@@ -50,6 +53,14 @@ final class MemoryEntryLog: EntryLog {
             bytes += record.count
         }
         return result
+    }
+
+    func removeSuffix(after seq: UInt64) throws {
+        guard seq < lastSeq else { return }
+        guard seq + 1 >= firstSeq else {
+            throw ProtocolError(.internalError, "cannot keep the log up to \(seq): it starts at \(firstSeq)")
+        }
+        records.removeLast(Int(lastSeq - seq))
     }
 
     func removePrefix(through seq: UInt64) throws {

@@ -39,6 +39,13 @@
         seq >= firstSeqOfEpoch ? epoch : history.epoch(of: seq)
     }
 
+    /// The epochs of the durable log, this one's entries included.
+    var epochs: EpochHistory {
+        var epochs = history
+        if durableHead >= firstSeqOfEpoch { epochs.note(seq: firstSeqOfEpoch, epoch: epoch) }
+        return epochs
+    }
+
     /// Orders one submission.
     ///
     /// - Parameters:
@@ -118,5 +125,12 @@ struct EpochHistory: Sendable {
             if starts[middle].seq <= seq { low = middle + 1 } else { high = middle }
         }
         return low == 0 ? nil : starts[low - 1].epoch
+    }
+
+    /// The last seq of the latest run of entries whose epoch is at most `epoch`, in a log that
+    /// ends at `logEnd`; 0 if every entry is of a later epoch. Epochs only grow along a log.
+    func end(ofEpochAtMost epoch: UInt32, logEnd: UInt64) -> UInt64 {
+        guard let index = starts.lastIndex(where: { $0.epoch <= epoch }) else { return 0 }
+        return index + 1 < starts.count ? starts[index + 1].seq - 1 : logEnd
     }
 }

@@ -51,6 +51,18 @@ public struct Entry: Sendable, Equatable {
     /// The fixed part of the record, before the address.
     static let fixedSize = 50
 
+    /// The seq of an encoded entry record (its first field), without decoding the rest.
+    static func peekSeq(_ record: [UInt8]) -> UInt64? {
+        guard record.count >= 12 else { return nil }
+        return record[0..<8].reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// The epoch of an encoded entry record (its second field).
+    static func peekEpoch(_ record: [UInt8]) -> UInt32? {
+        guard record.count >= 12 else { return nil }
+        return record[8..<12].reduce(0) { $0 << 8 | UInt32($1) }
+    }
+
     func encode(into writer: inout ByteWriter) {
         writer.write(seq)
         writer.write(epoch)

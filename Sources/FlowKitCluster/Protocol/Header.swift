@@ -6,6 +6,7 @@
     case hello = 0x03
     case welcome = 0x04
     case nodeReport = 0x05
+    case notLeader = 0x06
     // Coordinator → everyone, on the publish socket.
     case entries = 0x10
     case heartbeat = 0x11
@@ -16,6 +17,9 @@
     case range = 0x21
     case snapshotRequest = 0x22
     case snapshotChunk = 0x23
+    // Between coordinators, on the leader's sync socket.
+    case fetch = 0x24
+    case fetched = 0x25
     // A node's client socket.
     case emit = 0x30
     case emitted = 0x31
@@ -39,6 +43,7 @@
         case .hello: "HELLO"
         case .welcome: "WELCOME"
         case .nodeReport: "NODE_REPORT"
+        case .notLeader: "NOT_LEADER"
         case .entries: "ENTRIES"
         case .heartbeat: "HEARTBEAT"
         case .clusterStatus: "CLUSTER_STATUS"
@@ -47,6 +52,8 @@
         case .range: "RANGE"
         case .snapshotRequest: "SNAPSHOT_REQUEST"
         case .snapshotChunk: "SNAPSHOT_CHUNK"
+        case .fetch: "FETCH"
+        case .fetched: "FETCHED"
         case .emit: "EMIT"
         case .emitted: "EMITTED"
         case .query: "QUERY"

@@ -1,0 +1,143 @@
+/// `FETCH`, from a follower coordinator to the leader's sync socket: "I hold the log durably up to
+/// `durable`, whose entry the epoch `lastEpoch` ordered; send what follows."
+///
+/// Frames: `[header request:u64 epoch:u32 durable:u64 last-epoch:u32 max-bytes:u32 id:short-string]`.
+/// `epoch` is the leader's epoch as the follower knows it. Answered by ``FetchedMessage``; the
+/// leader holds a FETCH for up to its `wait` when it has nothing new, so a caught-up follower
+/// hears of the next write at once. A FETCH also tells the leader how far the follower got: the
+/// leader commits an entry once every in-sync coordinator's FETCH says it holds it.
+@_spi(Wire) public struct FetchRequest: Sendable, Equatable {
+    public var request: UInt64
+    public var epoch: UInt32
+    public var durable: UInt64
+    public var lastEpoch: UInt32
+    public var maxBytes: UInt32
+    /// The follower's coordinator id.
+    public var id: String
+
+    public init(request: UInt64, epoch: UInt32, durable: UInt64, lastEpoch: UInt32, maxBytes: UInt32, id: String) {
+        self.request = request
+        self.epoch = epoch
+        self.durable = durable
+        self.lastEpoch = lastEpoch
+        self.maxBytes = maxBytes
+        self.id = id
+    }
+
+    public var frames: [[UInt8]] {
+        var writer = ByteWriter(capacity: 40 + id.utf8.count)
+        WireHeader.write(.fetch, into: &writer)
+        writer.write(request)
+        writer.write(epoch)
+        writer.write(durable)
+        writer.write(lastEpoch)
+        writer.write(maxBytes)
+        writer.writeShortString(id)
+        return [writer.bytes]
+    }
+
+    init(reader: inout ByteReader) throws {
+        request = try reader.readUInt64("request")
+        epoch = try reader.readUInt32("epoch")
+        durable = try reader.readUInt64("durable")
+        lastEpoch = try reader.readUInt32("last epoch")
+        maxBytes = try reader.readUInt32("max bytes")
+        id = try reader.readShortString("id")
+        guard !id.isEmpty else { throw ProtocolError(.malformed, "FETCH needs the follower's coordinator id") }
+        guard (durable == 0) == (lastEpoch == 0) else {
+            throw ProtocolError(.malformed, "FETCH: last epoch is 0 exactly when durable is 0; got durable \(durable), last epoch \(lastEpoch)")
+        }
+    }
+}
+
+/// `FETCHED`, the leader's answer to a ``FetchRequest``.
+///
+/// Frames: `[header request:u64 epoch:u32 committed:u64 keep:u64] [records: (len:u32, entry record)*]`.
+/// `committed` is the leader's commit point. If the follower's log disagrees with the leader's
+/// (its entry at `durable` was ordered in another epoch, or the leader's log ends before it),
+/// `keep` is the last seq the two logs agree on: the follower truncates its log to it and fetches
+/// again; the records frame is then empty. Otherwise `keep` is `UInt64.max` and the records are the
+/// leader's entries from `durable + 1`, byte for byte as its log holds them.
+@_spi(Wire) public struct FetchedMessage: Sendable, Equatable {
+    public static let keepAll = UInt64.max
+
+    public var request: UInt64
+    public var epoch: UInt32
+    public var committed: UInt64
+    public var keep: UInt64
+    public var records: [[UInt8]]
+
+    public init(request: UInt64, epoch: UInt32, committed: UInt64, keep: UInt64 = FetchedMessage.keepAll, records: [[UInt8]]) {
+        self.request = request
+        self.epoch = epoch
+        self.committed = committed
+        self.keep = keep
+        self.records = records
+    }
+
+    public var frames: [[UInt8]] {
+        var header = ByteWriter(capacity: 32)
+        WireHeader.write(.fetched, into: &header)
+        header.write(request)
+        header.write(epoch)
+        header.write(committed)
+        header.write(keep)
+        var body = ByteWriter(capacity: records.reduce(0) { $0 + $1.count + 4 })
+        for record in records { body.writeLengthPrefixed(record) }
+        return [header.bytes, body.bytes]
+    }
+
+    public init(frames: [[UInt8]]) throws {
+        try expectFrames(frames, 2, for: "FETCHED")
+        var (_, reader) = try WireHeader.read(frames[0], expecting: .fetched)
+        request = try reader.readUInt64("request")
+        epoch = try reader.readUInt32("epoch")
+        committed = try reader.readUInt64("committed")
+        keep = try reader.readUInt64("keep")
+        try reader.expectEnd(of: "FETCHED's header")
+        var body = ByteReader(frames[1], context: "FETCHED records")
+        records = try body.readRecords("entry").map { record in
+            var record = record
+            return record.readRest()
+        }
+        guard keep == Self.keepAll || records.isEmpty else {
+            throw ProtocolError(.malformed, "FETCHED carries records or a truncation, not both")
+        }
+    }
+}
+
+/// `NOT_LEADER`, a follower coordinator's answer on its submit socket to a SUBMIT or HELLO: it
+/// does not order; the leader it follows does (or none is known yet: an empty id).
+///
+/// Frames: `[header epoch:u32 id:short-string submit:short-string publish:short-string sync:short-string]`.
+@_spi(Wire) public struct NotLeaderMessage: Sendable, Equatable {
+    public var epoch: UInt32
+    /// The leader's coordinator id; empty while no leader is known.
+    public var id: String
+    public var endpoints: CoordinatorEndpoints
+
+    public init(epoch: UInt32, id: String, endpoints: CoordinatorEndpoints) {
+        self.epoch = epoch
+        self.id = id
+        self.endpoints = endpoints
+    }
+
+    public var frames: [[UInt8]] {
+        var writer = ByteWriter(capacity: 64)
+        WireHeader.write(.notLeader, into: &writer)
+        writer.write(epoch)
+        for field in [id, endpoints.submit, endpoints.publish, endpoints.sync] { writer.writeShortString(field) }
+        return [writer.bytes]
+    }
+
+    public init(frames: [[UInt8]]) throws {
+        try expectFrames(frames, 1, for: "NOT_LEADER")
+        var (_, reader) = try WireHeader.read(frames[0], expecting: .notLeader)
+        epoch = try reader.readUInt32("epoch")
+        id = try reader.readShortString("id")
+        endpoints = CoordinatorEndpoints(
+            submit: try reader.readShortString("submit"), publish: try reader.readShortString("publish"), sync: try reader.readShortString("sync")
+        )
+        try reader.expectEnd(of: "NOT_LEADER")
+    }
+}

@@ -1,0 +1,139 @@
+/// The leader's account of its followers' copies of the log: how far each has made the log
+/// durable, which coordinators are in sync (eligible to lead), and so what is committed.
+///
+/// Kafka's in-sync replicas, with the set kept in the election service: an entry is committed, and
+/// may be acknowledged and published, once every in-sync coordinator holds it durably, the leader
+/// included. Only an in-sync coordinator may become leader, so whoever leads next holds every
+/// committed entry. A follower that has not caught up with the leader's log for ``lagTimeout`` is
+/// proposed out of the set (commits then go on without it); one that holds everything committed
+/// is proposed back in. While a change is being written to the election service, both the old and
+/// the new set must hold an entry for it to commit: whichever set the service holds at any moment,
+/// each of its members holds everything committed.
+///
+/// Times are microseconds; no I/O: the coordinator writes the proposed sets to etcd and reports
+/// back with ``eligibleWritten(_:)`` or ``eligibleWriteFailed()``.
+struct ReplicationProgress {
+    struct Follower: Equatable {
+        /// The last seq it holds durably, in a log that agrees with the leader's.
+        var durable: UInt64 = 0
+        /// The leader's log end when it last fetched: reaching it counts as caught up.
+        var writtenAtLastFetch: UInt64 = 0
+        /// When it last caught up with the leader's log.
+        var caughtUpAt: UInt64
+        var lastFetchAt: UInt64
+    }
+
+    let leader: String
+    /// The set the election service holds.
+    private(set) var eligible: Set<String>
+    /// A set being written to the election service, if any.
+    private(set) var proposed: Set<String>?
+    private(set) var followers: [String: Follower] = [:]
+    /// The leader's own durable log end.
+    private(set) var written: UInt64
+    /// Every entry up to here is held by every in-sync coordinator.
+    private(set) var committed: UInt64
+    /// The fewest in-sync coordinators, the leader included, for anything to commit.
+    let minInSync: Int
+    let lagTimeout: UInt64
+
+    /// - Parameters:
+    ///   - eligible: The set the election service holds (`nil`: none written yet, so every
+    ///     coordinator in `members` counts).
+    ///   - committed: What is known to be committed (at least what this coordinator saw committed
+    ///     as a follower).
+    init(leader: String, members: [String], eligible: [String]?, written: UInt64, committed: UInt64, minInSync: Int, lagTimeout: UInt64, now: UInt64) {
+        self.leader = leader
+        let initial = Set(eligible ?? members).union([leader])
+        self.eligible = initial
+        self.written = written
+        self.committed = min(committed, written)
+        self.minInSync = minInSync
+        self.lagTimeout = lagTimeout
+        for member in members where member != leader {
+            followers[member] = Follower(caughtUpAt: now, lastFetchAt: now)
+        }
+        // No set yet (the cluster's first leader): it is written at the first tick.
+        mustWrite = eligible.map { Set($0) != initial } ?? true
+    }
+
+    /// Whether the election service's set must be written even if it does not change.
+    private var mustWrite: Bool
+
+    enum Action: Equatable {
+        /// Write this set to the election service, guarded by the leader's record.
+        case proposeEligible(Set<String>)
+    }
+
+    /// Who must hold an entry for it to commit.
+    var required: Set<String> { eligible.union(proposed ?? []) }
+
+    /// Whether too few coordinators are in sync for anything to commit.
+    var isBelowMinimum: Bool { eligible.count < minInSync }
+
+    // MARK: Inputs
+
+    /// The leader's log is durable up to `seq`.
+    mutating func wrote(upTo seq: UInt64) -> Bool {
+        written = max(written, seq)
+        return advance()
+    }
+
+    /// `id` fetched, holding `durable` entries durably in a log that agrees with the leader's.
+    ///
+    /// - Returns: Whether the commit point moved.
+    mutating func fetched(by id: String, durable: UInt64, now: UInt64) -> Bool {
+        guard var follower = followers[id] else { return false }
+        follower.durable = min(durable, written)
+        if durable >= follower.writtenAtLastFetch { follower.caughtUpAt = now }
+        follower.writtenAtLastFetch = written
+        follower.lastFetchAt = now
+        followers[id] = follower
+        return advance()
+    }
+
+    /// Time passed: propose the set's next change, if one is due and none is being written.
+    mutating func tick(now: UInt64) -> [Action] {
+        guard proposed == nil else { return [] }
+        var next = eligible
+        for (id, follower) in followers {
+            let inSync = eligible.contains(id)
+            if inSync, follower.durable < written, now > follower.caughtUpAt + lagTimeout {
+                next.remove(id)
+            } else if !inSync, follower.durable >= committed, now <= follower.caughtUpAt + lagTimeout {
+                next.insert(id)
+            }
+        }
+        guard next != eligible || mustWrite else { return [] }
+        mustWrite = false
+        proposed = next
+        return [.proposeEligible(next)]
+    }
+
+    /// The election service holds `set` now.
+    mutating func eligibleWritten(_ set: Set<String>) -> Bool {
+        eligible = set
+        proposed = nil
+        return advance()
+    }
+
+    /// The write failed (etcd unreachable, or this coordinator no longer leads): the old set stands.
+    mutating func eligibleWriteFailed() {
+        if proposed == eligible { mustWrite = true }
+        proposed = nil
+    }
+
+    // MARK: The commit point
+
+    /// Moves ``committed`` to the lowest durable seq among the required, if enough are in sync.
+    private mutating func advance() -> Bool {
+        guard !isBelowMinimum else { return false }
+        var point = written
+        for id in required where id != leader {
+            point = min(point, followers[id]?.durable ?? 0)
+        }
+        guard point > committed else { return false }
+        committed = point
+        return true
+    }
+}

@@ -1,0 +1,121 @@
+@_spi(Wire) @testable import FlowKitCluster
+import Testing
+
+@Suite struct FollowerCopyTests {
+    let leader = LeaderRecord(id: "c1", epoch: 4, endpoints: CoordinatorEndpoints(submit: "tcp://a:1", publish: "tcp://a:2", sync: "tcp://a:3"))
+
+    func record(_ seq: UInt64, epoch: UInt32) -> [UInt8] {
+        Entry(
+            seq: seq, epoch: epoch, kind: .event, codec: .json, origin: 1, session: 1, submission: seq,
+            submittedAt: 0, committedAt: 0, address: "counter/a", payload: Array("{}".utf8)
+        ).encoded
+    }
+
+    func fetch(_ action: FollowerCopy.Action?) throws -> FetchRequest {
+        guard case .fetch(let frames) = action else { throw ProtocolError(.malformed, "expected a FETCH, got \(String(describing: action))") }
+        var (_, reader) = try WireHeader.read(frames[0], expecting: .fetch)
+        return try FetchRequest(reader: &reader)
+    }
+
+    @Test func theCopyFetchesAppendsThenFetchesAgainAndCommitsNoFurtherThanItHolds() throws {
+        var copy = FollowerCopy(id: "c2", durable: 10, lastEpoch: 3, committed: 10)
+        #expect(copy.follow(nil, now: 0).isEmpty)
+        let first = try fetch(copy.follow(leader, now: 0).first)
+        #expect(first.durable == 10 && first.lastEpoch == 3 && first.epoch == 4 && first.id == "c2")
+        // Nothing more until the answer: one FETCH at a time.
+        #expect(copy.tick(now: 10).isEmpty)
+
+        let answer = FetchedMessage(request: first.request, epoch: 4, committed: 12, records: [record(11, epoch: 3), record(12, epoch: 4)])
+        let actions = try copy.received(answer, now: 20)
+        // The leader committed 12, but the copy holds only 10 durably: it commits nothing yet.
+        #expect(actions == [.append(answer.records, through: 12, lastEpoch: 4)])
+        #expect(copy.tick(now: 30).isEmpty)  // no FETCH while writing
+
+        let next = copy.appended(through: 12, lastEpoch: 4, now: 40)
+        #expect(next.first == .commit(through: 12))
+        let second = try fetch(next.last)
+        #expect(second.durable == 12 && second.lastEpoch == 4 && second.request == first.request + 1)
+        #expect(copy.committed == 12)
+    }
+
+    @Test func aCopyThatDisagreesIsCutBackAndFetchesFromThere() throws {
+        var copy = FollowerCopy(id: "c2", durable: 20, lastEpoch: 3, committed: 15)
+        let first = try fetch(copy.follow(leader, now: 0).first)
+        let cut = try copy.received(FetchedMessage(request: first.request, epoch: 4, committed: 15, keep: 17, records: []), now: 1)
+        #expect(cut == [.truncate(keep: 17)])
+        let again = try fetch(copy.truncated(durable: 17, lastEpoch: 3, now: 2).first)
+        #expect(again.durable == 17 && again.lastEpoch == 3)
+        // Committed entries are never cut: a leader that asks is refused.
+        var other = FollowerCopy(id: "c2", durable: 20, lastEpoch: 3, committed: 15)
+        let request = try fetch(other.follow(leader, now: 0).first)
+        #expect(throws: ProtocolError.self) {
+            try other.received(FetchedMessage(request: request.request, epoch: 4, committed: 15, keep: 12, records: []), now: 1)
+        }
+    }
+
+    @Test func staleOrBrokenAnswersChangeNothing() throws {
+        var copy = FollowerCopy(id: "c2", durable: 10, lastEpoch: 3, committed: 10)
+        let first = try fetch(copy.follow(leader, now: 0).first)
+        // An answer to another request: ignored.
+        #expect(try copy.received(FetchedMessage(request: 99, epoch: 4, committed: 0, records: [record(11, epoch: 4)]), now: 1).isEmpty)
+        // Records that do not continue the copy: refused, and the FETCH is sent again on the next tick.
+        #expect(throws: ProtocolError.self) {
+            try copy.received(FetchedMessage(request: first.request, epoch: 4, committed: 0, records: [record(12, epoch: 4)]), now: 1)
+        }
+        #expect(try fetch(copy.tick(now: 2).first).durable == 10)
+        // An unanswered FETCH is sent again after the retry interval.
+        #expect(copy.tick(now: 3).isEmpty)
+        #expect(try fetch(copy.tick(now: 3 + copy.retryAfter).first).durable == 10)
+    }
+
+    @Test func theLeaderAnswersFromItsLogsEpochs() {
+        // The leader's log: 1...10 of epoch 1, 11...20 of epoch 3, 21...30 of epoch 5.
+        var epochs = EpochHistory()
+        epochs.note(seq: 1, epoch: 1)
+        epochs.note(seq: 11, epoch: 3)
+        epochs.note(seq: 21, epoch: 5)
+        func answer(durable: UInt64, lastEpoch: UInt32, firstSeq: UInt64 = 1) -> FetchAnswer {
+            FetchAnswer(
+                FetchRequest(request: 1, epoch: 5, durable: durable, lastEpoch: lastEpoch, maxBytes: 1_000, id: "c2"),
+                written: 30, firstSeq: firstSeq, epochs: epochs
+            )
+        }
+        #expect(answer(durable: 0, lastEpoch: 0) == .entries(from: 1))
+        #expect(answer(durable: 15, lastEpoch: 3) == .entries(from: 16))
+        #expect(answer(durable: 30, lastEpoch: 5) == .wait)
+        // Its entries from some point up to 18 are of epoch 4, a deposed leader's that this log
+        // never had: the logs may agree before 18, not at it.
+        #expect(answer(durable: 18, lastEpoch: 4) == .truncate(keep: 17))
+        // An epoch this log never had, after everything: back to the end of the latest earlier one.
+        #expect(answer(durable: 25, lastEpoch: 4) == .truncate(keep: 20))
+        // Longer than the leader's log, in its last epoch: cut to the leader's end.
+        #expect(answer(durable: 33, lastEpoch: 5) == .truncate(keep: 30))
+        // Behind the retained log: a snapshot is needed (agreement cannot be checked there).
+        #expect(answer(durable: 5, lastEpoch: 1, firstSeq: 9) == .behindRetention(firstSeq: 9))
+        #expect(answer(durable: 0, lastEpoch: 0, firstSeq: 9) == .behindRetention(firstSeq: 9))
+        #expect(answer(durable: 9, lastEpoch: 1, firstSeq: 9) == .entries(from: 10))
+    }
+
+    @Test func theNewMessagesRoundTrip() throws {
+        let fetch = FetchRequest(request: 7, epoch: 4, durable: 12, lastEpoch: 3, maxBytes: 1 << 20, id: "c2")
+        var (_, reader) = try WireHeader.read(fetch.frames[0], expecting: .fetch)
+        #expect(try FetchRequest(reader: &reader) == fetch)
+        let fetched = FetchedMessage(request: 7, epoch: 4, committed: 11, records: [record(13, epoch: 4)])
+        #expect(try FetchedMessage(frames: fetched.frames) == fetched)
+        let cut = FetchedMessage(request: 8, epoch: 4, committed: 11, keep: 11, records: [])
+        #expect(try FetchedMessage(frames: cut.frames) == cut)
+        let notLeader = NotLeaderMessage(epoch: 4, id: "c1", endpoints: leader.endpoints)
+        #expect(try NotLeaderMessage(frames: notLeader.frames) == notLeader)
+        // Both a truncation and records: refused.
+        let both = FetchedMessage(request: 9, epoch: 4, committed: 0, keep: 3, records: [record(4, epoch: 4)])
+        #expect(throws: ProtocolError.self) { try FetchedMessage(frames: both.frames) }
+        // A FETCH that names no coordinator, or a last epoch without an entry: refused.
+        for bad in [
+            FetchRequest(request: 1, epoch: 1, durable: 1, lastEpoch: 1, maxBytes: 1, id: ""),
+            FetchRequest(request: 1, epoch: 1, durable: 0, lastEpoch: 2, maxBytes: 1, id: "c2"),
+        ] {
+            var (_, reader) = try WireHeader.read(bad.frames[0], expecting: .fetch)
+            #expect(throws: ProtocolError.self) { try FetchRequest(reader: &reader) }
+        }
+    }
+}

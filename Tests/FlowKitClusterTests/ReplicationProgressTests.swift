@@ -1,0 +1,103 @@
+@testable import FlowKitCluster
+import Testing
+
+@Suite struct ReplicationProgressTests {
+    let second: UInt64 = 1_000_000
+
+    func progress(eligible: [String]? = ["c1", "c2", "c3"], written: UInt64 = 10, committed: UInt64 = 10, minInSync: Int = 2) -> ReplicationProgress {
+        ReplicationProgress(
+            leader: "c1", members: ["c1", "c2", "c3"], eligible: eligible, written: written, committed: committed,
+            minInSync: minInSync, lagTimeout: second, now: 0
+        )
+    }
+
+    @Test func anEntryCommitsOnlyOnceEveryInSyncCoordinatorHoldsIt() {
+        var progress = progress()
+        var moved = progress.wrote(upTo: 15)
+        #expect(!moved && progress.committed == 10)
+        moved = progress.fetched(by: "c2", durable: 15, now: 1)
+        #expect(!moved)
+        moved = progress.fetched(by: "c3", durable: 12, now: 1)
+        #expect(moved && progress.committed == 12)
+        moved = progress.fetched(by: "c3", durable: 15, now: 2)
+        #expect(moved && progress.committed == 15)
+        // A follower never counts for more than the leader wrote.
+        moved = progress.fetched(by: "c2", durable: 99, now: 3)
+        #expect(!moved && progress.committed == 15)
+    }
+
+    @Test func aLaggingFollowerIsProposedOutAndCommitsGoOnOnceTheServiceHoldsTheNewSet() {
+        var progress = progress()
+        _ = progress.wrote(upTo: 20)
+        _ = progress.fetched(by: "c2", durable: 20, now: 1)
+        // c3 never fetches: within the lag timeout it stays, and holds up the commit.
+        var actions = progress.tick(now: second)
+        #expect(actions == [] && progress.committed == 10)
+        _ = progress.fetched(by: "c2", durable: 20, now: second + 2)
+        actions = progress.tick(now: second + 2)
+        #expect(actions == [.proposeEligible(["c1", "c2"])])
+        // While the write is out, the old set still counts: nothing commits without c3.
+        #expect(progress.required == ["c1", "c2", "c3"])
+        actions = progress.tick(now: second + 3)
+        #expect(actions == [] && progress.committed == 10)
+        let moved = progress.eligibleWritten(["c1", "c2"])
+        #expect(moved && progress.committed == 20)
+    }
+
+    @Test func aFollowerThatCaughtUpIsProposedBackAndCountsFromTheProposal() {
+        var progress = progress(eligible: ["c1", "c2"])
+        _ = progress.wrote(upTo: 20)
+        _ = progress.fetched(by: "c2", durable: 20, now: 1)
+        #expect(progress.committed == 20)
+        // c3 holds everything committed: proposed back in.
+        _ = progress.fetched(by: "c3", durable: 20, now: 2)
+        let actions = progress.tick(now: 3)
+        #expect(actions == [.proposeEligible(["c1", "c2", "c3"])])
+        // From the proposal on, c3 must hold what commits: it may be leading next.
+        _ = progress.wrote(upTo: 25)
+        _ = progress.fetched(by: "c2", durable: 25, now: 4)
+        #expect(progress.committed == 20)
+        _ = progress.fetched(by: "c3", durable: 25, now: 5)
+        #expect(progress.committed == 25)
+        let moved = progress.eligibleWritten(["c1", "c2", "c3"])
+        #expect(!moved)
+    }
+
+    @Test func aFailedWriteLeavesTheOldSetStandingAndIsProposedAgain() {
+        var progress = progress()
+        _ = progress.wrote(upTo: 20)
+        _ = progress.fetched(by: "c2", durable: 20, now: 1)
+        var actions = progress.tick(now: 2 * second)
+        #expect(actions == [.proposeEligible(["c1", "c2"])])
+        progress.eligibleWriteFailed()
+        #expect(progress.eligible == ["c1", "c2", "c3"] && progress.committed == 10)
+        actions = progress.tick(now: 2 * second + 1)
+        #expect(actions == [.proposeEligible(["c1", "c2"])])
+    }
+
+    @Test func belowTheMinimumNothingCommits() {
+        var progress = progress(eligible: ["c1"], minInSync: 2)
+        #expect(progress.isBelowMinimum)
+        var moved = progress.wrote(upTo: 20)
+        #expect(!moved && progress.committed == 10)
+        // c2 catches up and is proposed in; once written, commits resume with it.
+        _ = progress.fetched(by: "c2", durable: 20, now: 1)
+        let actions = progress.tick(now: 2)
+        #expect(actions == [.proposeEligible(["c1", "c2"])])
+        moved = progress.eligibleWritten(["c1", "c2"])
+        #expect(moved && progress.committed == 20)
+    }
+
+    @Test func theFirstLeaderWritesTheSetWhenTheServiceHasNone() {
+        var progress = progress(eligible: nil)
+        #expect(progress.required == ["c1", "c2", "c3"])
+        var actions = progress.tick(now: 1)
+        #expect(actions == [.proposeEligible(["c1", "c2", "c3"])])
+        progress.eligibleWriteFailed()
+        actions = progress.tick(now: 2)
+        #expect(actions == [.proposeEligible(["c1", "c2", "c3"])])
+        _ = progress.eligibleWritten(["c1", "c2", "c3"])
+        actions = progress.tick(now: 3)
+        #expect(actions == [])
+    }
+}
