@@ -8,7 +8,7 @@ import ZeroMQ
 @Suite struct CoordinatorMachineTests {
     let node = RouterEnvelope(identity: [1, 2, 3], delimited: false)
 
-    func machine(head: UInt64 = 0) -> CoordinatorMachine {
+    func machine(head: UInt64 = 0, replication: ReplicationProgress? = nil) -> CoordinatorMachine {
         var registry = FlowRegistry()
         registry.register(CounterFlow.self, as: "counter")
         var configuration = CoordinatorConfiguration()
@@ -20,9 +20,98 @@ import ZeroMQ
             firstSeq: 1,
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
             counters: ClusterCounters(),
-            now: 0
+            now: 0,
+            replication: replication
         )
     }
+
+    /// Leading c2 and c3, all three in sync, everything up to `head` committed.
+    func leader(head: UInt64 = 0) -> CoordinatorMachine {
+        machine(
+            head: head,
+            replication: ReplicationProgress(
+                leader: "c1", members: ["c1", "c2", "c3"], eligible: ["c1", "c2", "c3"], written: head, committed: head,
+                minInSync: 2, lagTimeout: 1_000_000, now: 0
+            )
+        )
+    }
+
+    func fetch(_ id: String, durable: UInt64, lastEpoch: UInt32 = 5) -> FetchRequest {
+        FetchRequest(request: 1, epoch: 5, durable: durable, lastEpoch: durable == 0 ? 0 : lastEpoch, maxBytes: 1 << 20, id: id)
+    }
+
+    func told(_ actions: [CoordinatorMachine.Action]) -> Bool {
+        actions.contains { action in
+            switch action {
+            case .reply, .publish, .replicate: true
+            default: false
+            }
+        }
+    }
+
+    @Test func aReplicatedGroupIsToldOnlyOnceEveryInSyncCoordinatorHoldsIt() throws {
+        var machine = leader()
+        let group = try commit(in: machine.receive([submit(1...3)], now: 10))
+        // The local log holds it: nobody hears of it yet.
+        #expect(!told(machine.committed(group, now: 20)))
+        #expect(machine.durableHead == 3 && machine.committedHead == 0)
+        // c2's FETCH from 0: it gets entries from 1, and holds nothing yet.
+        let (first, none) = try machine.fetch(fetch("c2", durable: 0), firstSeq: 1, now: 21)
+        #expect(first == .entries(from: 1) && none.isEmpty)
+        // c2 then c3 hold all three: the second completes the set.
+        let c2Holds = try machine.fetch(fetch("c2", durable: 3), firstSeq: 1, now: 22).1
+        #expect(!told(c2Holds))
+        let (answer, released) = try machine.fetch(fetch("c3", durable: 3), firstSeq: 1, now: 23)
+        #expect(answer == .wait && machine.committedHead == 3)
+        let acks = try self.acks(in: released)
+        #expect(acks.map { $0.acks.map(\.seq) } == [[1, 2, 3]] && acks.first?.head == 3)
+        #expect(released.contains { if case .publish(_, 3) = $0 { true } else { false } })
+        // What nodes see is the commit point.
+        guard case .publish(let frames, 0) = machine.heartbeat(now: 24) else { return }
+        #expect(try HeartbeatMessage(frames: frames).head == 3)
+    }
+
+    @Test func aStandbyThatDisagreesDoesNotCountAndADuplicateWaitsForTheCommitPoint() throws {
+        var machine = leader(head: 0)
+        _ = machine.committed(try commit(in: machine.receive([submit(1...2)], now: 10)), now: 11)
+        // c2 claims seq 2 of epoch 4, which this log ordered in epoch 5: it is told to cut back.
+        let (answer, actions) = try machine.fetch(fetch("c2", durable: 2, lastEpoch: 4), firstSeq: 1, now: 12)
+        #expect(answer == .truncate(keep: 0) && actions.isEmpty)
+        _ = try machine.fetch(fetch("c3", durable: 2), firstSeq: 1, now: 13)
+        #expect(machine.committedHead == 0)
+        // The node retries submission 2 (its ACK is not out): a duplicate of an entry not yet
+        // committed is acknowledged with the next group, once the commit point passes it.
+        // Another term's FETCH is refused.
+        #expect(throws: ProtocolError.self) {
+            try machine.fetch(FetchRequest(request: 1, epoch: 6, durable: 0, lastEpoch: 0, maxBytes: 1, id: "c3"), firstSeq: 1, now: 14)
+        }
+        let retry = machine.receive([submit(2...2)], now: 14)
+        #expect(try acks(in: retry).isEmpty)
+        let duplicateGroup = try commit(in: retry)
+        #expect(!told(machine.committed(duplicateGroup, now: 15)))
+        let released = try machine.fetch(fetch("c2", durable: 2), firstSeq: 1, now: 16).1
+        let acks = try self.acks(in: released)
+        #expect(acks.flatMap(\.acks).map(\.seq) == [1, 2, 2])
+        #expect(acks.flatMap(\.acks).last?.status == .duplicate)
+    }
+
+    @Test func aLaggingStandbyIsProposedOutAndCommitsResumeOnceTheSetIsWritten() throws {
+        var machine = leader()
+        _ = machine.committed(try commit(in: machine.receive([submit(1...1)], now: 10)), now: 11)
+        _ = try machine.fetch(fetch("c2", durable: 1), firstSeq: 1, now: 12)
+        #expect(machine.committedHead == 0)
+        let early = machine.tickReplication(now: 500_000)
+        #expect(early.isEmpty)
+        let proposed = machine.tickReplication(now: 1_500_000)
+        guard case .proposeEligible(let set)? = proposed.first else {
+            Issue.record("expected a proposal, got \(proposed)")
+            return
+        }
+        #expect(set == ["c1", "c2"])
+        let released = machine.eligibleWritten(set, now: 1_500_001)
+        #expect(try acks(in: released).flatMap(\.acks).map(\.seq) == [1] && machine.committedHead == 1)
+    }
+
 
     /// A message as the ROUTER socket reads it from `peer`.
     func fromNode(_ frames: [[UInt8]], peer: RouterEnvelope? = nil) -> Message {

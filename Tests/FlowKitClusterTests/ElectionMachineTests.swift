@@ -65,7 +65,7 @@ import Testing
     @Test func anotherLeaderInTheServiceDeposesThisOne() {
         var machine = leader()
         let other = record("c2", epoch: 6)
-        #expect(machine.observed(leader: other, eligible: true, now: 10_000) == [.role(.following(other))])
+        #expect(machine.observed(leader: other, eligible: true, now: 10_000) == [.role(.standingBy(other))])
         #expect(!machine.mayLead(now: 10_000))
         // Its own record, seen again, changes nothing while it leads.
         var still = leader()
@@ -73,11 +73,11 @@ import Testing
         #expect(still.mayLead(now: 10_000))
     }
 
-    @Test func aFollowerCampaignsOnlyOnceTheSeatIsEmptyAndOnlyIfEligible() {
+    @Test func aStandbyCampaignsOnlyOnceTheSeatIsEmptyAndOnlyIfEligible() {
         var machine = machine("c2")
         _ = machine.start(now: 0)
         let leader = record("c1", epoch: 3)
-        #expect(machine.observed(leader: leader, eligible: true, now: 10) == [.role(.following(leader))])
+        #expect(machine.observed(leader: leader, eligible: true, now: 10) == [.role(.standingBy(leader))])
         // Holding a lease changes nothing while someone leads.
         #expect(machine.granted(lease: 4, seconds: 2, askedAt: 0, now: 20) == [])
         // The leader's lease expired: campaign.

@@ -21,12 +21,12 @@ import Testing
         #expect(moved && progress.committed == 12)
         moved = progress.fetched(by: "c3", durable: 15, now: 2)
         #expect(moved && progress.committed == 15)
-        // A follower never counts for more than the leader wrote.
+        // A standby never counts for more than the leader wrote.
         moved = progress.fetched(by: "c2", durable: 99, now: 3)
         #expect(!moved && progress.committed == 15)
     }
 
-    @Test func aLaggingFollowerIsProposedOutAndCommitsGoOnOnceTheServiceHoldsTheNewSet() {
+    @Test func aLaggingStandbyIsProposedOutAndCommitsGoOnOnceTheServiceHoldsTheNewSet() {
         var progress = progress()
         _ = progress.wrote(upTo: 20)
         _ = progress.fetched(by: "c2", durable: 20, now: 1)
@@ -44,7 +44,7 @@ import Testing
         #expect(moved && progress.committed == 20)
     }
 
-    @Test func aFollowerThatCaughtUpIsProposedBackAndCountsFromTheProposal() {
+    @Test func aStandbyThatCaughtUpIsProposedBackAndCountsFromTheProposal() {
         var progress = progress(eligible: ["c1", "c2"])
         _ = progress.wrote(upTo: 20)
         _ = progress.fetched(by: "c2", durable: 20, now: 1)
@@ -99,5 +99,18 @@ import Testing
         _ = progress.eligibleWritten(["c1", "c2", "c3"])
         actions = progress.tick(now: 3)
         #expect(actions == [])
+    }
+
+    @Test func theSetNeverShrinksBelowTheMinimumAndTheSilentGoFirst() {
+        var progress = progress()
+        _ = progress.wrote(upTo: 20)
+        // Both standbys lag; c2 at least fetches, c3 is silent: only c3 goes.
+        _ = progress.fetched(by: "c2", durable: 12, now: 5)
+        let actions = progress.tick(now: 2 * second)
+        #expect(actions == [.proposeEligible(["c1", "c2"])])
+        _ = progress.eligibleWritten(["c1", "c2"])
+        // c2 lags on, but the set is at the minimum: it stays, and the commit waits for it.
+        let later = progress.tick(now: 10 * second)
+        #expect(later == [] && progress.eligible == ["c1", "c2"] && progress.committed == 12)
     }
 }

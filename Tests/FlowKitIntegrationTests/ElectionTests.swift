@@ -102,8 +102,8 @@ extension MultiProcessTests {
                 defer { started.forEach { $0.1.cancel() } }
                 let leader = try await eventually("one coordinator leads") { leaders(elections).count == 1 ? leaders(elections)[0] : nil }
                 #expect(leader.epoch == 1)
-                try await eventually("the others follow it") {
-                    elections.filter { $0.role == .following(leader) }.count == 2 ? true : nil
+                _ = try await eventually("the others follow it") {
+                    elections.filter { $0.role == .standingBy(leader) }.count == 2 ? true : nil
                 }
                 // The leader renews its lease: it still leads after several lease lengths.
                 try await Task.sleep(for: .seconds(5))
@@ -125,7 +125,7 @@ extension MultiProcessTests {
                 let started = try ["c2", "c3"].map { try coordinator($0, server, prefix: "/flowkit/lapse") }
                 defer { started.forEach { $0.1.cancel() } }
                 let elections = started.map(\.0)
-                try await eventually("both follow the dead leader", timeout: .seconds(1)) {
+                _ = try await eventually("both follow the dead leader", timeout: .seconds(1)) {
                     elections.allSatisfy { $0.role.leader?.id == "c1" } ? true : nil
                 }
                 let successor = try await eventually("another leads", timeout: .seconds(6)) { leaders(elections).first }
@@ -145,7 +145,7 @@ extension MultiProcessTests {
                 let leader = try await eventually("c1 leads") { leaders([first.0]).first }
                 let second = try coordinator("c2", server, prefix: "/flowkit/handover")
                 defer { second.1.cancel() }
-                try await eventually("c2 follows") { second.0.role == .following(leader) ? true : nil }
+                _ = try await eventually("c2 follows") { second.0.role == .standingBy(leader) ? true : nil }
                 let stopped = ContinuousClock.now
                 first.1.cancel()
                 await first.1.value
@@ -165,11 +165,11 @@ extension MultiProcessTests {
                 let record = try await eventually("c1 leads") { leaders([election]).first }
                 await server.process.kill9()
                 let killed = ContinuousClock.now
-                try await eventually("c1 stops acting", timeout: .seconds(3)) { election.mayLead() ? nil : true }
+                _ = try await eventually("c1 stops acting", timeout: .seconds(3)) { election.mayLead() ? nil : true }
                 let fenced = ContinuousClock.now - killed
                 print("election: etcd killed; the leader stopped acting after \(fenced)")
                 #expect(fenced < .seconds(2), "the leader acted \(fenced) after etcd went, past its 2 s lease")
-                try await eventually("c1 steps down", timeout: .seconds(1)) { election.role == .seeking ? true : nil }
+                _ = try await eventually("c1 steps down", timeout: .seconds(1)) { election.role == .seeking ? true : nil }
                 // etcd back, with its data: the old lease expires there, and c1 leads again.
                 let restarted = try await server.restarted(directory: directory)
                 do {

@@ -13,9 +13,9 @@ import ZeroMQ
 ///
 /// `run` serves until ``shutdown()`` is called or its task is cancelled.
 public final class Coordinator: Sendable {
-    private let configuration: CoordinatorConfiguration
-    private let registry: FlowRegistry
-    private let logger: Logger
+    let configuration: CoordinatorConfiguration
+    let registry: FlowRegistry
+    let logger: Logger
     private let stop = StopSignal()
 
     /// The largest message the publish socket accepts from a subscriber: a subscription frame of
@@ -34,6 +34,7 @@ public final class Coordinator: Sendable {
     ///   chose included).
     public func run(onReady: @Sendable (CoordinatorEndpoints) -> Void = { _ in }) async throws {
         try configuration.limits.validate(against: configuration.transport)
+        try configuration.replication?.validate()
         try await withIOLoop(name: "coordinator-io", linger: configuration.transport.linger, logger: logger) { loop in
             try await serve(loop: loop, onReady: onReady)
         }
@@ -44,9 +45,16 @@ public final class Coordinator: Sendable {
         stop.signal()
     }
 
-    private func serve(loop: IOLoop, onReady: @Sendable (CoordinatorEndpoints) -> Void) async throws {
+    /// The three sockets, bound.
+    struct Sockets: Sendable {
+        var submit: AsyncSocket
+        var publish: AsyncSocket
+        var sync: AsyncSocket
+        var endpoints: CoordinatorEndpoints
+    }
+
+    private func bind(on loop: IOLoop) async throws -> Sockets {
         let transport = configuration.transport
-        let authentication = try await transport.startAuthentication(on: loop, logger: logger)
         let socketConfiguration = AsyncSocket.Configuration(receiveBufferCapacity: 4_096, sendQueueCapacity: 65_536)
         let (submit, submitEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { [configuration] socket in
             try transport.applyServer(to: socket)
@@ -66,6 +74,23 @@ public final class Coordinator: Sendable {
             try transport.applyServer(to: socket)
             return try socket.bind(configuration.syncEndpoint)
         }
+        return Sockets(
+            submit: submit, publish: publish, sync: sync,
+            endpoints: CoordinatorEndpoints(submit: submitEndpoint, publish: publishEndpoint, sync: syncEndpoint)
+        )
+    }
+
+    private func serve(loop: IOLoop, onReady: @Sendable (CoordinatorEndpoints) -> Void) async throws {
+        let transport = configuration.transport
+        let authentication = try await transport.startAuthentication(on: loop, logger: logger)
+        let sockets = try await bind(on: loop)
+        if let replication = configuration.replication {
+            try await serveReplicated(replication, sockets: sockets, loop: loop, registry: registry, stop: stop, onReady: onReady)
+            await authentication?.stop()
+            return
+        }
+        let (submit, publish, sync) = (sockets.submit, sockets.publish, sockets.sync)
+        let (submitEndpoint, publishEndpoint, syncEndpoint) = (sockets.endpoints.submit, sockets.endpoints.publish, sockets.endpoints.sync)
 
         let storage = try CoordinatorStorage.open(configuration, logger: logger)
         let writer = LogWriter(log: storage.log)
@@ -99,7 +124,8 @@ public final class Coordinator: Sendable {
         let syncServer = SyncServer(
             socket: sync,
             writer: writer,
-            core: core,
+            source: core,
+            counters: core.counters,
             quarantine: quarantine,
             maxRangeCount: configuration.maxRangeCount,
             logger: logger

@@ -48,8 +48,48 @@ public struct CoordinatorConfiguration: Sendable {
     public var retainEntries: UInt64 = 100_000
     /// Socket options shared by every socket.
     public var transport = TransportOptions()
+    /// Replicated coordinators: this one's place among them, and the election service. `nil` (the
+    /// default): one coordinator, which orders alone.
+    public var replication: CoordinatorReplication?
     /// Records when sampled entries pass each hop here, for `flowkit bench --trace`; off by default.
     @_spi(Wire) public var trace: HopTrace?
 
     public init() {}
+}
+
+/// How a coordinator runs as one of several: one leads (orders, and tells an entry only once every
+/// in-sync coordinator holds it), the others copy its log and stand ready to lead. Leadership,
+/// the epoch and the in-sync set live in etcd.
+public struct CoordinatorReplication: Sendable {
+    /// This coordinator's id: one of ``coordinators``' keys.
+    public var id: String
+    /// Every coordinator of the cluster by id, this one included: where each listens.
+    public var coordinators: [String: CoordinatorEndpoints]
+    /// etcd's client URLs (`http://host:port`).
+    public var etcdEndpoints: [String]
+    /// The cluster's keys in etcd live under this prefix; one etcd can hold several clusters.
+    public var etcdPrefix = "/flowkit/cluster"
+    /// Seconds a leader's lease lives without renewal: how long a dead leader keeps its seat.
+    public var leaseSeconds: Int64 = 2
+    /// A standby that has not caught up with the leader's log for this long leaves the in-sync
+    /// set (commits then go on without it); it rejoins once it holds everything committed.
+    public var lagTimeout: Duration = .seconds(1)
+    /// The fewest in-sync coordinators, the leader included, for anything to commit.
+    public var minInSync = 2
+
+    public init(id: String, coordinators: [String: CoordinatorEndpoints], etcdEndpoints: [String]) {
+        self.id = id
+        self.coordinators = coordinators
+        self.etcdEndpoints = etcdEndpoints
+    }
+
+    func validate() throws {
+        guard coordinators[id] != nil else {
+            throw ConfigurationError("coordinator id \(id) is not among the coordinators (\(coordinators.keys.sorted().joined(separator: ", ")))")
+        }
+        guard minInSync >= 1, minInSync <= coordinators.count else {
+            throw ConfigurationError("min in-sync \(minInSync) must be between 1 and the \(coordinators.count) coordinators")
+        }
+        guard leaseSeconds >= 2 else { throw ConfigurationError("the lease must be at least 2 seconds (etcd's minimum)") }
+    }
 }

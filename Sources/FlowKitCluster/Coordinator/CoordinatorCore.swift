@@ -10,7 +10,7 @@ import ZeroMQ
 /// Each batch read from the submit socket is ordered and committed at once, on the I/O loop's
 /// thread; what arrives while a commit syncs waits in the socket and forms the next group. That is
 /// the group commit, without a thread hop or a timer between a submission and its commit.
-actor CoordinatorCore {
+actor CoordinatorCore: SyncSource {
     var machine: CoordinatorMachine
     let configuration: CoordinatorConfiguration
     let writer: LogWriter
@@ -18,6 +18,19 @@ actor CoordinatorCore {
     let publishSocket: AsyncSocket
     let replica: CoordinatorReplica
     let counters: ClusterCounters
+    /// Writes the set of coordinators eligible to lead to the election service; `nil` for a single
+    /// coordinator, which never leads others.
+    let writeEligible: (@Sendable (Set<String>) async -> Bool)?
+    /// Whether this coordinator may act as the leader now (its lease holds); always for a single
+    /// coordinator. Replies and publications are dropped when it may not: the nodes retry, and
+    /// repair what they miss from the next leader.
+    let mayAct: @Sendable () -> Bool
+    /// Hands committed entries to the replica: queued (one coordinator), or read back from the log
+    /// up to the commit point (replicated, where a new leader's commit point also covers entries
+    /// an earlier leader wrote).
+    let replicate: @Sendable ([Entry]) -> Void
+    /// Told after each local commit, so held FETCHes are answered (replicated only).
+    let written: AsyncStream<Void>.Continuation?
     /// NODE_REPORTs read from the submit socket, for ``receiveReports()`` to decode.
     let reportIntake: AsyncStream<(RouterEnvelope, [[UInt8]])>.Continuation
     let reports: AsyncStream<(RouterEnvelope, [[UInt8]])>
@@ -27,8 +40,16 @@ actor CoordinatorCore {
         writer: LogWriter,
         submitSocket: AsyncSocket,
         publishSocket: AsyncSocket,
-        replica: CoordinatorReplica
+        replica: CoordinatorReplica,
+        writeEligible: (@Sendable (Set<String>) async -> Bool)? = nil,
+        mayAct: @escaping @Sendable () -> Bool = { true },
+        replicate: (@Sendable ([Entry]) -> Void)? = nil,
+        written: AsyncStream<Void>.Continuation? = nil
     ) {
+        self.writeEligible = writeEligible
+        self.mayAct = mayAct
+        self.replicate = replicate ?? { replica.enqueue($0) }
+        self.written = written
         self.machine = machine
         self.configuration = machine.configuration
         self.counters = machine.counters
@@ -42,6 +63,9 @@ actor CoordinatorCore {
 
     var epoch: UInt32 { machine.epoch }
     var durableHead: UInt64 { machine.durableHead }
+    var committedHead: UInt64 { machine.committedHead }
+
+    func committed() -> (head: UInt64, epoch: UInt32) { (machine.committedHead, machine.epoch) }
 
     // MARK: Inputs
 
@@ -93,11 +117,36 @@ actor CoordinatorCore {
         machine.noteCompacted(firstSeq: firstSeq)
     }
 
+    // MARK: Replication
+
+    /// A standby's FETCH: how far it holds the log, and what to answer.
+    func fetch(_ request: FetchRequest) throws -> (answer: FetchAnswer, committed: UInt64, epoch: UInt32) {
+        let (answer, actions) = try machine.fetch(request, firstSeq: machine.firstSeq, now: WallClock.micros())
+        perform(actions)
+        return (answer, machine.committedHead, machine.epoch)
+    }
+
+    func tickReplication() {
+        perform(machine.tickReplication(now: WallClock.micros()))
+    }
+
+    private func noteEligible(_ set: Set<String>, written: Bool) {
+        if written {
+            perform(machine.eligibleWritten(set, now: WallClock.micros()))
+        } else {
+            machine.eligibleWriteFailed()
+        }
+    }
+
     // MARK: Carrying out
 
     func perform(_ actions: [CoordinatorMachine.Action]) {
+        // Checked once per batch of actions: a lease outlives a batch by far more than it takes.
+        let mayAct = writeEligible == nil || self.mayAct()
         for action in actions {
             switch action {
+            case .reply where !mayAct, .publish where !mayAct:
+                counters.fencedDrops.add(1)
             case .reply(let frames, let peer):
                 if (try? submitSocket.trySend(peer.reply(frames))) != true {
                     // The node retries what it does not hear about; an ack lost here costs a duplicate.
@@ -109,13 +158,19 @@ actor CoordinatorCore {
             case .commit(let group):
                 commit(group)
             case .replicate(let entries):
-                replica.enqueue(entries)
+                replicate(entries)
             case .decodeReport(let body, let peer):
                 // Decoded by ``receiveReports()``: a report's JSON of a thousand digests took
                 // milliseconds, which the order behind it waited for.
                 if case .dropped(let (oldest, _)) = reportIntake.yield((peer, body)) {
                     reject(ProtocolError(.overloaded, "1,024 NODE_REPORTs wait to be read; the oldest was dropped"), from: oldest)
                 }
+            case .proposeEligible(let set):
+                guard let writeEligible else {
+                    machine.eligibleWriteFailed()
+                    continue
+                }
+                Task { await self.noteEligible(set, written: await writeEligible(set)) }
             }
         }
     }
@@ -135,6 +190,7 @@ actor CoordinatorCore {
             return
         }
         counters.recordCommit(entries: records.count, duration: ContinuousClock.now - started)
+        written?.yield()
         let committedAt = WallClock.micros()
         guard let trace = configuration.trace else {
             perform(machine.committed(group, now: committedAt))

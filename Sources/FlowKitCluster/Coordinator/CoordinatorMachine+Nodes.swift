@@ -39,7 +39,7 @@ extension CoordinatorMachine {
         )
         let welcome = WelcomeMessage(
             epoch: intake.epoch,
-            head: intake.durableHead,
+            head: committedHead,
             info: CoordinatorInfo(firstSeq: firstSeq, dedupWindow: configuration.dedupWindow)
         )
         actions.append(.reply(welcome.frames, to: peer))
@@ -48,7 +48,7 @@ extension CoordinatorMachine {
 
     /// A node's report, decoded: its progress, and digests to compare with the others'.
     mutating func report(_ report: NodeReportMessage, now: UInt64) -> [Action] {
-        oversight.membership.report(report, head: intake.durableHead, now: now).map(raise)
+        oversight.membership.report(report, head: committedHead, now: now).map(raise)
     }
 
     /// Every status interval: alarms for nodes gone down, stalled or diverged, then the status.
@@ -58,7 +58,7 @@ extension CoordinatorMachine {
     ///   - instances: How many instances the coordinator's replica holds.
     mutating func status(now: UInt64, changedDigests: [String: InstanceDigest], instances: Int) -> [Action] {
         configuration.trace?.flush()
-        let head = intake.durableHead
+        let head = committedHead
         let seconds = Double(now &- oversight.lastStatus.time) / 1_000_000
         let rate = seconds > 0 ? Double(head - min(head, oversight.lastStatus.head)) / seconds : 0
         oversight.lastStatus = (now, head)
@@ -105,7 +105,7 @@ extension CoordinatorMachine {
     /// The cluster as the coordinator sees it now, for a status without a rate.
     func status(now: UInt64) -> ClusterStatus {
         oversight.membership.status(
-            epoch: intake.epoch, head: intake.durableHead, firstSeq: firstSeq, entriesPerSecond: 0,
+            epoch: intake.epoch, head: committedHead, firstSeq: firstSeq, entriesPerSecond: 0,
             quarantined: oversight.quarantinedEntries, now: now
         )
     }

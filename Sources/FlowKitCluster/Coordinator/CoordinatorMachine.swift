@@ -1,3 +1,4 @@
+import DequeModule
 import Logging
 import ZeroMQ
 
@@ -12,6 +13,11 @@ import ZeroMQ
 ///
 /// One group commit is in flight at a time: what is ordered while the log writes waits in the
 /// intake and forms the next group, asked for as soon as the log reports on the previous one.
+///
+/// **Replicated** (a ``ReplicationProgress``, when this coordinator leads others): a group the
+/// local log holds is not yet told to anyone. It waits until every in-sync coordinator holds it
+/// (their FETCHes say so: ``fetched(by:durable:now:)``), then is acknowledged and published. The
+/// head nodes see (WELCOME, HEARTBEAT, ACK, status) is that commit point, never the local log's end.
 struct CoordinatorMachine {
     enum Action {
         /// Send `frames` to `peer` on the submit socket.
@@ -26,6 +32,9 @@ struct CoordinatorMachine {
         /// A NODE_REPORT to decode off the ordering path (a thousand digests of JSON take
         /// milliseconds), then hand to ``report(_:now:)``.
         case decodeReport([[UInt8]], from: RouterEnvelope)
+        /// Write this set of coordinators eligible to lead to the election service, then report
+        /// with ``eligibleWritten(_:now:)`` or ``eligibleWriteFailed()``.
+        case proposeEligible(Set<String>)
     }
 
     let configuration: CoordinatorConfiguration
@@ -46,6 +55,10 @@ struct CoordinatorMachine {
     private var refusals = RefusalLog(wall: "coordinator")
     /// Packs published entries: at most 4,096 entries or 1 MiB per message, a larger entry alone.
     let packer = RecordPacker(maxCount: 4_096, maxBytes: 1 << 20)
+    /// The in-sync coordinators and the commit point, when this coordinator leads others.
+    private(set) var replication: ReplicationProgress?
+    /// Groups the local log holds, oldest first, waiting for the commit point to reach them.
+    private var uncommitted: Deque<PendingCommit> = []
 
     init(
         configuration: CoordinatorConfiguration,
@@ -54,8 +67,10 @@ struct CoordinatorMachine {
         firstSeq: UInt64,
         logger: Logger,
         counters: ClusterCounters,
-        now: UInt64
+        now: UInt64,
+        replication: ReplicationProgress? = nil
     ) {
+        self.replication = replication
         self.configuration = configuration
         self.logger = logger
         self.counters = counters
@@ -69,7 +84,10 @@ struct CoordinatorMachine {
     }
 
     var epoch: UInt32 { intake.epoch }
+    /// The end of the local log.
     var durableHead: UInt64 { intake.durableHead }
+    /// What may be told: every entry up to here is acknowledged, published and served.
+    var committedHead: UInt64 { replication?.committed ?? intake.durableHead }
 
     // MARK: The submit socket
 
@@ -111,7 +129,7 @@ struct CoordinatorMachine {
     ) {
         let orderedBefore = intake.pending.entries.count
         let refusedBefore = answers.refusals.count
-        intake.take(message, from: peer, now: now, answers: &answers)
+        intake.take(message, from: peer, committed: committedHead, now: now, answers: &answers)
         for refusal in answers.refusals[refusedBefore...] {
             counters.count(refused: refusal.code)
             refusals.note(refusal, now: now, logger: logger)
@@ -133,7 +151,7 @@ struct CoordinatorMachine {
     }
 
     func ackFrames(_ acks: [AckMessage.Ack], epoch: UInt32) -> [[UInt8]] {
-        AckMessage(epoch: epoch, head: intake.durableHead, acks: acks).frames
+        AckMessage(epoch: epoch, head: committedHead, acks: acks).frames
     }
 
     // MARK: Group commit
@@ -146,9 +164,24 @@ struct CoordinatorMachine {
     }
 
     /// The log holds `group` durably: acknowledge it, publish it, and start the next group.
+    /// Replicated, it waits for the in-sync coordinators first.
     mutating func committed(_ group: PendingCommit, now: UInt64) -> [Action] {
         isCommitting = false
         if intake.committed(group) { logger.notice("the log takes writes again") }
+        var actions: [Action] = []
+        if replication != nil {
+            _ = replication!.wrote(upTo: intake.durableHead)
+            uncommitted.append(group)
+            actions += releaseCommitted()
+        } else {
+            actions += tell(group)
+        }
+        if let commit = nextCommit() { actions.append(commit) }
+        return actions
+    }
+
+    /// Acknowledges, publishes and replicates a committed group.
+    private func tell(_ group: PendingCommit) -> [Action] {
         var actions: [Action] = []
         for (peer, epoch, acks) in group.acks.byPeer {
             actions.append(.reply(ackFrames(acks, epoch: epoch), to: peer))
@@ -165,8 +198,69 @@ struct CoordinatorMachine {
         }
         counters.ordered.add(group.entries.count)
         if !group.entries.isEmpty { actions.append(.replicate(group.entries)) }
-        if let commit = nextCommit() { actions.append(commit) }
         return actions
+    }
+
+    /// Tells every waiting group the commit point has reached.
+    private mutating func releaseCommitted() -> [Action] {
+        var actions: [Action] = []
+        while let group = uncommitted.first, group.visibleAt <= committedHead {
+            uncommitted.removeFirst()
+            actions += tell(group)
+        }
+        return actions
+    }
+
+    // MARK: Replication
+
+    /// A standby's FETCH: note how far it holds the log, and decide the answer from this log.
+    ///
+    /// - Throws: If the standby follows another term than this coordinator's (it heard of a later
+    ///   leader, or has not heard of this one yet): it asks the election service again.
+    mutating func fetch(_ request: FetchRequest, firstSeq: UInt64, now: UInt64) throws -> (FetchAnswer, [Action]) {
+        guard request.epoch == intake.epoch else {
+            throw ProtocolError(.coordinatorUnavailable, "\(request.id) follows the leader of epoch \(request.epoch); this coordinator leads epoch \(intake.epoch)")
+        }
+        let answer = FetchAnswer(request, written: intake.durableHead, firstSeq: firstSeq, epochs: intake.sequencer.epochs)
+        guard replication != nil else { return (answer, []) }
+        // Only a copy that agrees with this log counts for the commit point.
+        switch answer {
+        case .entries, .wait:
+            if replication!.fetched(by: request.id, durable: request.durable, now: now) { return (answer, releaseCommitted()) }
+        case .truncate, .behindRetention:
+            break
+        }
+        return (answer, [])
+    }
+
+    /// Time passed: propose changes to the in-sync set.
+    mutating func tickReplication(now: UInt64) -> [Action] {
+        guard replication != nil else { return [] }
+        return replication!.tick(now: now).map { action in
+            switch action {
+            case .proposeEligible(let set): .proposeEligible(set)
+            }
+        }
+    }
+
+    /// The election service holds `set` as the coordinators eligible to lead.
+    mutating func eligibleWritten(_ set: Set<String>, now: UInt64) -> [Action] {
+        guard replication != nil else { return [] }
+        let wasBelow = replication!.isBelowMinimum
+        let moved = replication!.eligibleWritten(set)
+        logger.notice("in-sync coordinators: \(set.sorted().joined(separator: ", "))")
+        if replication!.isBelowMinimum, !wasBelow {
+            logger.error(
+                "too few coordinators in sync: nothing commits until one catches up",
+                metadata: ["flowkit.in_sync": "\(set.count)", "flowkit.needed": "\(replication!.minInSync)"]
+            )
+        }
+        return moved ? releaseCommitted() : []
+    }
+
+    /// Writing the in-sync set failed: the old one stands.
+    mutating func eligibleWriteFailed() {
+        replication?.eligibleWriteFailed()
     }
 
     /// The log refused `group`: nothing of it, nor of what was ordered after it, happened.
@@ -207,7 +301,7 @@ struct CoordinatorMachine {
     }
 
     func heartbeat(now: UInt64) -> Action {
-        .publish(HeartbeatMessage(epoch: intake.epoch, head: intake.durableHead, time: now).frames, entries: 0)
+        .publish(HeartbeatMessage(epoch: intake.epoch, head: committedHead, time: now).frames, entries: 0)
     }
 
     func publish(_ alarm: Alarm) -> Action {

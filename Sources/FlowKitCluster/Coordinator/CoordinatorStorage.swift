@@ -35,11 +35,15 @@ struct CoordinatorStorage {
     /// Rebuilds the replica and the duplicate table: the latest snapshot, then every entry after it.
     /// Entries no message can carry are applied as their quarantined stand-ins, as they are served.
     ///
+    /// - Parameter applyThrough: The last seq the replica may apply: replicated, the log may end
+    ///   with entries that are not committed (and may yet be cut), so only the snapshot is
+    ///   restored and the rest waits for the commit point.
     /// - Returns: How many log entries were replayed, and the seqs of those quarantined.
     func recover(
         into replica: CoordinatorReplica,
         sequencer: inout Sequencer,
         quarantine: EntryQuarantine,
+        applyThrough: UInt64 = .max,
         logger: Logger
     ) async throws -> (replayed: Int, quarantined: [UInt64]) {
         var from = log.firstSeq
@@ -55,24 +59,49 @@ struct CoordinatorStorage {
         // the replica.
         var replayed = 0
         var quarantined: [UInt64] = []
+        try await Self.forEachEntry(in: log, quarantine: quarantine) { batch in
+            for entry in batch {
+                if entry.quarantined { quarantined.append(entry.entry.seq) }
+                sequencer.recover(entry.entry)
+            }
+            let applied = batch.lazy.map(\.entry).filter { $0.seq >= from && $0.seq <= applyThrough }
+            replayed += applied.count
+            await replica.applyNow(Array(applied))
+        }
+        return (replayed, quarantined)
+    }
+
+    /// The duplicate table and the epochs of the whole retained log, for a coordinator that
+    /// starts to lead: its replica is left alone. Run it where the log is confined (``LogWriter``).
+    static func recover(_ sequencer: inout Sequencer, from log: any EntryLog) throws {
         var seq = log.firstSeq
         while seq <= log.lastSeq {
             let records = try log.read(from: seq, maxCount: 10_000, maxBytes: 16 << 20)
             guard !records.isEmpty else { break }
-            var batch: [Entry] = []
             for record in records {
-                var entry = try Entry(decoding: record)
-                if quarantine.needsStandIn(record) {
-                    entry = EntryQuarantine.standIn(for: entry)
-                    quarantined.append(entry.seq)
-                }
+                let entry = try Entry(decoding: record)
                 sequencer.recover(entry)
-                if entry.seq >= from { batch.append(entry) }
                 seq = entry.seq + 1
             }
-            replayed += batch.count
-            await replica.applyNow(batch)
         }
-        return (replayed, quarantined)
+    }
+
+    /// Every retained entry, in batches, as served (quarantined ones as their stand-ins).
+    private static func forEachEntry(
+        in log: any EntryLog, quarantine: EntryQuarantine, _ body: ([(entry: Entry, quarantined: Bool)]) async throws -> Void
+    ) async throws {
+        var seq = log.firstSeq
+        while seq <= log.lastSeq {
+            let records = try log.read(from: seq, maxCount: 10_000, maxBytes: 16 << 20)
+            guard !records.isEmpty else { break }
+            var batch: [(entry: Entry, quarantined: Bool)] = []
+            for record in records {
+                let entry = try Entry(decoding: record)
+                let needsStandIn = quarantine.needsStandIn(record)
+                batch.append((needsStandIn ? EntryQuarantine.standIn(for: entry) : entry, needsStandIn))
+                seq = entry.seq + 1
+            }
+            try await body(batch)
+        }
     }
 }

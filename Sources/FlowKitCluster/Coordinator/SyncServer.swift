@@ -2,55 +2,161 @@ import FlowKit
 import Logging
 import ZeroMQ
 
-/// Serves the coordinator's sync socket: log ranges for gap repair, snapshots for late joiners.
+/// What the sync socket serves from: the coordinator that orders (``CoordinatorCore``), or, among
+/// replicated coordinators, whichever role this one has now.
+protocol SyncSource: Sendable {
+    /// Everything up to here may be served, and the term to name.
+    func committed() async -> (head: UInt64, epoch: UInt32)
+    /// A standby's FETCH (``CoordinatorMachine/fetch(_:firstSeq:now:)``).
+    func fetch(_ request: FetchRequest) async throws -> (answer: FetchAnswer, committed: UInt64, epoch: UInt32)
+    /// Every instance's state, for snapshots.
+    var replica: CoordinatorReplica { get }
+}
+
+/// Serves the coordinator's sync socket: log ranges for gap repair, snapshots for late joiners,
+/// and, when it leads other coordinators, their FETCHes.
 ///
 /// Reads go through the log thread between commits, and snapshots come from the coordinator's
-/// replica: neither stops the order.
+/// replica: neither stops the order. A FETCH with nothing new to answer is held until the log
+/// grows (``written``) or ``fetchWait`` passes, so a standby hears of a write at once without
+/// asking in a loop.
 struct SyncServer: Sendable {
     let socket: AsyncSocket
     let writer: LogWriter
-    let core: CoordinatorCore
+    let source: any SyncSource
+    let counters: ClusterCounters
     let quarantine: EntryQuarantine
     let maxRangeCount: Int
     let logger: Logger
     /// The most state bytes in one snapshot chunk; a larger state is split (``SnapshotChunking``).
     let maxChunkBytes = 1 << 20
     let maxRangeBytes = 4 << 20
+    /// Each growth of the local log, when this coordinator leads others; `nil` when it runs
+    /// alone, and then FETCH is refused.
+    var written: AsyncStream<Void>? = nil
+    /// How long a FETCH with nothing to answer is held.
+    var fetchWait: Duration = .milliseconds(200)
+
+    private enum Event {
+        case requests([Message])
+        /// The log grew, or time passed: look at the held FETCHes again.
+        case recheck
+    }
+
+    /// A FETCH held until there is something to answer.
+    private struct HeldFetch {
+        var peer: RouterEnvelope
+        var request: FetchRequest
+        var since: ContinuousClock.Instant
+    }
 
     func run() async {
-        while let batch = try? await socket.receiveBatch(max: 64) {
-            for message in batch {
-                guard let (peer, body) = RouterEnvelope.split(message) else { continue }
-                do {
-                    switch try SyncRequest(frames: body) {
-                    case .range(let request):
-                        try await serveRange(request, to: peer)
-                    case .snapshot(let request):
-                        try await serveSnapshot(request, to: peer)
-                    }
-                } catch {
-                    let protocolError = error as? ProtocolError ?? ProtocolError(.internalError, "\(error)")
-                    if protocolError.code != .notFound { core.counters.count(rejected: protocolError.code) }
-                    let request = (try? SyncRequest(frames: body))?.request ?? 0
-                    try? await socket.send(peer.reply(ErrorReply(request: request, error: protocolError).frames))
+        let (events, continuation) = AsyncStream.makeStream(of: Event.self)
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                while let batch = try? await socket.receiveBatch(max: 64) { continuation.yield(.requests(batch)) }
+                continuation.finish()
+            }
+            if let written {
+                group.addTask {
+                    for await _ in written { continuation.yield(.recheck) }
+                }
+                group.addTask {
+                    await every(.milliseconds(50)) { continuation.yield(.recheck) }
                 }
             }
+            var held: [HeldFetch] = []
+            for await event in events {
+                switch event {
+                case .requests(let batch):
+                    for message in batch {
+                        guard let (peer, body) = RouterEnvelope.split(message) else { continue }
+                        if let waiting = await serve(body, from: peer) { held.append(waiting) }
+                    }
+                case .recheck:
+                    let waiting = held
+                    held = []
+                    for fetch in waiting {
+                        if let still = await answer(fetch) { held.append(still) }
+                    }
+                }
+            }
+            group.cancelAll()
         }
+    }
+
+    /// Answers one request; returns a FETCH to hold.
+    private func serve(_ body: [[UInt8]], from peer: RouterEnvelope) async -> HeldFetch? {
+        do {
+            switch try SyncRequest(frames: body) {
+            case .range(let request):
+                try await serveRange(request, to: peer)
+            case .snapshot(let request):
+                try await serveSnapshot(request, to: peer)
+            case .fetch(let request):
+                guard written != nil else {
+                    throw ProtocolError(.unknownType, "FETCH is for replicated coordinators; this coordinator runs alone")
+                }
+                return await answer(HeldFetch(peer: peer, request: request, since: .now))
+            }
+        } catch {
+            await refuse(body, from: peer, error)
+        }
+        return nil
+    }
+
+    private func refuse(_ body: [[UInt8]], from peer: RouterEnvelope, _ error: any Error) async {
+        let protocolError = error as? ProtocolError ?? ProtocolError(.internalError, "\(error)")
+        if protocolError.code != .notFound { counters.count(rejected: protocolError.code) }
+        let request = (try? SyncRequest(frames: body))?.request ?? 0
+        try? await socket.send(peer.reply(ErrorReply(request: request, error: protocolError).frames))
+    }
+
+    /// Answers a FETCH, or returns it to hold while there is nothing new and it has waited less
+    /// than ``fetchWait`` (then it is answered with no records: the standby asks again).
+    private func answer(_ fetch: HeldFetch) async -> HeldFetch? {
+        let request = fetch.request
+        var frames: [[UInt8]]
+        do {
+            let (answer, committed, epoch) = try await source.fetch(request)
+            switch answer {
+            case .wait:
+                if ContinuousClock.now - fetch.since < fetchWait { return fetch }
+                frames = FetchedMessage(request: request.request, epoch: epoch, committed: committed, records: []).frames
+            case .entries(let from):
+                let (maxCount, maxBytes) = (maxRangeCount, min(Int(request.maxBytes), maxRangeBytes))
+                // Byte for byte as the log holds them: the standby's log is a copy.
+                let records = try await writer.run { log in try log.read(from: from, maxCount: maxCount, maxBytes: maxBytes) }
+                frames = FetchedMessage(request: request.request, epoch: epoch, committed: committed, records: records).frames
+            case .truncate(let keep):
+                frames = FetchedMessage(request: request.request, epoch: epoch, committed: committed, keep: keep, records: []).frames
+            case .behindRetention(let firstSeq):
+                throw ProtocolError(.notFound, "\(request.id) holds the log to \(request.durable), but this log starts at \(firstSeq): rebuild from a snapshot")
+            }
+        } catch {
+            await refuse(request.frames, from: fetch.peer, error)
+            return nil
+        }
+        try? await socket.send(fetch.peer.reply(frames))
+        return nil
     }
 
     private func serveRange(_ request: RangeRequest, to peer: RouterEnvelope) async throws {
         let (maxCount, maxBytes, quarantine) = (maxRangeCount, maxRangeBytes, quarantine)
+        // Only what is committed: replicated, the log may hold entries no one may see yet.
+        let (committed, epoch) = await source.committed()
         let records = try await writer.run { log in
-            try Self.records(for: request, in: log, maxCount: maxCount, maxBytes: maxBytes, quarantine: quarantine)
+            try Self.records(for: request, in: log, committed: committed, maxCount: maxCount, maxBytes: maxBytes, quarantine: quarantine)
         }
-        let frames = RangeMessage.frames(request: request.request, epoch: await core.epoch, head: await core.durableHead, records: records)
+        let frames = RangeMessage.frames(request: request.request, epoch: epoch, head: committed, records: records)
         try await socket.send(peer.reply(frames))
     }
 
     private func serveSnapshot(_ request: SnapshotRequest, to peer: RouterEnvelope) async throws {
-        let (seq, instances) = await core.replica.snapshot()
+        let (seq, instances) = await source.replica.snapshot()
+        let epoch = await source.committed().epoch
         logger.info("serving a snapshot", metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances.count)"])
-        for frames in Self.snapshotChunks(request, seq: seq, epoch: await core.epoch, instances: instances, maxChunkBytes: maxChunkBytes) {
+        for frames in Self.snapshotChunks(request, seq: seq, epoch: epoch, instances: instances, maxChunkBytes: maxChunkBytes) {
             try await socket.send(peer.reply(frames))
         }
     }
@@ -58,9 +164,11 @@ struct SyncServer: Sendable {
     /// The log's records a range request asks for, within the limits; entries no message can
     /// carry as their quarantined stand-ins.
     static func records(
-        for request: RangeRequest, in log: any EntryLog, maxCount: Int, maxBytes: Int, quarantine: EntryQuarantine
+        for request: RangeRequest, in log: any EntryLog, committed: UInt64, maxCount: Int, maxBytes: Int, quarantine: EntryQuarantine
     ) throws -> [[UInt8]] {
-        let count = Int(min(UInt64(min(Int(request.maxCount), maxCount)), request.to - request.from + 1))
+        let to = min(request.to, committed)
+        guard to >= request.from else { return [] }
+        let count = Int(min(UInt64(min(Int(request.maxCount), maxCount)), to - request.from + 1))
         return try log.read(from: request.from, maxCount: count, maxBytes: maxBytes).map(quarantine.deliverable)
     }
 

@@ -115,6 +115,8 @@ package final class CoordinatorElection: Sendable {
             }
         } catch let error as EtcdError where error.kind == .leaseNotFound {
             feed { machine, now in machine.leaseLost(now: now) }
+        } catch is CancellationError {
+            return  // stopping
         } catch {
             trouble.failed("an election request failed", error, logger)
             feed { machine, now in machine.requestFailed(request, now: now) }

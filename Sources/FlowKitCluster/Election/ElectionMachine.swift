@@ -60,21 +60,21 @@ package struct ElectionMachine {
         /// No leader is known, or this coordinator waits to be allowed to lead.
         case seeking
         /// Another coordinator leads.
-        case following(LeaderRecord)
+        case standingBy(LeaderRecord)
         /// This coordinator leads, in the record's epoch.
         case leading(LeaderRecord)
 
         package var leader: LeaderRecord? {
             switch self {
             case .seeking: nil
-            case .following(let record), .leading(let record): record
+            case .standingBy(let record), .leading(let record): record
             }
         }
 
         package var description: String {
             switch self {
             case .seeking: "seeking a leader"
-            case .following(let leader): "following \(leader)"
+            case .standingBy(let leader): "standing by for \(leader)"
             case .leading(let record): "leading in epoch \(record.epoch)"
             }
         }
@@ -238,11 +238,11 @@ package struct ElectionMachine {
         switch (role, leader) {
         case (.leading(let mine), let leader) where leader != mine:
             // Someone else's record, or none: this term is over, whatever the lease says.
-            actions += become(leader.map { .following($0) } ?? .seeking)
+            actions += become(leader.map { .standingBy($0) } ?? .seeking)
         case (.leading, _):
             break
         case (_, let leader?) where leader.id != settings.id:
-            if role != .following(leader) { actions += become(.following(leader)) }
+            if role != .standingBy(leader) { actions += become(.standingBy(leader)) }
         case (_, _):
             // No leader, or a record of this coordinator's from an earlier lease: seek.
             if role != .seeking { actions += become(.seeking) }

@@ -8,6 +8,12 @@ struct PendingCommit {
     var isEmpty: Bool { entries.isEmpty && acks.isEmpty }
     var lastSeq: UInt64? { entries.last?.seq }
 
+    /// The commit point at which everything this group tells may be told: its own entries, and
+    /// the duplicates it acknowledges of entries ordered earlier but not yet committed.
+    var visibleAt: UInt64 {
+        max(lastSeq ?? 0, acks.byPeer.lazy.flatMap(\.acks).map(\.seq).max() ?? 0)
+    }
+
     mutating func add(_ entry: Entry) {
         records.append((entry.seq, entry.encoded))
         entries.append(entry)

@@ -57,7 +57,11 @@ struct SubmissionIntake {
     ///
     /// Ordered submissions join the pending group with their acknowledgements; the rest are
     /// answered in `answers`.
-    mutating func take(_ message: SubmitMessage, from peer: RouterEnvelope, now: UInt64, answers: inout Answers) {
+    ///
+    /// - Parameter committed: The commit point: a duplicate of an entry past it is acknowledged
+    ///   with the pending group, once that is committed, not at once. With one coordinator it is
+    ///   the durable head; replicated, the point every in-sync coordinator holds.
+    mutating func take(_ message: SubmitMessage, from peer: RouterEnvelope, committed: UInt64 = .max, now: UInt64, answers: inout Answers) {
         let epoch = sequencer.epoch
         for submission in message.submissions {
             let admitted: Admission.Admitted
@@ -80,8 +84,8 @@ struct SubmissionIntake {
             case .duplicate(let seq, let orderedIn):
                 answers.duplicates += 1
                 let ack = AckMessage.Ack(submission: submission.submission, seq: seq ?? 0, status: .duplicate)
-                if let seq, seq > sequencer.durableHead {
-                    pending.acks.add(ack, to: peer, epoch: epoch)  // still being made durable: acknowledged with its group
+                if let seq, seq > min(committed, sequencer.durableHead) {
+                    pending.acks.add(ack, to: peer, epoch: epoch)  // not committed yet: acknowledged with its group
                 } else {
                     // Acknowledged under the epoch that ordered it (0 when it is no longer known).
                     answers.immediate.add(ack, to: peer, epoch: orderedIn ?? 0)

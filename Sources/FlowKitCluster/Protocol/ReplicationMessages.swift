@@ -1,10 +1,10 @@
-/// `FETCH`, from a follower coordinator to the leader's sync socket: "I hold the log durably up to
+/// `FETCH`, from a standby coordinator to the leader's sync socket: "I hold the log durably up to
 /// `durable`, whose entry the epoch `lastEpoch` ordered; send what follows."
 ///
 /// Frames: `[header request:u64 epoch:u32 durable:u64 last-epoch:u32 max-bytes:u32 id:short-string]`.
-/// `epoch` is the leader's epoch as the follower knows it. Answered by ``FetchedMessage``; the
-/// leader holds a FETCH for up to its `wait` when it has nothing new, so a caught-up follower
-/// hears of the next write at once. A FETCH also tells the leader how far the follower got: the
+/// `epoch` is the leader's epoch as the standby knows it. Answered by ``FetchedMessage``; the
+/// leader holds a FETCH for up to its `wait` when it has nothing new, so a caught-up standby
+/// hears of the next write at once. A FETCH also tells the leader how far the standby got: the
 /// leader commits an entry once every in-sync coordinator's FETCH says it holds it.
 @_spi(Wire) public struct FetchRequest: Sendable, Equatable {
     public var request: UInt64
@@ -12,7 +12,7 @@
     public var durable: UInt64
     public var lastEpoch: UInt32
     public var maxBytes: UInt32
-    /// The follower's coordinator id.
+    /// The standby's coordinator id.
     public var id: String
 
     public init(request: UInt64, epoch: UInt32, durable: UInt64, lastEpoch: UInt32, maxBytes: UInt32, id: String) {
@@ -43,7 +43,7 @@
         lastEpoch = try reader.readUInt32("last epoch")
         maxBytes = try reader.readUInt32("max bytes")
         id = try reader.readShortString("id")
-        guard !id.isEmpty else { throw ProtocolError(.malformed, "FETCH needs the follower's coordinator id") }
+        guard !id.isEmpty else { throw ProtocolError(.malformed, "FETCH needs the standby's coordinator id") }
         guard (durable == 0) == (lastEpoch == 0) else {
             throw ProtocolError(.malformed, "FETCH: last epoch is 0 exactly when durable is 0; got durable \(durable), last epoch \(lastEpoch)")
         }
@@ -53,9 +53,9 @@
 /// `FETCHED`, the leader's answer to a ``FetchRequest``.
 ///
 /// Frames: `[header request:u64 epoch:u32 committed:u64 keep:u64] [records: (len:u32, entry record)*]`.
-/// `committed` is the leader's commit point. If the follower's log disagrees with the leader's
+/// `committed` is the leader's commit point. If the standby's log disagrees with the leader's
 /// (its entry at `durable` was ordered in another epoch, or the leader's log ends before it),
-/// `keep` is the last seq the two logs agree on: the follower truncates its log to it and fetches
+/// `keep` is the last seq the two logs agree on: the standby truncates its log to it and fetches
 /// again; the records frame is then empty. Otherwise `keep` is `UInt64.max` and the records are the
 /// leader's entries from `durable + 1`, byte for byte as its log holds them.
 @_spi(Wire) public struct FetchedMessage: Sendable, Equatable {
@@ -106,7 +106,7 @@
     }
 }
 
-/// `NOT_LEADER`, a follower coordinator's answer on its submit socket to a SUBMIT or HELLO: it
+/// `NOT_LEADER`, a standby coordinator's answer on its submit socket to a SUBMIT or HELLO: it
 /// does not order; the leader it follows does (or none is known yet: an empty id).
 ///
 /// Frames: `[header epoch:u32 id:short-string submit:short-string publish:short-string sync:short-string]`.

@@ -177,14 +177,19 @@
 @_spi(Wire) public enum SyncRequest: Sendable, Equatable {
     case range(RangeRequest)
     case snapshot(SnapshotRequest)
+    /// From a follower coordinator, to the leader's sync socket.
+    case fetch(FetchRequest)
 
     public init(frames: [[UInt8]]) throws {
         try expectFrames(frames, 1, for: "sync request")
-        var (type, reader) = try WireHeader.read(frames[0], expecting: .rangeRequest, .snapshotRequest)
+        var (type, reader) = try WireHeader.read(frames[0], expecting: .rangeRequest, .snapshotRequest, .fetch)
         switch type {
         case .rangeRequest:
             self = .range(try RangeRequest(reader: &reader))
             try reader.expectEnd(of: "RANGE_REQUEST")
+        case .fetch:
+            self = .fetch(try FetchRequest(reader: &reader))
+            try reader.expectEnd(of: "FETCH")
         default:
             self = .snapshot(SnapshotRequest(request: try reader.readUInt64("request")))
             try reader.expectEnd(of: "SNAPSHOT_REQUEST")
@@ -195,6 +200,7 @@
         switch self {
         case .range(let range): range.request
         case .snapshot(let snapshot): snapshot.request
+        case .fetch(let fetch): fetch.request
         }
     }
 }

@@ -1,10 +1,10 @@
-/// The leader's account of its followers' copies of the log: how far each has made the log
+/// The leader's account of its standbys' copies of the log: how far each has made the log
 /// durable, which coordinators are in sync (eligible to lead), and so what is committed.
 ///
 /// Kafka's in-sync replicas, with the set kept in the election service: an entry is committed, and
 /// may be acknowledged and published, once every in-sync coordinator holds it durably, the leader
 /// included. Only an in-sync coordinator may become leader, so whoever leads next holds every
-/// committed entry. A follower that has not caught up with the leader's log for ``lagTimeout`` is
+/// committed entry. A standby that has not caught up with the leader's log for ``lagTimeout`` is
 /// proposed out of the set (commits then go on without it); one that holds everything committed
 /// is proposed back in. While a change is being written to the election service, both the old and
 /// the new set must hold an entry for it to commit: whichever set the service holds at any moment,
@@ -13,7 +13,7 @@
 /// Times are microseconds; no I/O: the coordinator writes the proposed sets to etcd and reports
 /// back with ``eligibleWritten(_:)`` or ``eligibleWriteFailed()``.
 struct ReplicationProgress {
-    struct Follower: Equatable {
+    struct Standby: Equatable {
         /// The last seq it holds durably, in a log that agrees with the leader's.
         var durable: UInt64 = 0
         /// The leader's log end when it last fetched: reaching it counts as caught up.
@@ -28,7 +28,7 @@ struct ReplicationProgress {
     private(set) var eligible: Set<String>
     /// A set being written to the election service, if any.
     private(set) var proposed: Set<String>?
-    private(set) var followers: [String: Follower] = [:]
+    private(set) var standbys: [String: Standby] = [:]
     /// The leader's own durable log end.
     private(set) var written: UInt64
     /// Every entry up to here is held by every in-sync coordinator.
@@ -41,7 +41,7 @@ struct ReplicationProgress {
     ///   - eligible: The set the election service holds (`nil`: none written yet, so every
     ///     coordinator in `members` counts).
     ///   - committed: What is known to be committed (at least what this coordinator saw committed
-    ///     as a follower).
+    ///     as a standby).
     init(leader: String, members: [String], eligible: [String]?, written: UInt64, committed: UInt64, minInSync: Int, lagTimeout: UInt64, now: UInt64) {
         self.leader = leader
         let initial = Set(eligible ?? members).union([leader])
@@ -51,7 +51,7 @@ struct ReplicationProgress {
         self.minInSync = minInSync
         self.lagTimeout = lagTimeout
         for member in members where member != leader {
-            followers[member] = Follower(caughtUpAt: now, lastFetchAt: now)
+            standbys[member] = Standby(caughtUpAt: now, lastFetchAt: now)
         }
         // No set yet (the cluster's first leader): it is written at the first tick.
         mustWrite = eligible.map { Set($0) != initial } ?? true
@@ -83,26 +83,32 @@ struct ReplicationProgress {
     ///
     /// - Returns: Whether the commit point moved.
     mutating func fetched(by id: String, durable: UInt64, now: UInt64) -> Bool {
-        guard var follower = followers[id] else { return false }
-        follower.durable = min(durable, written)
-        if durable >= follower.writtenAtLastFetch { follower.caughtUpAt = now }
-        follower.writtenAtLastFetch = written
-        follower.lastFetchAt = now
-        followers[id] = follower
+        guard var standby = standbys[id] else { return false }
+        standby.durable = min(durable, written)
+        if durable >= standby.writtenAtLastFetch { standby.caughtUpAt = now }
+        standby.writtenAtLastFetch = written
+        standby.lastFetchAt = now
+        standbys[id] = standby
         return advance()
     }
 
     /// Time passed: propose the set's next change, if one is due and none is being written.
+    ///
+    /// The set never shrinks below ``minInSync``: below it nothing commits anyway, so every
+    /// coordinator in the set still holds everything committed, and a smaller set would only
+    /// leave fewer coordinators that may lead. The laggards longest without a FETCH go first.
     mutating func tick(now: UInt64) -> [Action] {
         guard proposed == nil else { return [] }
         var next = eligible
-        for (id, follower) in followers {
-            let inSync = eligible.contains(id)
-            if inSync, follower.durable < written, now > follower.caughtUpAt + lagTimeout {
-                next.remove(id)
-            } else if !inSync, follower.durable >= committed, now <= follower.caughtUpAt + lagTimeout {
-                next.insert(id)
-            }
+        let laggards = standbys.filter { id, standby in
+            eligible.contains(id) && standby.durable < written && now > standby.caughtUpAt + lagTimeout
+        }
+        .sorted { ($0.value.lastFetchAt, $0.key) < ($1.value.lastFetchAt, $1.key) }
+        for (id, _) in laggards where next.count > minInSync {
+            next.remove(id)
+        }
+        for (id, standby) in standbys where !eligible.contains(id) && standby.durable >= committed && now <= standby.caughtUpAt + lagTimeout {
+            next.insert(id)
         }
         guard next != eligible || mustWrite else { return [] }
         mustWrite = false
@@ -130,7 +136,7 @@ struct ReplicationProgress {
         guard !isBelowMinimum else { return false }
         var point = written
         for id in required where id != leader {
-            point = min(point, followers[id]?.durable ?? 0)
+            point = min(point, standbys[id]?.durable ?? 0)
         }
         guard point > committed else { return false }
         committed = point

@@ -207,6 +207,9 @@ final class ClusterSimulation {
                 } catch {
                     try await perform([coordinator.machine.reject(error, from: peer, now: now)], on: coordinator)
                 }
+            case .proposeEligible:
+                // The simulated cluster has one coordinator, which never leads others.
+                coordinator.machine.eligibleWriteFailed()
             }
         }
     }

@@ -55,12 +55,15 @@ final class SimulatedCoordinator {
             switch try SyncRequest(frames: body) {
             case .range(let request):
                 let records = try SyncServer.records(
-                    for: request, in: disk.log, maxCount: machine.configuration.maxRangeCount, maxBytes: 4 << 20, quarantine: quarantine
+                    for: request, in: disk.log, committed: machine.committedHead,
+                    maxCount: machine.configuration.maxRangeCount, maxBytes: 4 << 20, quarantine: quarantine
                 )
-                return [RangeMessage.frames(request: request.request, epoch: machine.epoch, head: machine.durableHead, records: records)]
+                return [RangeMessage.frames(request: request.request, epoch: machine.epoch, head: machine.committedHead, records: records)]
             case .snapshot(let request):
                 let (seq, instances) = await replica.snapshot()
                 return SyncServer.snapshotChunks(request, seq: seq, epoch: machine.epoch, instances: instances, maxChunkBytes: 1 << 20)
+            case .fetch:
+                throw ProtocolError(.unknownType, "FETCH is for replicated coordinators; this coordinator runs alone")
             }
         } catch {
             let protocolError = error as? ProtocolError ?? ProtocolError(.internalError, "\(error)")

@@ -30,6 +30,8 @@ final class ClusterCounters: Sendable {
     let duplicates = CounterCell("flowkit_submissions_duplicate_total")
     let acksDropped = CounterCell("flowkit_acks_dropped_total")
     let publishDropped = CounterCell("flowkit_publish_dropped_total")
+    /// Replies and publications a replicated coordinator dropped because its lease was about to run out.
+    let fencedDrops = CounterCell("flowkit_fenced_messages_total")
     let divergences = CounterCell("flowkit_divergences_total")
     let commits = CounterCell("flowkit_log_commits_total")
     let commitMicros = CounterCell("flowkit_log_commit_microseconds_total")

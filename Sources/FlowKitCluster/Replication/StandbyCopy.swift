@@ -1,14 +1,14 @@
-/// A follower coordinator's copy of the leader's log, as a state machine without I/O.
+/// A standby coordinator's copy of the leader's log, as a state machine without I/O.
 ///
 /// It fetches from the leader what follows its durable end, makes each answer durable, then
 /// fetches again: the next FETCH is also how the leader learns the copy is durable. An answer
-/// that says the two logs disagree (the follower holds entries a deposed leader wrote and never
+/// that says the two logs disagree (the standby holds entries a deposed leader wrote and never
 /// committed) has the copy cut back to where they agree, then fetched again from there. Entries
 /// up to the leader's commit point, and no further, are handed on to be applied and served.
 ///
 /// Inputs: the leader to follow, the leader's answers, the local log's completions, time
 /// (microseconds). Outputs: ``Action``s.
-struct FollowerCopy {
+struct StandbyCopy {
     enum Action: Equatable {
         /// Send these frames (a FETCH) to the leader's sync socket.
         case fetch([[UInt8]])
@@ -26,13 +26,15 @@ struct FollowerCopy {
     let maxBytes: UInt32
     /// A FETCH unanswered for this long is sent again (the leader holds one for less).
     let retryAfter: UInt64
+    /// A refused FETCH is sent again after this long.
+    let retryAfterRefusal: UInt64 = 100_000
     private(set) var leader: LeaderRecord?
     /// The last seq the copy holds durably, and the epoch that ordered it.
     private(set) var durable: UInt64
     private(set) var lastEpoch: UInt32
     /// How far the copy is committed: the leader's commit point, no further than ``durable``.
     private(set) var committed: UInt64
-    private var outstanding: (request: UInt64, sentAt: UInt64)?
+    private var outstanding: (request: UInt64, retryAt: UInt64)?
     /// An append or truncation is being carried out.
     private var isWriting = false
     private var nextRequest: UInt64 = 1
@@ -88,6 +90,13 @@ struct FollowerCopy {
         return actions
     }
 
+    /// The leader refused the FETCH (it does not lead yet, or leads another term): ask again after
+    /// a short pause rather than the full retry interval.
+    mutating func refused(now: UInt64) {
+        guard let outstanding else { return }
+        self.outstanding = (outstanding.request, now + retryAfterRefusal)
+    }
+
     /// The copy holds everything through `seq` durably.
     mutating func appended(through seq: UInt64, lastEpoch: UInt32, now: UInt64) -> [Action] {
         isWriting = false
@@ -106,7 +115,7 @@ struct FollowerCopy {
 
     /// Time passed: fetch again if the last FETCH went unanswered.
     mutating func tick(now: UInt64) -> [Action] {
-        if let outstanding, now >= outstanding.sentAt + retryAfter { self.outstanding = nil }
+        if let outstanding, now >= outstanding.retryAt { self.outstanding = nil }
         return fetchIfIdle(now: now)
     }
 
@@ -125,7 +134,7 @@ struct FollowerCopy {
         guard let leader, outstanding == nil, !isWriting else { return [] }
         let request = nextRequest
         nextRequest += 1
-        outstanding = (request, now)
+        outstanding = (request, now + retryAfter)
         let fetch = FetchRequest(request: request, epoch: leader.epoch, durable: durable, lastEpoch: lastEpoch, maxBytes: maxBytes, id: id)
         return [.fetch(fetch.frames)]
     }
@@ -137,9 +146,9 @@ enum FetchAnswer: Equatable {
     case entries(from: UInt64)
     /// Nothing new yet: hold the FETCH until something is written (or a while passes).
     case wait
-    /// The follower's log disagrees after `keep`: it cuts back to there and fetches again.
+    /// The standby's log disagrees after `keep`: it cuts back to there and fetches again.
     case truncate(keep: UInt64)
-    /// The follower is behind the leader's oldest retained entry: it needs a snapshot.
+    /// The standby is behind the leader's oldest retained entry: it needs a snapshot.
     case behindRetention(firstSeq: UInt64)
 
     /// - Parameters:
@@ -155,7 +164,7 @@ enum FetchAnswer: Equatable {
         if fetch.durable > 0 {
             let mine = fetch.durable <= written ? epochs.epoch(of: fetch.durable) : nil
             if mine != fetch.lastEpoch {
-                // Where the two logs still agree: the end of the follower's last epoch in this log
+                // Where the two logs still agree: the end of the standby's last epoch in this log
                 // (or of the latest earlier one), and before the entry that disagrees.
                 let agreed = epochs.end(ofEpochAtMost: fetch.lastEpoch, logEnd: written)
                 self = .truncate(keep: min(agreed, fetch.durable - 1))

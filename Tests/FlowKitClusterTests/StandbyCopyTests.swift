@@ -1,7 +1,7 @@
 @_spi(Wire) @testable import FlowKitCluster
 import Testing
 
-@Suite struct FollowerCopyTests {
+@Suite struct StandbyCopyTests {
     let leader = LeaderRecord(id: "c1", epoch: 4, endpoints: CoordinatorEndpoints(submit: "tcp://a:1", publish: "tcp://a:2", sync: "tcp://a:3"))
 
     func record(_ seq: UInt64, epoch: UInt32) -> [UInt8] {
@@ -11,14 +11,14 @@ import Testing
         ).encoded
     }
 
-    func fetch(_ action: FollowerCopy.Action?) throws -> FetchRequest {
+    func fetch(_ action: StandbyCopy.Action?) throws -> FetchRequest {
         guard case .fetch(let frames) = action else { throw ProtocolError(.malformed, "expected a FETCH, got \(String(describing: action))") }
         var (_, reader) = try WireHeader.read(frames[0], expecting: .fetch)
         return try FetchRequest(reader: &reader)
     }
 
     @Test func theCopyFetchesAppendsThenFetchesAgainAndCommitsNoFurtherThanItHolds() throws {
-        var copy = FollowerCopy(id: "c2", durable: 10, lastEpoch: 3, committed: 10)
+        var copy = StandbyCopy(id: "c2", durable: 10, lastEpoch: 3, committed: 10)
         #expect(copy.follow(nil, now: 0).isEmpty)
         let first = try fetch(copy.follow(leader, now: 0).first)
         #expect(first.durable == 10 && first.lastEpoch == 3 && first.epoch == 4 && first.id == "c2")
@@ -39,14 +39,14 @@ import Testing
     }
 
     @Test func aCopyThatDisagreesIsCutBackAndFetchesFromThere() throws {
-        var copy = FollowerCopy(id: "c2", durable: 20, lastEpoch: 3, committed: 15)
+        var copy = StandbyCopy(id: "c2", durable: 20, lastEpoch: 3, committed: 15)
         let first = try fetch(copy.follow(leader, now: 0).first)
         let cut = try copy.received(FetchedMessage(request: first.request, epoch: 4, committed: 15, keep: 17, records: []), now: 1)
         #expect(cut == [.truncate(keep: 17)])
         let again = try fetch(copy.truncated(durable: 17, lastEpoch: 3, now: 2).first)
         #expect(again.durable == 17 && again.lastEpoch == 3)
         // Committed entries are never cut: a leader that asks is refused.
-        var other = FollowerCopy(id: "c2", durable: 20, lastEpoch: 3, committed: 15)
+        var other = StandbyCopy(id: "c2", durable: 20, lastEpoch: 3, committed: 15)
         let request = try fetch(other.follow(leader, now: 0).first)
         #expect(throws: ProtocolError.self) {
             try other.received(FetchedMessage(request: request.request, epoch: 4, committed: 15, keep: 12, records: []), now: 1)
@@ -54,7 +54,7 @@ import Testing
     }
 
     @Test func staleOrBrokenAnswersChangeNothing() throws {
-        var copy = FollowerCopy(id: "c2", durable: 10, lastEpoch: 3, committed: 10)
+        var copy = StandbyCopy(id: "c2", durable: 10, lastEpoch: 3, committed: 10)
         let first = try fetch(copy.follow(leader, now: 0).first)
         // An answer to another request: ignored.
         #expect(try copy.received(FetchedMessage(request: 99, epoch: 4, committed: 0, records: [record(11, epoch: 4)]), now: 1).isEmpty)
@@ -63,9 +63,12 @@ import Testing
             try copy.received(FetchedMessage(request: first.request, epoch: 4, committed: 0, records: [record(12, epoch: 4)]), now: 1)
         }
         #expect(try fetch(copy.tick(now: 2).first).durable == 10)
-        // An unanswered FETCH is sent again after the retry interval.
+        // An unanswered FETCH is sent again after the retry interval; a refused one sooner.
         #expect(copy.tick(now: 3).isEmpty)
-        #expect(try fetch(copy.tick(now: 3 + copy.retryAfter).first).durable == 10)
+        #expect(try fetch(copy.tick(now: 2 + copy.retryAfter).first).durable == 10)
+        copy.refused(now: 5)
+        #expect(copy.tick(now: 4 + copy.retryAfterRefusal).isEmpty)
+        #expect(try fetch(copy.tick(now: 5 + copy.retryAfterRefusal).first).durable == 10)
     }
 
     @Test func theLeaderAnswersFromItsLogsEpochs() {

@@ -1,0 +1,205 @@
+import FlowKit
+import Logging
+import ZeroMQ
+
+extension Coordinator {
+    /// Serves as one of several coordinators: takes part in the election, copies the leader's log
+    /// while standing by, and orders (telling an entry only once every in-sync coordinator holds it)
+    /// while leading. The sockets stay bound through every change of role; a standby answers
+    /// SUBMIT and HELLO with NOT_LEADER, naming the leader.
+    func serveReplicated(
+        _ replication: CoordinatorReplication,
+        sockets: Sockets,
+        loop: IOLoop,
+        registry: FlowRegistry,
+        stop: StopSignal,
+        onReady: @Sendable (CoordinatorEndpoints) -> Void
+    ) async throws {
+        let storage = try CoordinatorStorage.open(configuration, logger: logger)
+        let writer = LogWriter(log: storage.log)
+        let quarantine = EntryQuarantine(frameLimit: configuration.transport.maxMessageBytes)
+        // Only the snapshot: what the log holds after it may not be committed (and may be cut).
+        let replica = CoordinatorReplica(registry: registry, applied: 0, logger: logger)
+        var scratch = Sequencer(epoch: 0, durableHead: 0)
+        _ = try await storage.recover(into: replica, sequencer: &scratch, quarantine: quarantine, applyThrough: 0, logger: logger)
+        let (lastSeq, lastEpoch) = try await writer.run { log -> (UInt64, UInt32) in
+            guard log.lastSeq > 0, let record = try log.read(from: log.lastSeq, maxCount: 1, maxBytes: 1 << 24).first else { return (0, 0) }
+            return (log.lastSeq, Entry.peekEpoch(record) ?? 0)
+        }
+        let applied = await replica.applied
+
+        let fetches = try await loop.open(.dealer) { [configuration] socket in
+            try configuration.transport.applyClient(to: socket, serverKey: configuration.transport.curve?.keyPair.publicKey)
+        }
+        let standby = CoordinatorStandby(
+            copy: StandbyCopy(id: replication.id, durable: lastSeq, lastEpoch: lastEpoch, committed: applied),
+            writer: writer, socket: fetches, replica: replica, applied: applied, logger: logger
+        )
+        let etcd = EtcdElection(client: try EtcdClient(endpoints: replication.etcdEndpoints), prefix: replication.etcdPrefix)
+        let election = CoordinatorElection(
+            settings: .init(id: replication.id, endpoints: sockets.endpoints, leaseSeconds: replication.leaseSeconds),
+            election: etcd,
+            logger: logger
+        )
+        election.setMinimumEpoch(lastEpoch &+ 1)
+        let role = ReplicatedRole(replica: replica, standby: standby)
+        let (written, writes) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let (commitPoints, commitPoint) = AsyncStream.makeStream(of: UInt64.self, bufferingPolicy: .bufferingNewest(1))
+        let syncServer = SyncServer(
+            socket: sockets.sync, writer: writer, source: role, counters: ClusterCounters(), quarantine: quarantine,
+            maxRangeCount: configuration.maxRangeCount, logger: logger, written: written
+        )
+
+        logger.info(
+            "coordinator ready, replicated",
+            metadata: [
+                "flowkit.id": "\(replication.id)", "flowkit.head": "\(lastSeq)", "flowkit.etcd": "\(replication.etcdEndpoints.joined(separator: ","))",
+                "flowkit.submit": "\(sockets.endpoints.submit)", "flowkit.publish": "\(sockets.endpoints.publish)", "flowkit.sync": "\(sockets.endpoints.sync)",
+            ]
+        )
+        onReady(sockets.endpoints)
+
+        /// Starts ordering in `record`'s epoch, from everything the local log holds.
+        @Sendable func lead(_ record: LeaderRecord) async throws -> CoordinatorCore {
+            await standby.follow(nil)
+            let committed = await standby.committed
+            let (sequencer, firstSeq) = try await writer.run { [configuration] log in
+                var sequencer = Sequencer(epoch: record.epoch, durableHead: log.lastSeq, dedup: DedupTable(window: configuration.dedupWindow))
+                try CoordinatorStorage.recover(&sequencer, from: log)
+                return (sequencer, log.firstSeq)
+            }
+            let view = try? await etcd.read().0
+            let progress = ReplicationProgress(
+                leader: replication.id, members: Array(replication.coordinators.keys), eligible: view?.eligible,
+                written: sequencer.durableHead, committed: committed, minInSync: replication.minInSync,
+                lagTimeout: UInt64(replication.lagTimeout.microseconds),
+                now: WallClock.micros()
+            )
+            let machine = CoordinatorMachine(
+                configuration: configuration, registry: registry, sequencer: sequencer, firstSeq: firstSeq,
+                logger: logger, counters: ClusterCounters(), now: WallClock.micros(), replication: progress
+            )
+            logger.notice(
+                "leading",
+                metadata: ["flowkit.epoch": "\(record.epoch)", "flowkit.log_end": "\(sequencer.durableHead)", "flowkit.committed": "\(committed)"]
+            )
+            return CoordinatorCore(
+                machine: machine, writer: writer, submitSocket: sockets.submit, publishSocket: sockets.publish, replica: replica,
+                writeEligible: { set in (try? await etcd.setEligible(Array(set), leader: record)) ?? false },
+                mayAct: { election.mayLead() },
+                replicate: { entries in if let last = entries.last { commitPoint.yield(last.seq) } },
+                written: writes
+            )
+        }
+
+        await withDiscardingTaskGroup { group in
+            group.addTask { await election.run() }
+            group.addTask { [logger] in
+                for await next in election.roles {
+                    switch next {
+                    case .leading(let record):
+                        do {
+                            await role.lead(try await lead(record), record: record)
+                        } catch {
+                            logger.error("could not start leading; stepping aside", metadata: ["flowkit.error": "\(error)"])
+                        }
+                    case .standingBy(let leader):
+                        await role.follow(leader)
+                    case .seeking:
+                        await role.follow(nil)
+                    }
+                }
+            }
+            group.addTask(executorPreference: loop) {
+                while let batch = try? await sockets.submit.receiveBatch(max: 1_024) {
+                    if let core = await role.core {
+                        await core.handleSubmitBatch(batch)
+                    } else {
+                        await role.redirect(batch, socket: sockets.submit)
+                    }
+                }
+            }
+            group.addTask(executorPreference: loop) {
+                while let batch = try? await sockets.publish.receiveBatch(max: 256) { await role.core?.noteSubscriptions(batch) }
+            }
+            group.addTask { await standby.receive() }
+            group.addTask { await every(.milliseconds(100)) { await standby.tick() } }
+            group.addTask {
+                for await seq in commitPoints { await standby.apply(through: seq) }
+            }
+            group.addTask { await replica.run() }
+            group.addTask { await syncServer.run() }
+            group.addTask { [configuration] in
+                await every(configuration.heartbeatInterval) {
+                    guard let core = await role.core else { return }
+                    await core.heartbeat()
+                    await core.tickReplication()
+                }
+            }
+            group.addTask { [configuration] in
+                await every(configuration.statusInterval) { await role.core?.publishStatus() }
+            }
+            await stop.wait()
+            self.logger.info("coordinator stopping")
+            group.cancelAll()
+            await replica.finish()
+            for socket in [sockets.submit, sockets.publish, sockets.sync, fetches] { await socket.close(linger: configuration.transport.linger) }
+        }
+        try? await writer.run { log in (log as? DurableEntryLog)?.close() }
+    }
+}
+
+/// A replicated coordinator's role now: the ordering core while it leads, the standby's copy
+/// otherwise. The sync socket serves from whichever it is.
+actor ReplicatedRole: SyncSource {
+    nonisolated let replica: CoordinatorReplica
+    let standby: CoordinatorStandby
+    private(set) var core: CoordinatorCore?
+    private var reports: Task<Void, Never>?
+    private var leader: LeaderRecord?
+
+    init(replica: CoordinatorReplica, standby: CoordinatorStandby) {
+        self.replica = replica
+        self.standby = standby
+    }
+
+    func lead(_ core: CoordinatorCore, record: LeaderRecord) {
+        self.core = core
+        leader = record
+        reports = Task { await core.receiveReports() }
+    }
+
+    func follow(_ leader: LeaderRecord?) async {
+        core = nil
+        reports?.cancel()
+        reports = nil
+        self.leader = leader
+        await standby.follow(leader)
+    }
+
+    func committed() async -> (head: UInt64, epoch: UInt32) {
+        if let core { return await core.committed() }
+        return (await standby.committed, leader?.epoch ?? 0)
+    }
+
+    func fetch(_ request: FetchRequest) async throws -> (answer: FetchAnswer, committed: UInt64, epoch: UInt32) {
+        guard let core else {
+            throw ProtocolError(.coordinatorUnavailable, "this coordinator does not lead; \(leader.map { "\($0) does" } ?? "no leader is known yet")")
+        }
+        return try await core.fetch(request)
+    }
+
+    /// Answers SUBMITs and HELLOs with NOT_LEADER, naming the leader (or no one, yet).
+    func redirect(_ batch: [Message], socket: AsyncSocket) {
+        let answer = NotLeaderMessage(
+            epoch: leader?.epoch ?? 0, id: leader?.id ?? "",
+            endpoints: leader?.endpoints ?? CoordinatorEndpoints(submit: "", publish: "", sync: "")
+        )
+        for message in batch {
+            guard let (peer, body) = RouterEnvelope.split(message), let first = body.first,
+                let type = (try? WireHeader.read(first, expecting: .submit, .hello, .nodeReport))?.0, type != .nodeReport
+            else { continue }
+            _ = try? socket.trySend(peer.reply(answer.frames))
+        }
+    }
+}

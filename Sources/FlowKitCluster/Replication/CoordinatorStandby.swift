@@ -1,0 +1,127 @@
+import Logging
+import ZeroMQ
+
+/// Carries out a standby coordinator's ``StandbyCopy`` over a DEALER socket to the leader's
+/// sync socket, the local log and the coordinator's replica.
+///
+/// The copy's appends and cuts go through the ``LogWriter`` like the leader's commits; what the
+/// leader committed is read back from the local log and applied to the replica in order, so the
+/// replica (its snapshots, its digests) never holds an entry that might still be cut.
+actor CoordinatorStandby {
+    private var copy: StandbyCopy
+    private let writer: LogWriter
+    private let socket: AsyncSocket
+    private let replica: CoordinatorReplica
+    private let logger: Logger
+    /// The leader's sync endpoint the socket is connected to.
+    private var connected: String?
+    /// The last seq applied to the replica.
+    private(set) var applied: UInt64
+
+    init(copy: StandbyCopy, writer: LogWriter, socket: AsyncSocket, replica: CoordinatorReplica, applied: UInt64, logger: Logger) {
+        self.copy = copy
+        self.writer = writer
+        self.socket = socket
+        self.replica = replica
+        self.applied = applied
+        self.logger = logger
+    }
+
+    /// How far the copy is committed: what this coordinator may serve.
+    var committed: UInt64 { copy.committed }
+    var durable: UInt64 { copy.durable }
+
+    /// Follows `leader` (nil: none known): reconnects the socket and fetches from it.
+    func follow(_ leader: LeaderRecord?) async {
+        let endpoint = leader?.endpoints.sync
+        if endpoint != connected {
+            let (old, new) = (connected, endpoint)
+            _ = try? await socket.perform { socket in
+                if let old { try socket.disconnect(old) }
+                if let new { try socket.connect(new) }
+            }
+            connected = endpoint
+        }
+        await perform(copy.follow(leader, now: WallClock.micros()))
+    }
+
+    /// Reads the leader's answers until the socket closes.
+    nonisolated func receive() async {
+        while let message = try? await socket.receive() {
+            await handle(message.frames.map(\.bytes))
+        }
+    }
+
+    func tick() async {
+        await perform(copy.tick(now: WallClock.micros()))
+    }
+
+    private func handle(_ frames: [[UInt8]]) async {
+        do {
+            if let first = frames.first, (try? WireHeader.read(first, expecting: .error)) != nil {
+                let error = try ErrorReply(frames: frames)
+                copy.refused(now: WallClock.micros())
+                // Expected for a moment around a change of leader: the new one may not know yet.
+                let level: Logger.Level = error.error.code == .coordinatorUnavailable ? .info : .warning
+                logger.log(level: level, "the leader refused a FETCH; asking again shortly", metadata: ["flowkit.error": "\(error.error)"])
+                return
+            }
+            await perform(try copy.received(try FetchedMessage(frames: frames), now: WallClock.micros()))
+        } catch {
+            logger.warning("a FETCHED could not be used; fetching again", metadata: ["flowkit.error": "\(error)"])
+        }
+    }
+
+    private func perform(_ actions: [StandbyCopy.Action]) async {
+        for action in actions {
+            switch action {
+            case .fetch(let frames):
+                _ = try? socket.trySend(Message(parts: frames))
+            case .append(let records, let through, let lastEpoch):
+                let first = through - UInt64(records.count) + 1
+                let batch = records.enumerated().map { (seq: first + UInt64($0.offset), record: $0.element) }
+                do {
+                    try await writer.run { log in
+                        try log.append(batch)
+                        try log.commit()
+                    }
+                    await perform(copy.appended(through: through, lastEpoch: lastEpoch, now: WallClock.micros()))
+                } catch {
+                    logger.error("the log refused the leader's entries; fetching them again", metadata: ["flowkit.error": "\(error)"])
+                    await perform(copy.truncated(durable: copy.durable, lastEpoch: copy.lastEpoch, now: WallClock.micros()))
+                }
+            case .truncate(let keep):
+                do {
+                    let lastEpoch = try await writer.run { log -> UInt32 in
+                        try log.removeSuffix(after: keep)
+                        guard keep > 0, let record = try log.read(from: keep, maxCount: 1, maxBytes: 1 << 20).first else { return 0 }
+                        return Entry.peekEpoch(record) ?? 0
+                    }
+                    logger.notice("cut the log back to where it agrees with the leader's", metadata: ["flowkit.kept_through": "\(keep)"])
+                    await perform(copy.truncated(durable: keep, lastEpoch: lastEpoch, now: WallClock.micros()))
+                } catch {
+                    logger.error("could not cut the log back to \(keep)", metadata: ["flowkit.error": "\(error)"])
+                }
+            case .commit(let through):
+                await apply(through: through)
+            }
+        }
+    }
+
+    /// Applies the committed entries the replica has not seen, read back from the local log.
+    func apply(through seq: UInt64) async {
+        while applied < seq {
+            let from = applied + 1
+            do {
+                let records = try await writer.run { log in try log.read(from: from, maxCount: 4_096, maxBytes: 4 << 20) }
+                let entries = try records.prefix(Int(seq - applied)).map { try Entry(decoding: $0) }
+                guard let last = entries.last else { return }
+                await replica.applyNow(entries)
+                applied = last.seq
+            } catch {
+                logger.error("could not apply committed entries from the log", metadata: ["flowkit.from": "\(from)", "flowkit.error": "\(error)"])
+                return
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+@_spi(Wire) @testable import FlowKitCluster
+import FlowKitCommands
+import FlowKitExamples
+import FlowKitProcesses
+import Foundation
+import Logging
+import Testing
+
+/// Three coordinators in this process over real sockets, electing their leader in a real etcd: the
+/// leader tells an entry only once the in-sync coordinators hold it; a standby names the leader;
+/// a new leader holds everything acknowledged and still knows every submission it ordered.
+extension MultiProcessTests {
+    @Suite("Replicated coordinators", .serialized, .timeLimit(.minutes(2)))
+    struct ReplicatedCoordinatorTests {
+        struct Running {
+            var coordinators: [String: Coordinator]
+            var tasks: [String: Task<Void, any Error>]
+            var endpoints: [String: CoordinatorEndpoints]
+            var election: EtcdElection
+        }
+
+        func start(etcd: EtcdServer, directory: String) async throws -> Running {
+            var registry = FlowRegistry()
+            registry.register(CounterFlow.self, as: "counter")
+            var endpoints: [String: CoordinatorEndpoints] = [:]
+            for id in ["c1", "c2", "c3"] {
+                let ports = try (0..<3).map { _ in try EtcdServer.freePort() }
+                endpoints[id] = CoordinatorEndpoints(
+                    submit: "tcp://127.0.0.1:\(ports[0])", publish: "tcp://127.0.0.1:\(ports[1])", sync: "tcp://127.0.0.1:\(ports[2])"
+                )
+            }
+            var running = Running(
+                coordinators: [:], tasks: [:], endpoints: endpoints,
+                election: EtcdElection(client: try EtcdClient(endpoints: [etcd.clientURL]), prefix: "/flowkit/test")
+            )
+            for (id, own) in endpoints {
+                var configuration = CoordinatorConfiguration()
+                configuration.submitEndpoint = own.submit
+                configuration.publishEndpoint = own.publish
+                configuration.syncEndpoint = own.sync
+                configuration.dataDirectory = "\(directory)/\(id)"
+                var replication = CoordinatorReplication(id: id, coordinators: endpoints, etcdEndpoints: [etcd.clientURL])
+                replication.etcdPrefix = "/flowkit/test"
+                configuration.replication = replication
+                var logger = Logger(label: "coordinator.\(id)")
+                logger.logLevel = .warning
+                let coordinator = Coordinator(configuration: configuration, registry: registry, logger: logger)
+                running.coordinators[id] = coordinator
+                running.tasks[id] = Task { try await coordinator.run() }
+            }
+            return running
+        }
+
+        func leader(_ running: Running, after old: LeaderRecord? = nil) async throws -> LeaderRecord {
+            try await eventually("a coordinator leads", timeout: .seconds(10)) {
+                let (view, _) = try await running.election.read()
+                guard let leader = view.leader, leader.id != old?.id else { return nil }
+                return leader
+            }
+        }
+
+        func submit(_ ids: ClosedRange<UInt64>) -> [[UInt8]] {
+            let submissions = ids.map {
+                Submission(submission: $0, kind: .event, codec: .json, submittedAt: 0, address: "counter/a", payload: Array(#"{"increment":{}}"#.utf8))
+            }
+            return SubmitMessage(origin: 1, session: 7, submissions: submissions).frames
+        }
+
+        /// Sends a SUBMIT and waits for the ACKs of all its submissions, sending it again while the
+        /// coordinator answers NOT_LEADER (a new leader may not know it leads for a moment).
+        func acknowledge(_ ids: ClosedRange<UInt64>, at endpoint: String) async throws -> [AckMessage.Ack] {
+            let dealer = try await RawDealer(endpoint: endpoint, logger: Logger(label: "test"))
+            let deadline = ContinuousClock.now + .seconds(5)
+            try await dealer.send(submit(ids))
+            var acks: [AckMessage.Ack] = []
+            while acks.count < ids.count {
+                guard ContinuousClock.now < deadline else { throw HarnessError("no ACK within 5 s; got \(acks)") }
+                guard let reply = try await dealer.receive(timeout: .milliseconds(200)) else { continue }
+                if let notLeader = try? NotLeaderMessage(frames: reply) {
+                    print("replicated: \(endpoint) answered NOT_LEADER (leader \(notLeader.id.isEmpty ? "unknown" : notLeader.id)); again")
+                    try await Task.sleep(for: .milliseconds(100))
+                    try await dealer.send(submit(ids))
+                    continue
+                }
+                acks += try AckMessage(frames: reply).acks
+            }
+            return acks
+        }
+
+        @Test func theLeaderCommitsWhatTheInSyncHoldAndTheNextLeaderKnowsItAll() async throws {
+            let directory = try ClusterCommandProcess.makeDirectory()
+            let etcd = try await EtcdServer.start(directory: directory)
+            let running = try await start(etcd: etcd, directory: directory)
+            do {
+                try await failOver(running)
+            } catch {
+                await stop(running, etcd: etcd)
+                throw error
+            }
+            await stop(running, etcd: etcd)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+
+        func stop(_ running: Running, etcd: EtcdServer) async {
+            for coordinator in running.coordinators.values { coordinator.shutdown() }
+            for task in running.tasks.values { _ = try? await task.value }
+            await etcd.process.kill9()
+        }
+
+        func failOver(_ running: Running) async throws {
+            let first = try await leader(running)
+            let leaderEndpoints = try #require(running.endpoints[first.id])
+
+            let acks = try await acknowledge(1...10, at: leaderEndpoints.submit)
+            #expect(acks.map { $0.seq } == Array(1...10))
+            #expect(acks.allSatisfy { $0.status == AckMessage.Status.ordered })
+
+            // A standby does not order: it names the leader.
+            let standbyID = try #require(running.endpoints.keys.first { $0 != first.id })
+            let dealer = try await RawDealer(endpoint: running.endpoints[standbyID]!.submit, logger: Logger(label: "test"))
+            try await dealer.send(submit(11...11))
+            let answer = try await dealer.receive(timeout: Duration.seconds(5))
+            let redirect = try NotLeaderMessage(frames: try #require(answer))
+            #expect(redirect.id == first.id && redirect.epoch == first.epoch)
+            #expect(redirect.endpoints == leaderEndpoints)
+
+            // The leader stops; another takes over in a larger epoch.
+            running.coordinators[first.id]!.shutdown()
+            _ = try await running.tasks[first.id]!.value
+            let second = try await leader(running, after: first)
+            #expect(second.epoch > first.epoch)
+            let next = try #require(running.endpoints[second.id])
+            // The retried submissions are the same entries, at the same seqs: the new leader's
+            // duplicate table came with the log.
+            let retried = try await acknowledge(1...10, at: next.submit)
+            #expect(retried.map { $0.seq } == Array(1...10))
+            #expect(retried.allSatisfy { $0.status == AckMessage.Status.duplicate })
+            // New ones follow them. With one coordinator gone, two are still in sync: enough.
+            let more = try await acknowledge(11...15, at: next.submit)
+            #expect(more.map { $0.seq } == Array(11...15))
+            #expect(more.allSatisfy { $0.status == AckMessage.Status.ordered })
+
+            // The new leader serves the whole log.
+            let sync = try await RawDealer(endpoint: next.sync, logger: Logger(label: "test"))
+            try await sync.send(RangeRequest(request: 1, from: 1, to: 15, maxCount: 100).frames)
+            let reply = try await sync.receive(timeout: Duration.seconds(5))
+            let range = try RangeMessage(frames: try #require(reply))
+            #expect(range.entries.map { $0.seq } == Array(1...15))
+            #expect(range.head == 15)
+            #expect(range.entries.prefix(10).allSatisfy { $0.epoch == first.epoch })
+        }
+    }
+}
