@@ -78,4 +78,11 @@ import Testing
         lost.applied(epoch: 1)
         #expect(lost.heartbeat(epoch: 2, head: 48, applied: 60, now: second).contains(.rejoin(head: 48)))
     }
+
+    @Test func aNewLeadersLowerHeadIsNoLossAmongReplicatedCoordinators() {
+        var link = CoordinatorLink(timeout: .seconds(2), joinsThroughSnapshot: true, headMayLag: true)
+        _ = link.welcome(epoch: 3, head: 100, applied: 100, isJoining: false, now: 1)
+        // The new leader's commit point has not caught up with what this node applied yet.
+        #expect(link.heartbeat(epoch: 4, head: 95, applied: 100, now: 2) == [.newTerm(4, previous: 3), .reconnect, .noteHead(95)])
+    }
 }

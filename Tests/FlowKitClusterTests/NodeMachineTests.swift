@@ -71,12 +71,14 @@ import ZeroMQ
             case .answerQuery(let request, _, _): "query \(request)"
             case .answerStatus(let request, _): "status \(request)"
             case .report: "report"
+            case .switchCoordinator(let coordinator): "switch to \(coordinator.submit)"
             }
         }
     }
 
     @Test func itSaysHelloFirst() throws {
-        let actions = machine().start()
+        var machine = machine()
+        let actions = machine.start()
         guard case .submit(let frames)? = actions.first else {
             Issue.record("no HELLO")
             return

@@ -53,6 +53,19 @@ import Testing
         }
     }
 
+    @Test func aCopyWithADeposedLeadersTailCommitsNothingOfItBeforeItIsCut() throws {
+        // A leader that was killed and restarts as a standby: its log ends with entries it wrote
+        // and never committed, and the new leader has committed further than that.
+        var copy = StandbyCopy(id: "c2", durable: 20, lastEpoch: 2, committed: 0)
+        let first = try fetch(copy.follow(leader, now: 0).first)
+        let cut = try copy.received(FetchedMessage(request: first.request, epoch: 4, committed: 30, keep: 17, records: []), now: 1)
+        #expect(cut == [.truncate(keep: 17)] && copy.committed == 0)
+        let again = try fetch(copy.truncated(durable: 17, lastEpoch: 2, now: 2).first)
+        // Confirmed to 17 now: committed as far as the copy goes, then the rest is fetched.
+        let next = try copy.received(FetchedMessage(request: again.request, epoch: 4, committed: 30, records: [record(18, epoch: 4)]), now: 3)
+        #expect(next.first == .commit(through: 17) && copy.committed == 17)
+    }
+
     @Test func staleOrBrokenAnswersChangeNothing() throws {
         var copy = StandbyCopy(id: "c2", durable: 10, lastEpoch: 3, committed: 10)
         let first = try fetch(copy.follow(leader, now: 0).first)

@@ -30,8 +30,11 @@ enum Decoders {
             switch request {
             case .range(let range): check(request, try? SyncRequest(frames: range.frames), "SyncRequest")
             case .snapshot(let snapshot): check(request, try? SyncRequest(frames: snapshot.frames), "SyncRequest")
+            case .fetch(let fetch): check(request, try? SyncRequest(frames: fetch.frames), "SyncRequest")
             }
         }),
+        ("FetchedMessage", { frames in roundTrip(frames, FetchedMessage.init(frames:), \.frames) }),
+        ("NotLeaderMessage", { frames in roundTrip(frames, NotLeaderMessage.init(frames:), \.frames) }),
         ("RangeMessage", { frames in roundTrip(frames, RangeMessage.init(frames:), \.frames) }),
         ("SnapshotChunkMessage", { frames in roundTrip(frames, SnapshotChunkMessage.init(frames:), \.frames) }),
         ("ErrorReply", { frames in

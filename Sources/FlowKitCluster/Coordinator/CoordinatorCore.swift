@@ -170,7 +170,10 @@ actor CoordinatorCore: SyncSource {
                     machine.eligibleWriteFailed()
                     continue
                 }
-                Task { await self.noteEligible(set, written: await writeEligible(set)) }
+                Task {
+                    let written = await writeEligible(set)
+                    self.noteEligible(set, written: written)
+                }
             }
         }
     }

@@ -25,6 +25,10 @@ struct CoordinatorLink {
     let timeout: UInt64
     /// Whether a node that starts empty joins through the coordinator's snapshot.
     let joinsThroughSnapshot: Bool
+    /// Replicated coordinators: what a node applied was committed, so every later leader holds
+    /// it; a new leader's head (its commit point) may start below it and catch up, which is no
+    /// loss.
+    let headMayLag: Bool
 
     private(set) var epoch: UInt32 = 0
     /// The epoch of the last entry the node applied; 0 when unknown (none yet, or a snapshot).
@@ -32,9 +36,10 @@ struct CoordinatorLink {
     private var lastHeard: UInt64 = 0
     private var welcomed = false
 
-    init(timeout: Duration, joinsThroughSnapshot: Bool) {
+    init(timeout: Duration, joinsThroughSnapshot: Bool, headMayLag: Bool = false) {
         self.timeout = UInt64(timeout.microseconds)
         self.joinsThroughSnapshot = joinsThroughSnapshot
+        self.headMayLag = headMayLag
     }
 
     /// The node applied entries up to one ordered in `epoch`.
@@ -103,7 +108,7 @@ struct CoordinatorLink {
         // A head below what the node applied means the new term's log lost entries, unless the
         // node applied an entry of the new term itself: then the message is older than that entry
         // (an ACK or a heartbeat overtaken by ENTRIES on another socket), and nothing was lost.
-        if head < applied, appliedEpoch != newEpoch { actions.append(.rejoin(head: head)) }
+        if head < applied, appliedEpoch != newEpoch, !headMayLag { actions.append(.rejoin(head: head)) }
         actions.append(.reconnect)
         return actions
     }

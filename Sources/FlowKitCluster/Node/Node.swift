@@ -59,27 +59,38 @@ public final class Node: Sendable {
         let coordinatorKey = configuration.coordinatorPublicKey
         let authentication = try await transport.startAuthentication(on: loop, logger: logger)
         let socketConfiguration = AsyncSocket.Configuration(receiveBufferCapacity: 8_192, sendQueueCapacity: 65_536)
+        // Every coordinator, when they are replicated: only the leader publishes, and the node
+        // submits to one at a time (CoordinatorChoice), through a socket of its own.
+        let coordinators = CoordinatorChoice(coordinator: configuration.coordinator, others: configuration.otherCoordinators, timeout: .seconds(1)).coordinators
         // Subscribe first, so nothing published from here on is missed.
         let subscriber = try await loop.open(.sub, configuration: socketConfiguration) { socket in
             try transport.applyClient(to: socket, serverKey: coordinatorKey)
             if let hwm = configuration.subscriberHighWaterMark { try socket.setOption(.receiveHighWaterMark, hwm) }
             try socket.subscribe(EntriesMessage.batchTopic)
             try socket.subscribe(ControlTopic.heartbeat)
-            try socket.connect(configuration.coordinator.publish)
+            for coordinator in coordinators { try socket.connect(coordinator.publish) }
         }
-        let submit = try await loop.open(.dealer, configuration: socketConfiguration) { socket in
-            try transport.applyClient(to: socket, serverKey: coordinatorKey)
-            try socket.connect(configuration.coordinator.submit)
-        }
-        let sync = try await loop.open(.dealer, configuration: socketConfiguration) { socket in
-            try transport.applyClient(to: socket, serverKey: coordinatorKey)
-            try socket.connect(configuration.coordinator.sync)
+        var submits: [AsyncSocket] = []
+        var syncs: [AsyncSocket] = []
+        for coordinator in coordinators {
+            submits.append(
+                try await loop.open(.dealer, configuration: socketConfiguration) { socket in
+                    try transport.applyClient(to: socket, serverKey: coordinatorKey)
+                    try socket.connect(coordinator.submit)
+                }
+            )
+            syncs.append(
+                try await loop.open(.dealer, configuration: socketConfiguration) { socket in
+                    try transport.applyClient(to: socket, serverKey: coordinatorKey)
+                    try socket.connect(coordinator.sync)
+                }
+            )
         }
         let (client, clientEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { socket in
             try transport.applyServer(to: socket)
             return try socket.bind(configuration.clientEndpoint)
         }
-        let sockets = NodeSockets(client: client, clientEndpoint: clientEndpoint, submit: submit, subscriber: subscriber, sync: sync)
+        let sockets = NodeSockets(client: client, clientEndpoint: clientEndpoint, submit: submits, subscriber: subscriber, sync: syncs)
         let core = NodeCore(configuration: configuration, registry: registry, logger: logger, sockets: sockets)
         await core.start()
         running.withLock { $0 = core }
@@ -97,17 +108,21 @@ public final class Node: Sendable {
             group.addTask(executorPreference: loop) {
                 while let batch = try? await subscriber.receiveBatch(max: 1_024) { await core.receivePublished(batch) }
             }
-            group.addTask(executorPreference: loop) {
-                while let batch = try? await submit.receiveBatch(max: 1_024) { await core.receiveFromCoordinator(batch) }
+            for submit in submits {
+                group.addTask(executorPreference: loop) {
+                    while let batch = try? await submit.receiveBatch(max: 1_024) { await core.receiveFromCoordinator(batch) }
+                }
             }
             // Sync replies are decoded on the cooperative pool, in order, and applied on the loop:
             // a replaying node decodes one range on the other core while it applies the last.
             // The stream between them holds at most what the node asked for (a range or two in
             // flight, or one snapshot), which the socket would hold otherwise.
             let (syncReplies, syncContinuation) = AsyncStream.makeStream(of: [SyncReply].self)
-            group.addTask {
-                while let batch = try? await sync.receiveBatch(max: 64) { syncContinuation.yield(batch.map(SyncReply.init)) }
-                syncContinuation.finish()
+            for sync in syncs {
+                group.addTask {
+                    while let batch = try? await sync.receiveBatch(max: 64) { syncContinuation.yield(batch.map(SyncReply.init)) }
+                    syncContinuation.finish()
+                }
             }
             group.addTask(executorPreference: loop) {
                 for await replies in syncReplies { await core.receiveSync(replies) }
@@ -122,7 +137,7 @@ public final class Node: Sendable {
             logger.info("node stopping")
             await core.shutDown()
             group.cancelAll()
-            for socket in [client, submit, sync, subscriber] { await socket.close(linger: transport.linger) }
+            for socket in [client, subscriber] + submits + syncs { await socket.close(linger: transport.linger) }
         }
         await authentication?.stop()
     }

@@ -13,6 +13,9 @@ public struct NodeConfiguration: Sendable {
     public var advertisedEndpoint: String?
     /// The coordinator's endpoints.
     public var coordinator: CoordinatorEndpoints
+    /// The other coordinators, when the cluster runs replicated ones: the node listens to all of
+    /// them and submits to whichever leads (``coordinator`` is asked first).
+    public var otherCoordinators: [CoordinatorEndpoints] = []
     /// How often the node reports its progress and digests to the coordinator.
     public var reportInterval: Duration = .seconds(1)
     /// How long a submission waits for its acknowledgement before it is sent again.

@@ -49,7 +49,7 @@ extension NodeCore {
             flows: registry.names,
             rejected: counters.rejections,
             entriesSkipped: replicas.skippedEntries,
-            coordinator: configuration.coordinator
+            coordinator: machine.choice.current
         )
     }
 }

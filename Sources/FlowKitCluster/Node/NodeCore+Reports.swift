@@ -66,7 +66,7 @@ extension NodeCore {
         )
         let message = NodeReportMessage(node: configuration.id, applied: machine.follower.applied, time: now, report: report)
         // Encoding a thousand digests as JSON takes milliseconds: not on the loop thread.
-        let socket = sockets.submit
+        let socket = submitSocket
         BackgroundWork.shared.start { _ = try? socket.trySend(Message(parts: message.frames)) }
     }
 }

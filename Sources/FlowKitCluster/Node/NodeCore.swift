@@ -55,7 +55,7 @@ actor NodeCore {
         )
         replicas = ReplicaSet(registry: registry, context: context, logger: logger)
         restoreLocalSnapshot()
-        perform(machine.start())
+        perform(machine.start(now: WallClock.micros()))
     }
 
     var session: UInt64 { machine.session }
@@ -99,18 +99,22 @@ actor NodeCore {
         hashChangedInstances()
     }
 
-    /// Disconnects from the coordinator's three sockets and connects again.
+    /// Disconnects from the coordinators' sockets and connects again.
     func dropConnections() async {
-        let endpoints = configuration.coordinator
         logger.warning("dropping the connections to the coordinator, as asked; reconnecting")
-        for (socket, endpoint) in [(sockets.submit, endpoints.submit), (sockets.subscriber, endpoints.publish), (sockets.sync, endpoints.sync)] {
-            _ = try? await socket.perform { socket in
-                try socket.disconnect(endpoint)
-                try socket.connect(endpoint)
+        for (index, endpoints) in machine.choice.coordinators.enumerated() {
+            for (socket, endpoint) in [(sockets.submit[index], endpoints.submit), (sockets.subscriber, endpoints.publish), (sockets.sync[index], endpoints.sync)] {
+                _ = try? await socket.perform { socket in
+                    try socket.disconnect(endpoint)
+                    try socket.connect(endpoint)
+                }
             }
         }
         perform(machine.reconnected(now: WallClock.micros()))
     }
+
+    /// The submit socket to the coordinator the node submits to now.
+    var submitSocket: AsyncSocket { sockets.submit[machine.choice.currentIndex] }
 
     /// Stops every effect: the node is going away.
     func shutDown() {
@@ -124,9 +128,11 @@ actor NodeCore {
             switch action {
             case .submit(let frames):
                 // A full queue drops the message; submissions go again after the retry interval.
-                _ = try? sockets.submit.trySend(Message(parts: frames))
+                _ = try? submitSocket.trySend(Message(parts: frames))
             case .requestSync(let frames):
-                _ = try? sockets.sync.trySend(Message(parts: frames))
+                _ = try? sockets.sync[machine.choice.currentIndex].trySend(Message(parts: frames))
+            case .switchCoordinator:
+                break  // the sockets to send on follow the machine's choice
             case .reply(let reply, let peer):
                 self.reply(reply, to: peer)
             case .apply(let entries):
@@ -173,11 +179,12 @@ actor NodeCore {
     }
 }
 
-/// The sockets a node talks through.
+/// The sockets a node talks through: one submit and one sync socket per coordinator, in the order
+/// of ``CoordinatorChoice/coordinators`` (one, unless the coordinators are replicated).
 struct NodeSockets: Sendable {
     let client: AsyncSocket
     let clientEndpoint: String
-    let submit: AsyncSocket
+    let submit: [AsyncSocket]
     let subscriber: AsyncSocket
-    let sync: AsyncSocket
+    let sync: [AsyncSocket]
 }

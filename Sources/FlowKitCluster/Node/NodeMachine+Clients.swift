@@ -94,6 +94,7 @@ extension NodeMachine {
             guard !due.isEmpty else { return actions }
             // A full queue drops the message; the submissions go again after the retry interval.
             actions.append(.submit(SubmitMessage(origin: configuration.id, session: session, submissions: due).frames))
+            choice.submitted(now: now)
         }
     }
 
@@ -106,10 +107,16 @@ extension NodeMachine {
             let parts = message.parts
             do {
                 guard let first = parts.first else { throw ProtocolError(.wrongFrameCount, "empty message") }
-                switch try WireHeader.read(first, expecting: .ack, .welcome, .error).0 {
+                switch try WireHeader.read(first, expecting: .ack, .welcome, .notLeader, .error).0 {
                 case .ack:
+                    choice.answered()
                     actions += handle(try AckMessage(frames: parts), now: now)
+                case .notLeader:
+                    if let leader = choice.redirected(try NotLeaderMessage(frames: parts), now: now) {
+                        actions += switchCoordinator(to: leader, now: now)
+                    }
                 case .welcome:
+                    choice.answered()
                     let welcome = try WelcomeMessage(frames: parts)
                     let linkActions = link.welcome(
                         epoch: welcome.epoch, head: welcome.head, applied: follower.applied, isJoining: follower.isJoining, now: now
@@ -175,6 +182,15 @@ extension NodeMachine {
             actions.append(.report)
         }
         actions += perform(link.tick(now: now), now: now)
+        switch choice.tick(now: now) {
+        case .probe:
+            choice.greeted(now: now)
+            actions.append(hello)
+        case .switchTo(let next):
+            actions += switchCoordinator(to: next, now: now)
+        case nil:
+            break
+        }
         return actions
     }
 

@@ -31,6 +31,9 @@ struct NodeMachine {
         case answerStatus(request: UInt64, to: RouterEnvelope)
         /// A report to the coordinator is due.
         case report
+        /// Submit to and repair from another of the replicated coordinators from now on
+        /// (``CoordinatorChoice/current``); the HELLO that follows goes to it.
+        case switchCoordinator(CoordinatorEndpoints)
     }
 
     let configuration: NodeConfiguration
@@ -48,6 +51,8 @@ struct NodeMachine {
     var waiters: ClientWaiters
     /// The coordinator's term and liveness.
     var link: CoordinatorLink
+    /// Which of the replicated coordinators the node submits to.
+    var choice: CoordinatorChoice
     /// The rule every emit, cancel and effect submission passes: the coordinator's own.
     var admission: Admission
     var refusals: RefusalLog
@@ -67,7 +72,13 @@ struct NodeMachine {
         self.follower = LogFollower(retryAfter: UInt64(configuration.retryInterval.microseconds))
         self.submissions = SubmissionQueue(capacity: configuration.maxPendingSubmissions)
         self.waiters = ClientWaiters(queryTimeout: configuration.queryTimeout)
-        self.link = CoordinatorLink(timeout: configuration.coordinatorTimeout, joinsThroughSnapshot: configuration.joinThroughSnapshot)
+        self.link = CoordinatorLink(
+            timeout: configuration.coordinatorTimeout, joinsThroughSnapshot: configuration.joinThroughSnapshot,
+            headMayLag: !configuration.otherCoordinators.isEmpty
+        )
+        // Half the link's timeout: an answer normally comes in milliseconds, and a node whose
+        // leader died should find the next one before its clients give up.
+        self.choice = CoordinatorChoice(coordinator: configuration.coordinator, others: configuration.otherCoordinators, timeout: configuration.coordinatorTimeout / 2)
         self.admission = Admission(registry: registry, limits: configuration.limits)
         self.refusals = RefusalLog(wall: configuration.name)
         self.progress = (0, now, false)
@@ -83,8 +94,9 @@ struct NodeMachine {
     }
 
     /// The first HELLO.
-    func start() -> [Action] {
-        [hello]
+    mutating func start(now: UInt64 = 0) -> [Action] {
+        choice.greeted(now: now)
+        return [hello]
     }
 
     var hello: Action {
@@ -234,16 +246,18 @@ struct NodeMachine {
                 actions += coordinatorLostEntries(head: head, now: now)
             case .reconnect:
                 // The coordinator is back (or new): say hello and resend everything unacknowledged.
+                choice.greeted(now: now)
                 actions.append(hello)
                 submissions.resendAll()
                 actions += flush(now: now)
             case .helloAgain:
+                choice.greeted(now: now)
                 actions.append(hello)
                 logger.warning(
                     "no heartbeat from the coordinator; emits wait or fail until it is reachable",
                     metadata: [
-                        "flowkit.coordinator.publish": "\(configuration.coordinator.publish)",
-                        "flowkit.coordinator.submit": "\(configuration.coordinator.submit)",
+                        "flowkit.coordinator.publish": "\(choice.current.publish)",
+                        "flowkit.coordinator.submit": "\(choice.current.submit)",
                     ]
                 )
             case .noteHead(let head):
@@ -275,5 +289,11 @@ struct NodeMachine {
     /// The node dropped its connections to the coordinator and made them again.
     mutating func reconnected(now: UInt64) -> [Action] {
         perform(link.reconnected(), now: now)
+    }
+
+    /// Submits to `coordinator` from now on: says HELLO to it and resends what is unacknowledged.
+    mutating func switchCoordinator(to coordinator: CoordinatorEndpoints, now: UInt64) -> [Action] {
+        logger.notice("submitting to another coordinator", metadata: ["flowkit.coordinator.submit": "\(coordinator.submit)"])
+        return [.switchCoordinator(coordinator)] + perform(link.reconnected(), now: now)
     }
 }

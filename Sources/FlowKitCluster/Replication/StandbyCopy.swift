@@ -64,7 +64,7 @@ struct StandbyCopy {
             throw ProtocolError(.malformed, "FETCHED of epoch \(answer.epoch) from the leader of epoch \(leader.epoch)")
         }
         self.outstanding = nil
-        var actions = noteCommitted(answer.committed)
+        leaderCommitted = max(leaderCommitted, answer.committed)
         if answer.keep != FetchedMessage.keepAll {
             guard answer.keep < durable else {
                 throw ProtocolError(.malformed, "FETCHED asks to keep up to \(answer.keep), but the copy ends at \(durable)")
@@ -74,8 +74,11 @@ struct StandbyCopy {
                 throw ProtocolError(.internalError, "the leader asks to cut committed entries (keep \(answer.keep), committed \(committed))")
             }
             isWriting = true
-            return actions + [.truncate(keep: answer.keep)]
+            return [.truncate(keep: answer.keep)]
         }
+        // The leader agrees with the copy up to its durable end: what it committed of that is
+        // committed here too (not before: the copy may end with entries the leader never had).
+        var actions = noteCommitted()
         guard let last = answer.records.last else { return actions + fetchIfIdle(now: now) }
         var expected = durable + 1
         for record in answer.records {
@@ -102,7 +105,7 @@ struct StandbyCopy {
         isWriting = false
         durable = seq
         self.lastEpoch = lastEpoch
-        return noteCommitted(leaderCommitted) + fetchIfIdle(now: now)
+        return noteCommitted() + fetchIfIdle(now: now)
     }
 
     /// The copy was cut back to `durable`, whose entry `lastEpoch` ordered (0 for an empty copy).
@@ -122,8 +125,9 @@ struct StandbyCopy {
     /// The leader's commit point as last heard.
     private var leaderCommitted: UInt64 = 0
 
-    private mutating func noteCommitted(_ point: UInt64) -> [Action] {
-        leaderCommitted = max(leaderCommitted, point)
+    /// After the leader confirmed the copy up to ``durable``: the commit point moves to the
+    /// leader's, as far as the copy goes.
+    private mutating func noteCommitted() -> [Action] {
         let next = min(leaderCommitted, durable)
         guard next > committed else { return [] }
         committed = next

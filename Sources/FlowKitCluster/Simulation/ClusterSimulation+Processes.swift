@@ -30,7 +30,7 @@ extension ClusterSimulation {
         )
         nodes[index] = node
         trace.note(at: now, "n\(index): started, run \(node.incarnation)")
-        perform(node.machine.start(), on: node)
+        perform(node.machine.start(now: now), on: node)
         schedule.schedule(.nodeTick(node: index, incarnation: node.incarnation), at: now + UInt64.random(in: 1...50_000, using: &random))
     }
 

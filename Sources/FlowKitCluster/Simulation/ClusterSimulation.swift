@@ -252,6 +252,8 @@ final class ClusterSimulation {
                 send(Message(parts: [node.identity] + message.frames), to: .coordinatorSubmit, incarnation: coordinatorIncarnation, from: node.index)
             case .answerQuery, .answerStatus:
                 break
+            case .switchCoordinator:
+                break  // one coordinator: never asked
             }
         }
     }

@@ -46,6 +46,41 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds a live node may apply nothing while behind the head before it counts as stalled (an alarm). Default 5000.")
     var stallMs: Int?
 
+    @Option(help: "Replicated coordinators: this one's id, one of --coordinators'.")
+    var id: String?
+
+    @Option(help: "Replicated coordinators: every one, this one included, as id=tcp://host:submit-port, comma-separated (publish and sync on the next two ports of each).")
+    var coordinators: String?
+
+    @Option(help: "Replicated coordinators: etcd's client URLs, comma-separated (http://127.0.0.1:2379), where they elect their leader.")
+    var etcd: String?
+
+    @Option(help: "Replicated coordinators: the prefix of this cluster's keys in etcd. Default /flowkit/cluster.")
+    var etcdPrefix: String?
+
+    /// The replication settings: all of --id, --coordinators and --etcd, or none.
+    func replication(settings: Settings) throws -> CoordinatorReplication? {
+        let id = settings.string("coordinator", "id", flag: id)
+        let list = settings.string("coordinator", "coordinators", flag: coordinators)
+        let etcd = settings.string("coordinator", "etcd", flag: etcd)
+        guard id != nil || list != nil || etcd != nil else { return nil }
+        guard let id, let list, let etcd else {
+            throw ValidationError("replicated coordinators need --id, --coordinators and --etcd together")
+        }
+        var coordinators: [String: CoordinatorEndpoints] = [:]
+        for item in list.split(separator: ",") {
+            let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, !parts[0].isEmpty else {
+                throw ValidationError("--coordinators takes id=tcp://host:port items, comma-separated; got \(item)")
+            }
+            let (publish, sync) = try CoordinatorTargetOptions.neighbours(of: parts[1])
+            coordinators[parts[0]] = CoordinatorEndpoints(submit: parts[1], publish: publish, sync: sync)
+        }
+        var replication = CoordinatorReplication(id: id, coordinators: coordinators, etcdEndpoints: etcd.split(separator: ",").map(String.init))
+        if let prefix = settings.string("coordinator", "etcd-prefix", flag: etcdPrefix) { replication.etcdPrefix = prefix }
+        return replication
+    }
+
     func run() async throws {
         let settings = try common.settings()
         let logger = try common.makeLogger(label: "flowkit.coordinator", settings: settings)
@@ -75,6 +110,11 @@ struct CoordinatorCommand: AsyncParsableCommand {
         }
         if let timeout = try settings.milliseconds("coordinator", "stall-ms", flag: stallMs) {
             configuration.stallTimeout = timeout
+        }
+        configuration.replication = try replication(settings: settings)
+        if let own = configuration.replication.flatMap({ $0.coordinators[$0.id] }), submit == nil, publish == nil, sync == nil {
+            // Its own endpoints are the ones the others know it by.
+            (configuration.submitEndpoint, configuration.publishEndpoint, configuration.syncEndpoint) = (own.submit, own.publish, own.sync)
         }
         configuration.transport.curve = try curve.security(settings: settings, section: "coordinator")
         configuration.trace = tracing.trace(name: "coordinator")

@@ -73,6 +73,7 @@ struct NodeCommand: AsyncParsableCommand {
             coordinator: endpoints,
             name: settings.string("node", "name", flag: name)
         )
+        configuration.otherCoordinators = try target.others(settings: settings, section: "node")
         configuration.clientEndpoint = settings.string("node", "client", flag: client) ?? configuration.clientEndpoint
         configuration.dataDirectory = settings.string("node", "data-dir", flag: dataDir)
         configuration.advertisedEndpoint = settings.string("node", "advertise", flag: advertise)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import FlowKitCluster
 
 /// Where the coordinator is, for processes that connect to it.
@@ -16,6 +17,19 @@ package struct CoordinatorTargetOptions: ParsableArguments {
 
     @Option(help: "The coordinator's sync endpoint.")
     package var coordinatorSync: String?
+
+    @Option(help: "With replicated coordinators: the others' submit endpoints, comma-separated (publish and sync on the next two ports of each). The node submits to whichever leads.")
+    package var otherCoordinators: String?
+
+    /// The other replicated coordinators, from flags, then `section` of the settings.
+    package func others(settings: Settings, section: String) throws -> [CoordinatorEndpoints] {
+        guard let list = settings.string(section, "other-coordinators", flag: otherCoordinators) else { return [] }
+        return try list.split(separator: ",").map { submit in
+            let submit = String(submit).trimmingCharacters(in: .whitespaces)
+            let (publish, sync) = try Self.neighbours(of: submit)
+            return CoordinatorEndpoints(submit: submit, publish: publish, sync: sync)
+        }
+    }
 
     /// Resolves the endpoints from flags, then `section` of the settings, then the local cluster.
     package func endpoints(settings: Settings, section: String, clusterDir: String = LocalClusterFile.defaultDirectory) throws -> CoordinatorEndpoints {

@@ -26,6 +26,9 @@ extension TestCluster {
         /// Serve every node's Prometheus metrics on a port the OS chooses
         /// (``NodeHandle/metricsEndpoint``).
         var nodeMetrics = false
+        /// How many coordinators: above 1, replicated ones (`c1`, `c2`, …) electing their leader
+        /// in an etcd the cluster starts; the nodes know them all.
+        var coordinators = 1
 
         init() {}
     }

@@ -31,8 +31,10 @@ final class TestCluster: Sendable {
         var metricsEndpoint: String?
     }
 
-    private struct State {
+    struct State {
         var coordinator: ChildProcess?
+        /// With ``Options/coordinators`` above 1: etcd and the replicated coordinators.
+        var replicated: ReplicatedCoordinators?
         var endpoints: CoordinatorEndpoints?
         /// What the coordinator's READY line named as its malloc.
         var coordinatorAllocator: String?
@@ -48,7 +50,7 @@ final class TestCluster: Sendable {
     let options: Options
     let logger: Logger
     let logLevel: String
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
     /// How long a child may take to print READY.
     static let readyTimeout: Duration = .seconds(20)
@@ -125,7 +127,11 @@ final class TestCluster: Sendable {
     }
 
     private func start(nodes: Int) async throws {
-        try await startCoordinator()
+        if options.coordinators > 1 {
+            try await startReplicatedCoordinators()
+        } else {
+            try await startCoordinator()
+        }
         try await startNodes(Array(1...nodes))
         try await waitUntilConnected()
     }
@@ -157,7 +163,7 @@ final class TestCluster: Sendable {
 
     // MARK: Starting and stopping
 
-    private func nextName(_ base: String) -> String {
+    func nextName(_ base: String) -> String {
         state.withLock { state in
             let count = (state.starts[base] ?? 0) + 1
             state.starts[base] = count
@@ -205,7 +211,7 @@ final class TestCluster: Sendable {
         var started: [(Int, ChildProcess, String?)] = []
         for id in ids {
             let previous = state.withLock { $0.nodes[id] }
-            let arguments = [
+            var arguments = [
                 "node", "--id", "\(id)",
                 "--coordinator", endpoints.submit,
                 "--coordinator-publish", endpoints.publish,
@@ -213,6 +219,9 @@ final class TestCluster: Sendable {
                 "--client", previous?.clientEndpoint ?? "tcp://127.0.0.1:*",
                 "--log-level", logLevel,
             ] + nodeArguments(id)
+            if let others = state.withLock({ $0.replicated?.others(than: endpoints) }), !others.isEmpty {
+                arguments += ["--other-coordinators", others.map(\.submit).joined(separator: ",")]
+            }
             let process = try ChildProcess.testChild(executable: binary, arguments: arguments, name: nextName("node-\(id)"), directory: directory)
             state.withLock { $0.history.append(process) }
             started.append((id, process, previous?.clientEndpoint))
@@ -286,7 +295,8 @@ final class TestCluster: Sendable {
             return await group.reduce(into: []) { $0.append($1) }
         }
         for (process, outcome) in outcomes where !outcome.isClean { unclean.append("\(process): \(outcome)") }
-        if let coordinator {
+        unclean += await stopReplicatedCoordinators()
+        if let coordinator, state.withLock({ $0.replicated == nil }) {
             let outcome = await coordinator.stop()
             if !outcome.isClean { unclean.append("\(coordinator): \(outcome)") }
         }

@@ -1,0 +1,128 @@
+@testable import FlowKitCluster
+import FlowKitCommands
+import FlowKitProcesses
+import Foundation
+import Synchronization
+
+/// Replicated coordinators as real processes: an etcd the test starts, and `flowkit coordinator
+/// --id cN --coordinators … --etcd …` for each, with data directories kept across restarts.
+struct ReplicatedCoordinators: Sendable {
+    var etcd: EtcdServer
+    var endpoints: [String: CoordinatorEndpoints]
+    var processes: [String: ChildProcess] = [:]
+    var prefix = "/flowkit/test"
+
+    var ids: [String] { endpoints.keys.sorted() }
+
+    /// Every coordinator but the one at `endpoints`.
+    func others(than endpoints: CoordinatorEndpoints) -> [CoordinatorEndpoints] {
+        ids.compactMap { self.endpoints[$0] }.filter { $0 != endpoints }
+    }
+
+    var election: EtcdElection {
+        get throws { EtcdElection(client: try EtcdClient(endpoints: [etcd.clientURL]), prefix: prefix) }
+    }
+}
+
+extension TestCluster {
+    /// Starts etcd and ``Options/coordinators`` coordinators on free ports; the nodes are told
+    /// `c1` first and the others after.
+    func startReplicatedCoordinators() async throws {
+        let etcd = try await EtcdServer.start(directory: directory)
+        var endpoints: [String: CoordinatorEndpoints] = [:]
+        for index in 1...options.coordinators {
+            // Submit, publish and sync on consecutive ports, the convention the flags use.
+            let base = try Self.freePortRun(3)
+            endpoints["c\(index)"] = CoordinatorEndpoints(
+                submit: "tcp://127.0.0.1:\(base)", publish: "tcp://127.0.0.1:\(base + 1)", sync: "tcp://127.0.0.1:\(base + 2)"
+            )
+        }
+        state.withLock { state in
+            state.replicated = ReplicatedCoordinators(etcd: etcd, endpoints: endpoints)
+            state.endpoints = endpoints["c1"]
+        }
+        for id in endpoints.keys.sorted() { try await startCoordinator(id: id) }
+        _ = try await leader(timeout: .seconds(15))
+    }
+
+    /// Starts (or restarts) replicated coordinator `id`.
+    func startCoordinator(id: String) async throws {
+        guard let replicated = state.withLock({ $0.replicated }), let own = replicated.endpoints[id] else {
+            throw HarnessError("no replicated coordinator \(id)")
+        }
+        let list = replicated.ids.map { "\($0)=\(replicated.endpoints[$0]!.submit)" }.joined(separator: ",")
+        let arguments = [
+            "coordinator", "--id", id, "--coordinators", list, "--etcd", replicated.etcd.clientURL, "--etcd-prefix", replicated.prefix,
+            "--data-dir", "\(directory)/\(id)-data", "--log-level", logLevel,
+        ] + options.coordinatorArguments
+        let process = try ChildProcess.testChild(executable: binary, arguments: arguments, name: nextName(id), directory: directory)
+        state.withLock { state in
+            state.history.append(process)
+            state.replicated?.processes[id] = process
+        }
+        let line = try await process.waitForLine(prefix: "READY ", timeout: Self.readyTimeout)
+        guard line.contains(own.submit.replacingOccurrences(of: "/", with: "\\/")) || line.contains(own.submit) else {
+            throw HarnessError("\(process) bound other endpoints than \(own): \(line)")
+        }
+    }
+
+    /// The leader etcd names, waiting for one.
+    func leader(timeout: Duration = .seconds(10)) async throws -> LeaderRecord {
+        guard let replicated = state.withLock({ $0.replicated }) else { throw HarnessError("the coordinators are not replicated") }
+        let election = try replicated.election
+        return try await eventually("a coordinator leads", timeout: timeout) { try await election.read().0.leader }
+    }
+
+    /// `kill -9` of the leader; returns its record.
+    func killLeader() async throws -> LeaderRecord {
+        let leader = try await leader()
+        guard let process = state.withLock({ $0.replicated?.processes[leader.id] }) else {
+            throw HarnessError("no process for the leader \(leader.id)")
+        }
+        await process.kill9()
+        return leader
+    }
+
+    /// Points ``coordinatorEndpoints`` (what the log is read from) at the leader.
+    func readFromLeader() async throws {
+        let leader = try await leader()
+        state.withLock { $0.endpoints = leader.endpoints }
+    }
+
+    /// SIGTERM to every replicated coordinator, then etcd killed.
+    ///
+    /// - Returns: Coordinators that did not exit cleanly (those killed on purpose are not listed).
+    func stopReplicatedCoordinators() async -> [String] {
+        guard let replicated = state.withLock({ $0.replicated }) else { return [] }
+        var unclean: [String] = []
+        for process in replicated.processes.values where process.isRunning {
+            let outcome = await process.stop()
+            if !outcome.isClean { unclean.append("\(process): \(outcome)") }
+        }
+        await replicated.etcd.process.kill9()
+        return unclean
+    }
+
+    /// The first of `count` consecutive free TCP ports.
+    static func freePortRun(_ count: Int) throws -> Int {
+        for _ in 0..<50 {
+            let base = try EtcdServer.freePort()
+            guard base + count - 1 <= 65_535 else { continue }
+            if try (1..<count).allSatisfy({ try Self.isFree(base + $0) }) { return base }
+        }
+        throw HarnessError("no run of \(count) free ports found")
+    }
+
+    private static func isFree(_ port: Int) throws -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+}
