@@ -10,13 +10,19 @@ import ZeroMQ
     let second: UInt64 = 1_000_000
     let increment = Array(#"{"increment":{}}"#.utf8)
 
-    func machine(joinThroughSnapshot: Bool = false) -> NodeMachine {
+    static let coordinators = ["a", "b", "c"].map { CoordinatorEndpoints(submit: "inproc://\($0)s", publish: "inproc://\($0)p", sync: "inproc://\($0)y") }
+
+    func machine(joinThroughSnapshot: Bool = false, replicated: Bool = false) -> NodeMachine {
         var registry = FlowRegistry()
         registry.register(CounterFlow.self, as: "counter")
         var configuration = NodeConfiguration(
             id: 1, coordinator: CoordinatorEndpoints(submit: "inproc://s", publish: "inproc://p", sync: "inproc://y"), name: "node-1"
         )
         configuration.joinThroughSnapshot = joinThroughSnapshot
+        if replicated {
+            configuration.coordinator = Self.coordinators[0]
+            configuration.otherCoordinators = Array(Self.coordinators.dropFirst())
+        }
         return NodeMachine(
             configuration: configuration, registry: registry, session: 77,
             info: NodeInfo(name: "node-1", clientEndpoint: "inproc://c", flows: ["counter"], pid: 1),
@@ -72,6 +78,7 @@ import ZeroMQ
             case .answerStatus(let request, _): "status \(request)"
             case .report: "report"
             case .switchCoordinator(let coordinator): "switch to \(coordinator.submit)"
+            case .greetEveryCoordinator: "greet every coordinator"
             }
         }
     }
@@ -209,5 +216,27 @@ import ZeroMQ
         let chunk = SnapshotChunkMessage(request: request.request, seq: 10, epoch: 3, chunk: 0, isLast: true, instances: [])
         _ = machine.receiveSync([.snapshotChunk(chunk)], now: 3)
         #expect(try submitted(machine.restored(true, now: 4)).count == 1, "sent once joined")
+    }
+
+    /// Replicated coordinators: the leader dies; the next one's first heartbeat makes the node
+    /// greet every coordinator, and the WELCOME on the new leader's socket moves it there with
+    /// its unacknowledged submissions, without waiting for the dead one to time out.
+    @Test func aNewTermsHeartbeatFindsTheNewLeaderAtOnce() throws {
+        var machine = machine(replicated: true)
+        let welcome = { (epoch: UInt32) in Message(parts: WelcomeMessage(epoch: epoch, head: 0, info: CoordinatorInfo(firstSeq: 1, dedupWindow: 100)).frames) }
+        _ = machine.receiveFromCoordinator([welcome(3)], from: 0, now: 1)
+        _ = machine.receiveFromClients([emit(1, wait: .ordered)], now: 2)
+        // The same term's heartbeat changes nothing.
+        let same = machine.receivePublished([Message(parts: HeartbeatMessage(epoch: 3, head: 0, time: 0).frames)], now: 3)
+        #expect(!words(same).contains("greet every coordinator"))
+        // A new term's: greet everyone.
+        let newTerm = machine.receivePublished([Message(parts: HeartbeatMessage(epoch: 4, head: 0, time: 0).frames)], now: 4)
+        #expect(words(newTerm).first == "greet every coordinator")
+        // An older term's WELCOME on another socket (a late answer) is ignored.
+        #expect(machine.receiveFromCoordinator([welcome(2)], from: 2, now: 5).isEmpty && machine.choice.currentIndex == 0)
+        // The new leader's WELCOME, on its own socket: the node submits there, resending.
+        let moved = machine.receiveFromCoordinator([welcome(4)], from: 1, now: 6)
+        #expect(words(moved).first == "switch to inproc://bs" && machine.choice.currentIndex == 1)
+        #expect(try submitted(moved).count == 1)
     }
 }

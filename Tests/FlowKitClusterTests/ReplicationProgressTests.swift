@@ -26,6 +26,21 @@ import Testing
         #expect(!moved && progress.committed == 15)
     }
 
+    @Test func theDeposedLeaderLagsFromTheStartAndIsProposedOutAtOnce() {
+        var progress = ReplicationProgress(
+            leader: "c2", members: ["c1", "c2", "c3"], eligible: ["c1", "c2", "c3"], deposed: "c1", written: 10, committed: 8,
+            minInSync: 2, lagTimeout: second, now: 5 * second
+        )
+        _ = progress.fetched(by: "c3", durable: 10, now: 5 * second + 1)
+        // c3 has everything; c1, the old leader, holds back the commit only until the set is written.
+        #expect(progress.committed == 8)
+        #expect(progress.tick(now: 5 * second + 2) == [.proposeEligible(["c2", "c3"])])
+        #expect(progress.eligibleWritten(["c2", "c3"]) && progress.committed == 10)
+        // Back and caught up, it is proposed back in.
+        _ = progress.fetched(by: "c1", durable: 10, now: 6 * second)
+        #expect(progress.tick(now: 6 * second + 1) == [.proposeEligible(["c1", "c2", "c3"])])
+    }
+
     @Test func aLaggingStandbyIsProposedOutAndCommitsGoOnOnceTheServiceHoldsTheNewSet() {
         var progress = progress()
         _ = progress.wrote(upTo: 20)

@@ -71,6 +71,7 @@ extension Coordinator {
             let view = try? await etcd.read().0
             let progress = ReplicationProgress(
                 leader: replication.id, members: Array(replication.coordinators.keys), eligible: view?.eligible,
+                deposed: await role.lastLeader.map(\.id),
                 written: sequencer.durableHead, committed: committed, minInSync: replication.minInSync,
                 lagTimeout: UInt64(replication.lagTimeout.microseconds),
                 now: WallClock.micros()
@@ -156,7 +157,10 @@ actor ReplicatedRole: SyncSource {
     let standby: CoordinatorStandby
     private(set) var core: CoordinatorCore?
     private var reports: Task<Void, Never>?
+    /// The leader this coordinator follows, if any.
     private var leader: LeaderRecord?
+    /// The last leader this coordinator followed: when it takes over, the deposed one.
+    private(set) var lastLeader: LeaderRecord?
 
     init(replica: CoordinatorReplica, standby: CoordinatorStandby) {
         self.replica = replica
@@ -174,6 +178,7 @@ actor ReplicatedRole: SyncSource {
         reports?.cancel()
         reports = nil
         self.leader = leader
+        if let leader { lastLeader = leader }
         await standby.follow(leader)
     }
 

@@ -5,8 +5,10 @@
 /// and repairs from one at a time. That one is changed when it answers NOT_LEADER naming another,
 /// or when it seems gone: a SUBMIT unanswered for ``timeout`` makes the node probe it with a HELLO
 /// (a live leader answers that at once, even while its commits wait), and a HELLO unanswered for
-/// ``timeout`` makes it ask the next in the list, which names the leader if it is not it. With one
-/// coordinator nothing ever changes.
+/// ``timeout`` makes it ask the next in the list, which names the leader if it is not it. A
+/// heartbeat in a new term (only a leader publishes one) makes the node greet every coordinator at
+/// once: the new leader answers WELCOME, on its own socket, and becomes ``current`` without
+/// waiting for the old one to time out. With one coordinator nothing ever changes.
 struct CoordinatorChoice {
     let coordinators: [CoordinatorEndpoints]
     /// How long a HELLO may go unanswered before the next coordinator is asked (µs).
@@ -61,9 +63,19 @@ struct CoordinatorChoice {
         waiting = .nothing
     }
 
-    /// NOT_LEADER: returns the leader it names, if that is another coordinator, to switch to.
-    mutating func redirected(_ message: NotLeaderMessage, now: UInt64) -> CoordinatorEndpoints? {
+    /// A WELCOME from the coordinator at `index` (in ``coordinators``): only a leader welcomes, so
+    /// the node follows it. Returns it if it is not ``current`` already.
+    mutating func welcomed(by index: Int) -> CoordinatorEndpoints? {
         waiting = .nothing
+        guard coordinators.indices.contains(index), index != currentIndex else { return nil }
+        current = coordinators[index]
+        return current
+    }
+
+    /// NOT_LEADER from the coordinator at `index`: returns the leader it names, if that is another
+    /// coordinator, to switch to.
+    mutating func redirected(_ message: NotLeaderMessage, by index: Int, now: UInt64) -> CoordinatorEndpoints? {
+        if index == currentIndex { waiting = .nothing }
         // Only a coordinator the node was configured with: it has sockets for those.
         guard !message.id.isEmpty, message.endpoints != current, coordinators.contains(message.endpoints) else { return nil }
         current = message.endpoints

@@ -108,9 +108,9 @@ public final class Node: Sendable {
             group.addTask(executorPreference: loop) {
                 while let batch = try? await subscriber.receiveBatch(max: 1_024) { await core.receivePublished(batch) }
             }
-            for submit in submits {
+            for (index, submit) in submits.enumerated() {
                 group.addTask(executorPreference: loop) {
-                    while let batch = try? await submit.receiveBatch(max: 1_024) { await core.receiveFromCoordinator(batch) }
+                    while let batch = try? await submit.receiveBatch(max: 1_024) { await core.receiveFromCoordinator(batch, from: index) }
                 }
             }
             // Sync replies are decoded on the cooperative pool, in order, and applied on the loop:

@@ -70,9 +70,9 @@ actor NodeCore {
         perform(machine.receivePublished(messages, now: now, received: configuration.trace == nil ? 0 : now))
     }
 
-    /// Messages from the coordinator on the submit socket: acks, welcome, errors.
-    func receiveFromCoordinator(_ messages: [Message]) {
-        perform(machine.receiveFromCoordinator(messages, now: WallClock.micros()))
+    /// Messages from coordinator `index` on its submit socket: acks, welcome, errors.
+    func receiveFromCoordinator(_ messages: [Message], from index: Int) {
+        perform(machine.receiveFromCoordinator(messages, from: index, now: WallClock.micros()))
     }
 
     /// Replies from the coordinator's sync socket, decoded (by ``SyncReply/init(_:)``, off this
@@ -133,6 +133,8 @@ actor NodeCore {
                 _ = try? sockets.sync[machine.choice.currentIndex].trySend(Message(parts: frames))
             case .switchCoordinator:
                 break  // the sockets to send on follow the machine's choice
+            case .greetEveryCoordinator(let frames):
+                for socket in sockets.submit { _ = try? socket.trySend(Message(parts: frames)) }
             case .reply(let reply, let peer):
                 self.reply(reply, to: peer)
             case .apply(let entries):

@@ -100,8 +100,12 @@ extension NodeMachine {
 
     // MARK: The coordinator's answers
 
-    /// Messages from the coordinator on the submit socket: acks, welcome, errors.
-    mutating func receiveFromCoordinator(_ messages: [Message], now: UInt64) -> [Action] {
+    /// Messages from a coordinator on its submit socket: acks, welcome, errors.
+    ///
+    /// - Parameter index: Which coordinator's socket (in ``CoordinatorChoice/coordinators``); `nil`
+    ///   for the current one.
+    mutating func receiveFromCoordinator(_ messages: [Message], from index: Int? = nil, now: UInt64) -> [Action] {
+        let index = index ?? choice.currentIndex
         var actions: [Action] = []
         for message in messages {
             let parts = message.parts
@@ -112,12 +116,18 @@ extension NodeMachine {
                     choice.answered()
                     actions += handle(try AckMessage(frames: parts), now: now)
                 case .notLeader:
-                    if let leader = choice.redirected(try NotLeaderMessage(frames: parts), now: now) {
+                    if let leader = choice.redirected(try NotLeaderMessage(frames: parts), by: index, now: now) {
                         actions += switchCoordinator(to: leader, now: now)
                     }
                 case .welcome:
-                    choice.answered()
                     let welcome = try WelcomeMessage(frames: parts)
+                    if index != choice.currentIndex {
+                        // Another coordinator's WELCOME, to a greeting sent to every one: it leads,
+                        // unless it is from an older term than the one the node knows.
+                        guard welcome.epoch >= link.epoch, let leader = choice.welcomed(by: index) else { continue }
+                        actions += switchCoordinator(to: leader, now: now)
+                    }
+                    choice.answered()
                     let linkActions = link.welcome(
                         epoch: welcome.epoch, head: welcome.head, applied: follower.applied, isJoining: follower.isJoining, now: now
                     )

@@ -34,6 +34,9 @@ struct NodeMachine {
         /// Submit to and repair from another of the replicated coordinators from now on
         /// (``CoordinatorChoice/current``); the HELLO that follows goes to it.
         case switchCoordinator(CoordinatorEndpoints)
+        /// Send these frames (a HELLO) to every replicated coordinator: a new term began, and
+        /// whichever leads it answers WELCOME.
+        case greetEveryCoordinator([[UInt8]])
     }
 
     let configuration: NodeConfiguration
@@ -126,6 +129,10 @@ struct NodeMachine {
                     entries.append(contentsOf: try EntriesMessage(frames: parts).entries)
                 case .heartbeat:
                     let heartbeat = try HeartbeatMessage(frames: parts)
+                    if choice.isReplicated, heartbeat.epoch > link.epoch, case .submit(let frames) = hello {
+                        // A leader of a new term publishes; which coordinator it is, its WELCOME says.
+                        actions.append(.greetEveryCoordinator(frames))
+                    }
                     actions += perform(link.heartbeat(epoch: heartbeat.epoch, head: heartbeat.head, applied: follower.applied, now: now), now: now)
                 default:
                     break

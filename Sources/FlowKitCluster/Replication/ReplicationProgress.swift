@@ -18,9 +18,15 @@ struct ReplicationProgress {
         var durable: UInt64 = 0
         /// The leader's log end when it last fetched: reaching it counts as caught up.
         var writtenAtLastFetch: UInt64 = 0
-        /// When it last caught up with the leader's log.
-        var caughtUpAt: UInt64
+        /// When it last caught up with the leader's log; `nil`: not in this term (the deposed
+        /// leader), so it lags from the start.
+        var caughtUpAt: UInt64?
         var lastFetchAt: UInt64
+
+        /// Whether it has been behind the leader's log for longer than `lagTimeout`.
+        func lags(written: UInt64, now: UInt64, lagTimeout: UInt64) -> Bool {
+            durable < written && caughtUpAt.map { now > $0 + lagTimeout } ?? true
+        }
     }
 
     let leader: String
@@ -40,9 +46,15 @@ struct ReplicationProgress {
     /// - Parameters:
     ///   - eligible: The set the election service holds (`nil`: none written yet, so every
     ///     coordinator in `members` counts).
+    ///   - deposed: The leader this one follows: dead, paused or cut off, it holds nothing of the
+    ///     new term and counts as lagging from the start, so commits need not wait ``lagTimeout``
+    ///     for it (it is proposed back in once it has caught up).
     ///   - committed: What is known to be committed (at least what this coordinator saw committed
     ///     as a standby).
-    init(leader: String, members: [String], eligible: [String]?, written: UInt64, committed: UInt64, minInSync: Int, lagTimeout: UInt64, now: UInt64) {
+    init(
+        leader: String, members: [String], eligible: [String]?, deposed: String? = nil, written: UInt64, committed: UInt64,
+        minInSync: Int, lagTimeout: UInt64, now: UInt64
+    ) {
         self.leader = leader
         let initial = Set(eligible ?? members).union([leader])
         self.eligible = initial
@@ -51,7 +63,7 @@ struct ReplicationProgress {
         self.minInSync = minInSync
         self.lagTimeout = lagTimeout
         for member in members where member != leader {
-            standbys[member] = Standby(caughtUpAt: now, lastFetchAt: now)
+            standbys[member] = Standby(caughtUpAt: member == deposed ? nil : now, lastFetchAt: member == deposed ? 0 : now)
         }
         // No set yet (the cluster's first leader): it is written at the first tick.
         mustWrite = eligible.map { Set($0) != initial } ?? true
@@ -101,13 +113,13 @@ struct ReplicationProgress {
         guard proposed == nil else { return [] }
         var next = eligible
         let laggards = standbys.filter { id, standby in
-            eligible.contains(id) && standby.durable < written && now > standby.caughtUpAt + lagTimeout
+            eligible.contains(id) && standby.lags(written: written, now: now, lagTimeout: lagTimeout)
         }
         .sorted { ($0.value.lastFetchAt, $0.key) < ($1.value.lastFetchAt, $1.key) }
         for (id, _) in laggards where next.count > minInSync {
             next.remove(id)
         }
-        for (id, standby) in standbys where !eligible.contains(id) && standby.durable >= committed && now <= standby.caughtUpAt + lagTimeout {
+        for (id, standby) in standbys where !eligible.contains(id) && standby.durable >= committed && !standby.lags(written: written, now: now, lagTimeout: lagTimeout) {
             next.insert(id)
         }
         guard next != eligible || mustWrite else { return [] }

@@ -252,7 +252,7 @@ final class ClusterSimulation {
                 send(Message(parts: [node.identity] + message.frames), to: .coordinatorSubmit, incarnation: coordinatorIncarnation, from: node.index)
             case .answerQuery, .answerStatus:
                 break
-            case .switchCoordinator:
+            case .switchCoordinator, .greetEveryCoordinator:
                 break  // one coordinator: never asked
             }
         }

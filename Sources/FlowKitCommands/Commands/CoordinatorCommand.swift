@@ -58,6 +58,15 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "Replicated coordinators: the prefix of this cluster's keys in etcd. Default /flowkit/cluster.")
     var etcdPrefix: String?
 
+    @Option(help: "Replicated coordinators: seconds the leader's lease lives unrenewed, so how long a dead leader holds its seat (at least 2, etcd's minimum). Default 2.")
+    var leaseSeconds: Int?
+
+    @Option(help: "Replicated coordinators: milliseconds a standby may stay behind the leader's log before it leaves the in-sync set. Default 1000.")
+    var lagTimeoutMs: Int?
+
+    @Option(help: "Replicated coordinators: the fewest in-sync coordinators, the leader included, for anything to commit. Default 2.")
+    var minInSync: Int?
+
     /// The replication settings: all of --id, --coordinators and --etcd, or none.
     func replication(settings: Settings) throws -> CoordinatorReplication? {
         let id = settings.string("coordinator", "id", flag: id)
@@ -78,6 +87,9 @@ struct CoordinatorCommand: AsyncParsableCommand {
         }
         var replication = CoordinatorReplication(id: id, coordinators: coordinators, etcdEndpoints: etcd.split(separator: ",").map(String.init))
         if let prefix = settings.string("coordinator", "etcd-prefix", flag: etcdPrefix) { replication.etcdPrefix = prefix }
+        if let seconds = try settings.int("coordinator", "lease-seconds", flag: leaseSeconds) { replication.leaseSeconds = Int64(seconds) }
+        if let timeout = try settings.milliseconds("coordinator", "lag-timeout-ms", flag: lagTimeoutMs) { replication.lagTimeout = timeout }
+        if let count = try settings.int("coordinator", "min-in-sync", flag: minInSync) { replication.minInSync = count }
         return replication
     }
 
