@@ -128,4 +128,35 @@ import Testing
         let later = progress.tick(now: 10 * second)
         #expect(later == [] && progress.eligible == ["c1", "c2"] && progress.committed == 12)
     }
+
+    @Test func theStatusShowsEveryCopyAndWhatHoldsCommitsBack() {
+        var progress = progress()
+        _ = progress.wrote(upTo: 20)
+        _ = progress.fetched(by: "c2", durable: 20, now: 2_000)
+        let status = progress.status(leaderSince: 5_000_000, now: 6_000)
+        #expect(status.leader == "c1" && status.leaderSince == 5_000 && status.written == 20 && status.minInSync == 2)
+        #expect(status.coordinators.map(\.id) == ["c1", "c2", "c3"])
+        #expect(status.coordinators[1] == .init(id: "c2", role: "standby", inSync: true, durable: 20, lag: 0, lastFetchMillis: 4))
+        #expect(status.coordinators[2] == .init(id: "c3", role: "standby", inSync: true, durable: 0, lag: 20, lastFetchMillis: nil))
+        #expect(status.problems.isEmpty)
+        // c3 lags past the timeout: proposed out, nothing blocks.
+        #expect(progress.blocking(now: 2 * second).isEmpty)
+        _ = progress.tick(now: 2 * second)
+        _ = progress.eligibleWritten(["c1", "c2"])
+        let degraded = progress.status(leaderSince: 0, now: 2 * second)
+        #expect(degraded.problems == ["coordinator c3 is not in sync: 20 entries behind the leader c1 (no fetch from it this term)"])
+        // Now c2 stops too: the set is at its minimum, so c2 blocks every commit.
+        _ = progress.fetched(by: "c2", durable: 20, now: 2 * second)
+        _ = progress.wrote(upTo: 25)
+        #expect(progress.blocking(now: 2 * second + 1).isEmpty, "within the lag timeout")
+        #expect(progress.blocking(now: 4 * second) == ["c2"])
+    }
+
+    @Test func tooFewInSyncIsAProblem() {
+        let status = ReplicationStatus(
+            leader: "c1", leaderSince: 0, written: 5, minInSync: 2,
+            coordinators: [.init(id: "c1", role: "leader", inSync: true, durable: 5, lag: 0, lastFetchMillis: nil)]
+        )
+        #expect(status.problems == ["only 1 coordinator(s) in sync, 2 needed: nothing commits"])
+    }
 }

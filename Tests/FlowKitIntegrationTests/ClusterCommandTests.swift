@@ -122,6 +122,56 @@ extension ClusterProcessTests {
         }
     }
 
+    /// `flowkit cluster --coordinators 3`: etcd and three coordinators as its children; status
+    /// names the leader and every standby in sync; after `kill -9` of the leader, emits go on in a
+    /// larger epoch, status names the new leader and the dead one as out of sync (exit 6), and the
+    /// monitor tells of the election. Stopping the cluster stops etcd too.
+    @Test func clusterWithThreeCoordinatorsFollowsANewLeader() async throws {
+        try await ClusterCommandProcess.run(
+            { ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo", "--nodes", "2", "--coordinators", "3"] }, clusterDirectory: "cluster"
+        ) { cluster in
+            let file = try cluster.file()
+            let coordinators = try #require(file.coordinators)
+            #expect(coordinators.compactMap(\.id) == ["c1", "c2", "c3"])
+            #expect(file.etcdPid != nil)
+            let children = Set(ProcessTable.children(of: cluster.process.pid).map(\.pid))
+            #expect(children == Set(file.pids), "children of flowkit cluster: \(children), cluster.json: \(file.pids)")
+
+            let emitted = try await cluster.flowkit(["emit", "counter/a", #"{"increment":{}}"#, "--node", "node-1", "--wait", "applied"])
+            #expect(emitted.exitCode == 0, "\(emitted)")
+            let healthy = try await cluster.flowkit(["status", "--json"])
+            #expect(healthy.exitCode == 0, "\(healthy)")
+            let before = try Self.replication(in: healthy.stdout)
+            #expect(before.coordinators.count == 3 && before.coordinators.allSatisfy(\.inSync), "\(healthy.stdout)")
+            let leader = try #require(coordinators.first { $0.id == before.leader })
+
+            kill(leader.pid, SIGKILL)
+            let after = try await eventually("an emit is ordered by a new leader", timeout: .seconds(20)) {
+                let result = try await cluster.flowkit(["emit", "counter/a", #"{"increment":{}}"#, "--node", "node-2", "--json", "--timeout", "3"])
+                return result.exitCode == 0 ? result : nil
+            }
+            let epoch = try #require(Self.jsonField("epoch", in: after.stdout).flatMap { UInt32($0) })
+            let degraded = try await eventually("status names a new leader", timeout: .seconds(10)) {
+                let result = try await cluster.flowkit(["status", "--json", "--settle", "1"])
+                return (try? Self.replication(in: result.stdout)).map { $0.leader != before.leader ? result : nil } ?? nil
+            }
+            let now = try Self.replication(in: degraded.stdout)
+            #expect(degraded.exitCode == 6, "a dead coordinator is a problem: \(degraded)")
+            #expect(degraded.stdout.contains("coordinator \(before.leader) is not in sync"), "\(degraded.stdout)")
+            #expect(now.coordinators.first { $0.id == before.leader }?.inSync == false)
+            #expect(Self.jsonField("epoch", in: degraded.stdout).flatMap { UInt32($0) } == epoch)
+            let text = try await cluster.flowkit(["status", "--settle", "0"])
+            #expect(text.stdout.contains("coordinators: leader \(now.leader)"), "\(text.stdout)")
+            let monitor = try await cluster.flowkit(["monitor", "--duration", "2.5"])
+            #expect(monitor.stdout.contains("leader: \(now.leader) in epoch \(epoch)"), "\(monitor.stdout)")
+        }
+    }
+
+    private static func replication(in json: String) throws -> ReplicationStatus {
+        struct Status: Decodable { var replication: ReplicationStatus }
+        return try JSONDecoder().decode(Status.self, from: Data(json.utf8)).replication
+    }
+
     /// The string or number value of `"key":` in a line of JSON (the CLI's flat objects).
     static func jsonField(_ key: String, in text: String) -> String? {
         guard let range = text.range(of: "\"\(key)\":") else { return nil }

@@ -24,7 +24,7 @@ extension MultiProcessTests {
             registry.register(CounterFlow.self, as: "counter")
             var endpoints: [String: CoordinatorEndpoints] = [:]
             for id in ["c1", "c2", "c3"] {
-                let ports = try (0..<3).map { _ in try EtcdServer.freePort() }
+                let ports = try (0..<3).map { _ in try FreePorts.one() }
                 endpoints[id] = CoordinatorEndpoints(
                     submit: "tcp://127.0.0.1:\(ports[0])", publish: "tcp://127.0.0.1:\(ports[1])", sync: "tcp://127.0.0.1:\(ports[2])"
                 )

@@ -90,9 +90,13 @@ extension CoordinatorMachine {
             oversight.unannouncedQuarantine = nil
             actions.append(publish(quarantine))
         }
-        let status = oversight.membership.status(
+        var status = oversight.membership.status(
             epoch: intake.epoch, head: head, firstSeq: firstSeq, entriesPerSecond: rate, quarantined: oversight.quarantinedEntries, now: now
         )
+        if let replication {
+            status.replication = replication.status(leaderSince: leaderSince, now: now)
+            actions += noteReplication(status.replication!, blocking: replication.blocking(now: now))
+        }
         counters.gauges.head.record(Double(head))
         counters.gauges.pendingCommit.record(Double(intake.pending.entries.count))
         counters.gauges.nodesAlive.record(Double(status.nodes.filter(\.alive).count))
@@ -104,10 +108,28 @@ extension CoordinatorMachine {
 
     /// The cluster as the coordinator sees it now, for a status without a rate.
     func status(now: UInt64) -> ClusterStatus {
-        oversight.membership.status(
+        var status = oversight.membership.status(
             epoch: intake.epoch, head: committedHead, firstSeq: firstSeq, entriesPerSecond: 0,
             quarantined: oversight.quarantinedEntries, now: now
         )
+        status.replication = replication?.status(leaderSince: leaderSince, now: now)
+        return status
+    }
+
+    /// Records the replication gauges, and raises an alarm when in-sync standbys start holding
+    /// back every commit (or others do).
+    private mutating func noteReplication(_ status: ReplicationStatus, blocking: [String]) -> [Action] {
+        counters.gauges.inSync.record(Double(status.coordinators.filter(\.inSync).count))
+        counters.gauges.written.record(Double(status.written))
+        for coordinator in status.coordinators where coordinator.role == "standby" {
+            Gauge(label: "flowkit_replication_lag_entries", dimensions: [("coordinator", coordinator.id)]).record(Double(coordinator.lag))
+        }
+        defer { blockingReported = blocking }
+        guard !blocking.isEmpty, blocking != blockingReported else { return [] }
+        let message = "commits wait for \(blocking.joined(separator: ", ")): in sync but behind the leader's log for over "
+            + "\(replication!.lagTimeout / 1_000) ms, and the in-sync set is at its minimum (\(replication!.minInSync)); nothing is acknowledged until they catch up"
+        logger.error("COMMITS BLOCKED: \(message)")
+        return [publish(Alarm(kind: .commitsBlocked, message: message, seq: committedHead))]
     }
 
     /// Notes entries quarantined at `seqs`, found while recovering.

@@ -59,6 +59,10 @@ struct CoordinatorMachine {
     private(set) var replication: ReplicationProgress?
     /// Groups the local log holds, oldest first, waiting for the commit point to reach them.
     private var uncommitted: Deque<PendingCommit> = []
+    /// When this coordinator began leading (µs).
+    let leaderSince: UInt64
+    /// The in-sync standbys last reported as blocking commits (an alarm when it changes).
+    var blockingReported: [String] = []
 
     init(
         configuration: CoordinatorConfiguration,
@@ -71,6 +75,7 @@ struct CoordinatorMachine {
         replication: ReplicationProgress? = nil
     ) {
         self.replication = replication
+        self.leaderSince = now
         self.configuration = configuration
         self.logger = logger
         self.counters = counters

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Logging
 import Synchronization
 
@@ -17,6 +18,7 @@ package final class CoordinatorElection: Sendable {
     private let pendingRequests: AsyncStream<ElectionMachine.Request>
     private let roleUpdates: AsyncStream<ElectionMachine.Role>.Continuation
     private let trouble = EtcdTrouble()
+    private let metrics = ElectionMetrics()
     /// Every change of this coordinator's role, in order.
     package let roles: AsyncStream<ElectionMachine.Role>
 
@@ -89,6 +91,7 @@ package final class CoordinatorElection: Sendable {
                 requests.yield(request)
             case .role(let role):
                 logger.notice("election: \(role)")
+                metrics.record(role)
                 roleUpdates.yield(role)
             }
         }
@@ -152,6 +155,22 @@ private final class EtcdTrouble: Sendable {
     func recovered(_ logger: Logger) {
         guard let trouble = state.withLock({ state in defer { state = nil }; return state }) else { return }
         logger.notice("etcd answers again", metadata: ["flowkit.outage": "\(ContinuousClock.now - trouble.since)", "flowkit.failures": "\(trouble.failures)"])
+    }
+}
+
+/// The election as Prometheus sees it: this coordinator's role, the term it knows, and how many
+/// leaders it has seen take over.
+private final class ElectionMetrics: Sendable {
+    private let leading = Gauge(label: "flowkit_coordinator_leading")
+    private let epoch = Gauge(label: "flowkit_coordinator_epoch")
+    private let elections = CounterCell("flowkit_elections_total")
+    private let lastEpoch = Atomic<UInt32>(0)
+
+    func record(_ role: ElectionMachine.Role) {
+        if case .leading = role { leading.record(1) } else { leading.record(0) }
+        guard let leader = role.leader else { return }
+        epoch.record(Double(leader.epoch))
+        if lastEpoch.max(leader.epoch, ordering: .relaxed).oldValue < leader.epoch { elections.add(1) }
     }
 }
 

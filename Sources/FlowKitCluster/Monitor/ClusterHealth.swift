@@ -21,8 +21,27 @@ extension ClusterStatus {
             let listed = atHead.map { "\($0.name) \($0.digest.prefix(16))" }.joined(separator: ", ")
             problems.append("digests differ at seq \(head): \(listed)")
         }
+        if let replication {
+            problems += replication.problems
+        }
         if divergences > 0 {
             problems.append("\(divergences) divergence(s) this term: replicas held different states after the same entry (see the alarms)")
+        }
+        return problems
+    }
+}
+
+extension ReplicationStatus {
+    /// Standbys out of the in-sync set, and too few in it for anything to commit.
+    public var problems: [String] {
+        var problems: [String] = []
+        for coordinator in coordinators where !coordinator.inSync {
+            let fetched = coordinator.lastFetchMillis.map { "last fetch \($0) ms ago" } ?? "no fetch from it this term"
+            problems.append("coordinator \(coordinator.id) is not in sync: \(coordinator.lag) entries behind the leader \(leader) (\(fetched))")
+        }
+        let inSync = coordinators.filter(\.inSync).count
+        if inSync < minInSync {
+            problems.append("only \(inSync) coordinator(s) in sync, \(minInSync) needed: nothing commits")
         }
         return problems
     }

@@ -50,8 +50,24 @@ public final class ClusterMonitor: Sendable {
     ///   - transport: Socket options, CURVE included.
     ///   - serverPublicKey: The coordinator's CURVE public key, when CURVE is on.
     ///   - logger: Where the monitor's I/O loop logs.
-    public init(
+    public convenience init(
         publishEndpoint: String,
+        topics: [String] = [],
+        receiveHighWaterMark: Int32 = 10_000,
+        transport: TransportOptions = TransportOptions(),
+        serverPublicKey: CurveKey? = nil,
+        logger: Logger
+    ) async throws {
+        try await self.init(
+            publishEndpoints: [publishEndpoint], topics: topics, receiveHighWaterMark: receiveHighWaterMark, transport: transport,
+            serverPublicKey: serverPublicKey, logger: logger
+        )
+    }
+
+    /// Subscribes to several coordinators' publish sockets: replicated coordinators, of which only
+    /// the leader publishes. Entries a new leader publishes again are passed on once.
+    public init(
+        publishEndpoints: [String],
         topics: [String] = [],
         receiveHighWaterMark: Int32 = 10_000,
         transport: TransportOptions = TransportOptions(),
@@ -67,7 +83,7 @@ public final class ClusterMonitor: Sendable {
             try transport.applyClient(to: socket, serverKey: serverPublicKey)
             try socket.setOption(.receiveHighWaterMark, receiveHighWaterMark)
             for topic in subscriptions { try socket.subscribe(topic) }
-            try socket.connect(publishEndpoint)
+            for endpoint in publishEndpoints { try socket.connect(endpoint) }
         }
     }
 
@@ -87,14 +103,18 @@ public final class ClusterMonitor: Sendable {
                             }
                             switch type {
                             case .entries:
-                                guard let entries = try? EntriesMessage(frames: parts).entries else { continue }
+                                guard var entries = try? EntriesMessage(frames: parts).entries else { continue }
+                                if seesEveryEntry, let due = expected {
+                                    // Seen already, from an earlier leader.
+                                    entries.removeAll { $0.seq < due }
+                                }
                                 if seesEveryEntry, let first = entries.first {
                                     if let due = expected, first.seq > due {
                                         continuation.yield(.fellBehind(expected: due, got: first.seq))
                                     }
                                     expected = entries.last!.seq + 1
                                 }
-                                continuation.yield(.entries(entries))
+                                if !entries.isEmpty { continuation.yield(.entries(entries)) }
                             case .heartbeat:
                                 guard let heartbeat = try? HeartbeatMessage(frames: parts) else { continue }
                                 continuation.yield(.heartbeat(Heartbeat(epoch: heartbeat.epoch, head: heartbeat.head, time: heartbeat.time)))

@@ -210,6 +210,8 @@ public struct ClusterStatus: Codable, Sendable, Equatable {
     public var divergences: Int
     /// Entries of the log too large for any message, served as quarantined stand-ins (kind 4).
     public var quarantined: Int
+    /// With replicated coordinators: the leader's account of every coordinator's copy.
+    public var replication: ReplicationStatus?
 
     public init(
         epoch: UInt32, head: UInt64, firstSeq: UInt64, entriesPerSecond: Double, nodes: [Node], divergences: Int,
@@ -222,6 +224,52 @@ public struct ClusterStatus: Codable, Sendable, Equatable {
         self.entriesPerSecond = entriesPerSecond
         self.nodes = nodes
         self.divergences = divergences
+    }
+}
+
+/// Replicated coordinators as their leader sees them: who leads, what is committed, and how far
+/// each standby's copy of the log is.
+public struct ReplicationStatus: Codable, Sendable, Equatable {
+    public struct Coordinator: Codable, Sendable, Equatable {
+        public var id: String
+        /// `leader` or `standby`.
+        public var role: String
+        /// Whether it is in the in-sync set: it may lead next, and every commit waits for it.
+        public var inSync: Bool
+        /// The last seq it holds durably (the leader: its log end).
+        public var durable: UInt64
+        /// How many entries of the leader's log it lacks.
+        public var lag: UInt64
+        /// Milliseconds since its last FETCH; `nil` for the leader, and for a standby that has not
+        /// fetched in this term.
+        public var lastFetchMillis: UInt64?
+
+        public init(id: String, role: String, inSync: Bool, durable: UInt64, lag: UInt64, lastFetchMillis: UInt64?) {
+            self.id = id
+            self.role = role
+            self.inSync = inSync
+            self.durable = durable
+            self.lag = lag
+            self.lastFetchMillis = lastFetchMillis
+        }
+    }
+
+    public var leader: String
+    /// Milliseconds since the Unix epoch when this leader began its term.
+    public var leaderSince: UInt64
+    /// The leader's durable log end; `head` is the commit point.
+    public var written: UInt64
+    /// The fewest in-sync coordinators for anything to commit.
+    public var minInSync: Int
+    /// Every coordinator, the leader first, then the standbys by id.
+    public var coordinators: [Coordinator]
+
+    public init(leader: String, leaderSince: UInt64, written: UInt64, minInSync: Int, coordinators: [Coordinator]) {
+        self.leader = leader
+        self.leaderSince = leaderSince
+        self.written = written
+        self.minInSync = minInSync
+        self.coordinators = coordinators
     }
 }
 
@@ -241,6 +289,9 @@ public struct Alarm: Codable, Sendable, Equatable {
         /// An entry of the log is too large for any message: it is served as a quarantined
         /// stand-in, which every replica skips (its event is not applied anywhere).
         case entryQuarantined
+        /// Replicated coordinators: commits wait for an in-sync standby that has fallen behind, and
+        /// the in-sync set is at its minimum, so it cannot be left out.
+        case commitsBlocked
     }
 
     public var kind: Kind

@@ -21,7 +21,8 @@ struct ReplicationProgress {
         /// When it last caught up with the leader's log; `nil`: not in this term (the deposed
         /// leader), so it lags from the start.
         var caughtUpAt: UInt64?
-        var lastFetchAt: UInt64
+        /// When it last fetched; `nil`: not in this term yet.
+        var lastFetchAt: UInt64?
 
         /// Whether it has been behind the leader's log for longer than `lagTimeout`.
         func lags(written: UInt64, now: UInt64, lagTimeout: UInt64) -> Bool {
@@ -63,7 +64,7 @@ struct ReplicationProgress {
         self.minInSync = minInSync
         self.lagTimeout = lagTimeout
         for member in members where member != leader {
-            standbys[member] = Standby(caughtUpAt: member == deposed ? nil : now, lastFetchAt: member == deposed ? 0 : now)
+            standbys[member] = Standby(caughtUpAt: member == deposed ? nil : now)
         }
         // No set yet (the cluster's first leader): it is written at the first tick.
         mustWrite = eligible.map { Set($0) != initial } ?? true
@@ -115,7 +116,7 @@ struct ReplicationProgress {
         let laggards = standbys.filter { id, standby in
             eligible.contains(id) && standby.lags(written: written, now: now, lagTimeout: lagTimeout)
         }
-        .sorted { ($0.value.lastFetchAt, $0.key) < ($1.value.lastFetchAt, $1.key) }
+        .sorted { ($0.value.lastFetchAt ?? 0, $0.key) < ($1.value.lastFetchAt ?? 0, $1.key) }
         for (id, _) in laggards where next.count > minInSync {
             next.remove(id)
         }
@@ -139,6 +140,32 @@ struct ReplicationProgress {
     mutating func eligibleWriteFailed() {
         if proposed == eligible { mustWrite = true }
         proposed = nil
+    }
+
+    /// In-sync standbys that have lagged past ``lagTimeout`` but cannot be left out, the set being
+    /// at its minimum: every commit waits for them.
+    func blocking(now: UInt64) -> [String] {
+        standbys.filter { id, standby in
+            eligible.contains(id) && eligible.count <= minInSync && standby.lags(written: written, now: now, lagTimeout: lagTimeout)
+        }
+        .keys.sorted()
+    }
+
+    /// The account published in the cluster status.
+    func status(leaderSince: UInt64, now: UInt64) -> ReplicationStatus {
+        var coordinators = [
+            ReplicationStatus.Coordinator(id: leader, role: "leader", inSync: true, durable: written, lag: 0, lastFetchMillis: nil)
+        ]
+        for (id, standby) in standbys.sorted(by: { $0.key < $1.key }) {
+            coordinators.append(
+                ReplicationStatus.Coordinator(
+                    id: id, role: "standby", inSync: eligible.contains(id), durable: standby.durable,
+                    lag: written - min(written, standby.durable),
+                    lastFetchMillis: standby.lastFetchAt.map { (now - min(now, $0)) / 1_000 }
+                )
+            )
+        }
+        return ReplicationStatus(leader: leader, leaderSince: leaderSince / 1_000, written: written, minInSync: minInSync, coordinators: coordinators)
     }
 
     // MARK: The commit point

@@ -96,4 +96,8 @@ final class ClusterGauges: Sendable {
     let instances = Gauge(label: "flowkit_instances")
     let nodesAlive = Gauge(label: "flowkit_nodes_alive")
     let nodesStalled = Gauge(label: "flowkit_nodes_stalled")
+    /// Replicated coordinators, on the leader: how many are in sync, and its durable log end (the
+    /// commit point is ``head``).
+    let inSync = Gauge(label: "flowkit_replication_in_sync")
+    let written = Gauge(label: "flowkit_replication_written_seq")
 }

@@ -10,6 +10,7 @@ struct ClusterCommand: AsyncParsableCommand {
         abstract: "Run a local cluster: a coordinator and nodes as child processes, a demo, and a live view.",
         discussion: """
             With no arguments: a coordinator and 3 nodes on 127.0.0.1 (ports 7400-7402 and 7411-7413), \
+            with --coordinators 3 also etcd (7450) and two more coordinators (7430-7432, 7433-7435), \
             their data in .flowkit/cluster, a short demo workload, then a live view until Ctrl-C. \
             Other commands find this cluster through .flowkit/cluster/cluster.json: \
             'flowkit emit counter/a {"increment":{}}', 'flowkit monitor', 'flowkit status'. \
@@ -19,6 +20,9 @@ struct ClusterCommand: AsyncParsableCommand {
 
     @Option(help: "How many nodes.")
     var nodes = 3
+
+    @Option(help: "How many coordinators: 1, or 3, 5 or 7 replicated ones that elect their leader in an etcd this command starts (data in <dir>/etcd.data).")
+    var coordinators = 1
 
     @Option(help: "The cluster's data directory (logs, snapshots, cluster.json, process logs).")
     var dir = LocalClusterFile.defaultDirectory
@@ -49,6 +53,10 @@ struct ClusterCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...32).contains(nodes) else { throw ValidationError("--nodes must be 1 to 32") }
+        guard [1, 3, 5, 7].contains(coordinators) else { throw ValidationError("--coordinators must be 1, 3, 5 or 7") }
+        if coordinators > 1, !EtcdServer.isInstalled {
+            throw ValidationError("--coordinators \(coordinators) needs etcd: apt-get install -y etcd-server etcd-client (scripts/install-deps does)")
+        }
         guard ["synced", "relaxed"].contains(durability) else { throw ValidationError("--durability must be synced or relaxed") }
     }
 
@@ -60,7 +68,9 @@ struct ClusterCommand: AsyncParsableCommand {
         }()
         if fresh { try? FileManager.default.removeItem(atPath: dir) }
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let supervisor = LocalCluster(directory: dir, basePort: basePort, childLogLevel: childLogLevel, durability: durability)
+        let supervisor = LocalCluster(
+            directory: dir, basePort: basePort, childLogLevel: childLogLevel, durability: durability, coordinators: coordinators
+        )
         do {
             if let maxEventBytes {
                 let limit = ["--max-event-bytes", "\(maxEventBytes)"]
@@ -68,7 +78,10 @@ struct ClusterCommand: AsyncParsableCommand {
             }
             if curve { try await supervisor.enableCurve(nodes: nodes) }
             let file = try await supervisor.start(nodes: nodes)
-            printFlushed("cluster up: coordinator \(file.coordinator.submit), nodes " + file.nodes.map { "\($0.name) \($0.clientEndpoint)" }.joined(separator: ", "))
+            let coordinatorList = file.coordinators.map { list in
+                "coordinators " + list.map { "\($0.id ?? "") \($0.submit)" }.joined(separator: ", ") + " (etcd \(file.etcd ?? ""))"
+            } ?? "coordinator \(file.coordinator.submit)"
+            printFlushed("cluster up: \(coordinatorList), nodes " + file.nodes.map { "\($0.name) \($0.clientEndpoint)" }.joined(separator: ", "))
             printFlushed("data and logs in \(dir); try: flowkit emit counter/a '{\"increment\":{}}' --node node-2")
             if curve { printFlushed("CURVE on: keys in \(dir)/keys, allow-list \(dir)/keys/authorized") }
             let stop = StopFlag()
@@ -93,7 +106,7 @@ struct ClusterCommand: AsyncParsableCommand {
         let deadline = duration.map { ContinuousClock.now.advanced(by: .milliseconds(Int($0 * 1_000))) }
         let (transport, serverKey) = try CurveClientOptions.resolve(localCluster: file) { $0.curve?.coordinatorPublicKey }
         try await LiveView.run(
-            publishEndpoint: file.coordinator.publish,
+            publishEndpoints: file.allCoordinators.map(\.publish),
             topics: [],
             transport: transport,
             serverKey: serverKey,

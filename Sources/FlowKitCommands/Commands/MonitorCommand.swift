@@ -54,7 +54,9 @@ struct MonitorCommand: AsyncParsableCommand {
             logger.logLevel = .error
             return logger
         }()
-        let endpoints = try target.endpoints(settings: try Settings(path: nil), section: "monitor", clusterDir: clusterDir)
+        let settings = try Settings(path: nil)
+        let endpoints = try target.endpoints(settings: settings, section: "monitor", clusterDir: clusterDir)
+        let publishEndpoints = try target.publishEndpoints(settings: settings, section: "monitor", clusterDir: clusterDir)
         let (transport, serverKey) = try curve.resolve(localCluster: try? LocalClusterFile.read(directory: clusterDir)) {
             $0.curve?.coordinatorPublicKey
         }
@@ -70,12 +72,12 @@ struct MonitorCommand: AsyncParsableCommand {
                 } else {
                     let topics = [instance, flow.map { $0 + "/" }].compactMap { $0 }
                     try await LiveView.run(
-                        publishEndpoint: endpoints.publish,
+                        publishEndpoints: publishEndpoints,
                         topics: Array(topics.prefix(1)),
                         transport: transport,
                         serverKey: serverKey,
                         view: MonitorView(),
-                        title: "flowkit monitor \(endpoints.publish) — Ctrl-C stops",
+                        title: "flowkit monitor \(publishEndpoints.joined(separator: " ")) — Ctrl-C stops",
                         format: json ? .json : nil,
                         deadline: deadline,
                         heartbeats: heartbeats,

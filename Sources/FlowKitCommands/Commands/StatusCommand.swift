@@ -8,10 +8,11 @@ import Synchronization
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show the cluster: the head, and every node's applied seq, lag, liveness and digest.",
+        abstract: "Show the cluster: the head, every node's applied seq, lag, liveness and digest, and replicated coordinators' leader and lag.",
         discussion: """
             Exits 0 only when every node is alive, has applied the head, and reports a digest of the \
-            head equal to every other node's (with no divergence this term), and with --expect-nodes \
+            head equal to every other node's (with no divergence this term), every replicated coordinator \
+            is in sync, and with --expect-nodes \
             when that many are alive. A node down for a minute is forgotten by the coordinator. Nodes report every \
             second, so after a change the command waits up to --settle seconds for reports that \
             cover the head before it decides. Exits 6 when the cluster is not healthy by then (the \
@@ -59,18 +60,18 @@ struct StatusCommand: AsyncParsableCommand {
             logger.logLevel = .error
             return logger
         }()
-        let endpoints = try target.endpoints(settings: try Settings(path: nil), section: "monitor", clusterDir: clusterDir)
+        let publishEndpoints = try target.publishEndpoints(settings: try Settings(path: nil), section: "monitor", clusterDir: clusterDir)
         let (transport, serverKey) = try curve.resolve(localCluster: try? LocalClusterFile.read(directory: clusterDir)) {
             $0.curve?.coordinatorPublicKey
         }
         let monitor = try await ClusterMonitor(
-            publishEndpoint: endpoints.publish, topics: [ControlTopic.status], transport: transport,
+            publishEndpoints: publishEndpoints, topics: [ControlTopic.status], transport: transport,
             serverPublicKey: serverKey, logger: logger
         )
         let status = await latestStatus(from: monitor)
         await monitor.close()
         guard let status else {
-            printError("error: no status from the coordinator at \(endpoints.publish) within \(timeout) s: is it running?")
+            printError("error: no status from the coordinator at \(publishEndpoints.joined(separator: ", ")) within \(timeout) s: is it running\(publishEndpoints.count > 1 ? ", and does one lead" : "")?")
             throw ExitCode(ExitCodes.unreachable)
         }
         let problems = problems(status)
@@ -114,6 +115,9 @@ struct StatusCommand: AsyncParsableCommand {
             "epoch \(status.epoch)  head \(status.head)  first seq \(status.firstSeq)  \(Int(status.entriesPerSecond)) entries/s  divergences \(status.divergences)"
                 + (status.quarantined > 0 ? "  QUARANTINED entries \(status.quarantined)" : "")
         )
+        if let replication = status.replication {
+            for line in MonitorView.describe(replication, now: Date()) { printFlushed(line) }
+        }
         for node in status.nodes {
             let state = !node.alive ? "DOWN   " : node.stalled ? "STALLED" : "alive  "
             let position = node.lag == 0 ? "at head" : "lag \(node.lag)"

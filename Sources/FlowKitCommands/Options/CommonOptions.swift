@@ -103,7 +103,14 @@ package struct LocalClusterFile: Codable, Sendable {
         package var metrics: String?
     }
 
+    /// The coordinator; with replicated coordinators, the first of ``coordinators``.
     package var coordinator: CoordinatorEntry
+    /// Replicated coordinators: every one (only one leads at a time).
+    package var coordinators: [CoordinatorEntry]?
+    /// Replicated coordinators: the client URL of the etcd they elect their leader in.
+    package var etcd: String?
+    /// Replicated coordinators: etcd's process, when the local cluster started it.
+    package var etcdPid: Int32?
     package var nodes: [NodeEntry]
     /// Present when the cluster runs with CURVE: where the client key is, and every server's
     /// public key, so the client commands can connect without flags.
@@ -116,6 +123,8 @@ package struct LocalClusterFile: Codable, Sendable {
     }
 
     package struct CoordinatorEntry: Codable, Sendable {
+        /// Replicated coordinators: its id (`c1`, …).
+        package var id: String?
         package var submit: String
         package var publish: String
         package var sync: String
@@ -124,6 +133,9 @@ package struct LocalClusterFile: Codable, Sendable {
     }
 
     package static let defaultDirectory = ".flowkit/cluster"
+
+    /// Every coordinator: the replicated ones, or the one.
+    package var allCoordinators: [CoordinatorEntry] { coordinators ?? [coordinator] }
 
     package static func read(directory: String) throws -> LocalClusterFile {
         let path = directory + "/cluster.json"

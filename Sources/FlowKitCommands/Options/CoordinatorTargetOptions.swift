@@ -45,6 +45,17 @@ package struct CoordinatorTargetOptions: ParsableArguments {
         return CoordinatorEndpoints(submit: file.coordinator.submit, publish: file.coordinator.publish, sync: file.coordinator.sync)
     }
 
+    /// Every coordinator's publish endpoint, for subscribers: the one ``endpoints(settings:section:clusterDir:)``
+    /// resolves and the others (`--other-coordinators`), or every coordinator of the local cluster.
+    /// Among replicated coordinators only the leader publishes, whichever it is.
+    package func publishEndpoints(settings: Settings, section: String, clusterDir: String = LocalClusterFile.defaultDirectory) throws -> [String] {
+        if settings.string(section, "coordinator", flag: coordinator) != nil {
+            let first = try endpoints(settings: settings, section: section, clusterDir: clusterDir)
+            return [first.publish] + (try others(settings: settings, section: section)).map(\.publish)
+        }
+        return try LocalClusterFile.read(directory: clusterDir).allCoordinators.map(\.publish)
+    }
+
     /// The publish and sync endpoints by convention: the two ports after `submit`'s.
     package static func neighbours(of submit: String) throws -> (publish: String, sync: String) {
         guard let colon = submit.lastIndex(of: ":"), let port = Int(submit[submit.index(after: colon)...]) else {

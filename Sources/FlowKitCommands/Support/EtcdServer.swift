@@ -31,8 +31,8 @@ package struct EtcdServer: Sendable {
         guard let etcd = ChildProcess.findProgram("etcd") else {
             throw ChildProcessError("etcd is not installed: apt-get install -y etcd-server etcd-client (scripts/install-deps does)")
         }
-        let clientURL = "http://127.0.0.1:\(clientPort == 0 ? try freePort() : clientPort)"
-        let peerURL = "http://127.0.0.1:\(peerPort == 0 ? try freePort() : peerPort)"
+        let clientURL = "http://127.0.0.1:\(clientPort == 0 ? try FreePorts.one() : clientPort)"
+        let peerURL = "http://127.0.0.1:\(peerPort == 0 ? try FreePorts.one() : peerPort)"
         let dataDirectory = "\(directory)/\(name).data"
         let process = try ChildProcess.spawn(
             executable: etcd,
@@ -76,25 +76,5 @@ package struct EtcdServer: Sendable {
 
     private static func port(_ url: String) -> Int {
         Int(url.split(separator: ":").last ?? "") ?? 0
-    }
-
-    /// A TCP port nothing listens on now, chosen by the kernel.
-    package static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ChildProcessError("socket: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw ChildProcessError("bind: \(String(cString: strerror(errno)))") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

@@ -10,7 +10,7 @@ package enum LiveView {
     package enum Format { case screen, lines, json }
 
     package static func run(
-        publishEndpoint: String,
+        publishEndpoints: [String],
         topics: [String],
         transport: TransportOptions = TransportOptions(),
         serverKey: CurveKey? = nil,
@@ -25,7 +25,7 @@ package enum LiveView {
     ) async throws {
         let format = format ?? (standardOutputIsTerminal ? .screen : .lines)
         let monitor = try await ClusterMonitor(
-            publishEndpoint: publishEndpoint, topics: topics, transport: transport, serverPublicKey: serverKey, logger: logger
+            publishEndpoints: publishEndpoints, topics: topics, transport: transport, serverPublicKey: serverKey, logger: logger
         )
         let buffer = EventBuffer()
         let events = monitor.events

@@ -18,12 +18,20 @@ package actor LocalCluster {
     package private(set) var nodes: [UInt32: ChildProcess] = [:]
     package private(set) var file: LocalClusterFile?
     private var coordinatorMetrics: String?
+    /// How many coordinators: 1, or an odd number of replicated ones with an etcd.
+    package let coordinatorCount: Int
+    /// Replicated coordinators by id, and the etcd they elect their leader in.
+    package private(set) var replicated: [String: ChildProcess] = [:]
+    package private(set) var etcd: EtcdServer?
+    /// The prefix of the cluster's keys in etcd.
+    package static let etcdPrefix = "/flowkit/cluster"
 
-    package init(directory: String, basePort: Int, childLogLevel: String = "notice", durability: String = "synced") {
+    package init(directory: String, basePort: Int, childLogLevel: String = "notice", durability: String = "synced", coordinators: Int = 1) {
         self.directory = directory
         self.basePort = basePort
         self.childLogLevel = childLogLevel
         self.durability = durability
+        self.coordinatorCount = coordinators
     }
 
     package func setExtraArguments(coordinator: [String], node: [String]) {
@@ -42,6 +50,8 @@ package actor LocalCluster {
             nodePublicKeys["node-\(id)"] = pair.publicKey.z85
             allowed.append("\(pair.publicKey.z85)  # node-\(id)")
         }
+        // Replicated coordinators share the key pair; a standby fetches from the leader with it.
+        allowed.append("\(coordinator.publicKey.z85)  # coordinator (standbys fetch from the leader)")
         let client = try CurveSecurity.generate(name: "client", directory: keys)
         allowed.append("\(client.publicKey.z85)  # client (flowkit emit, monitor, bench)")
         try (["# CURVE public keys admitted by this cluster's servers, one per line"] + allowed)
@@ -67,24 +77,70 @@ package actor LocalCluster {
         ]
     }
 
-    /// Starts the coordinator, then the nodes, and writes `cluster.json`.
+    /// Starts the coordinator (or etcd and the replicated coordinators), then the nodes, and
+    /// writes `cluster.json`.
     package func start(nodes count: Int) async throws -> LocalClusterFile {
-        let endpoints = try await startCoordinator()
+        let coordinators: [LocalClusterFile.CoordinatorEntry]
+        if coordinatorCount > 1 {
+            coordinators = try await startReplicatedCoordinators()
+        } else {
+            let endpoints = try await startCoordinator()
+            coordinators = [
+                .init(submit: endpoints.submit, publish: endpoints.publish, sync: endpoints.sync, pid: coordinator!.pid, metrics: coordinatorMetrics)
+            ]
+        }
+        // A partial file first: startNode finds the coordinators in it.
+        file = LocalClusterFile(
+            coordinator: coordinators[0], coordinators: coordinatorCount > 1 ? coordinators : nil, etcd: etcd?.clientURL,
+            etcdPid: etcd?.process.pid, nodes: [], curve: curve
+        )
         var entries: [LocalClusterFile.NodeEntry] = []
         for id in 1...UInt32(count) {
-            entries.append(try await startNode(id: id, coordinator: endpoints))
+            entries.append(try await startNode(id: id))
         }
-        let file = LocalClusterFile(
-            coordinator: .init(
-                submit: endpoints.submit, publish: endpoints.publish, sync: endpoints.sync, pid: coordinator!.pid,
-                metrics: coordinatorMetrics
-            ),
-            nodes: entries,
-            curve: curve
+        file!.nodes = entries
+        try file!.write(directory: directory)
+        return file!
+    }
+
+    /// Starts etcd, then ``coordinatorCount`` coordinators that elect their leader in it, and
+    /// waits until one leads.
+    private func startReplicatedCoordinators() async throws -> [LocalClusterFile.CoordinatorEntry] {
+        let etcd = try await EtcdServer.start(
+            directory: directory, clientPort: basePort == 0 ? 0 : basePort + 50, peerPort: basePort == 0 ? 0 : basePort + 51
         )
-        try file.write(directory: directory)
-        self.file = file
-        return file
+        self.etcd = etcd
+        var endpoints: [(id: String, submit: Int)] = []
+        for index in 1...coordinatorCount {
+            // Submit, publish and sync on consecutive ports: the convention --coordinators relies on.
+            let submit = basePort == 0 ? try FreePorts.run(3) : basePort + (index == 1 ? 0 : 30 + 3 * (index - 2))
+            endpoints.append(("c\(index)", submit))
+        }
+        let list = endpoints.map { "\($0.id)=tcp://127.0.0.1:\($0.submit)" }.joined(separator: ",")
+        var entries: [LocalClusterFile.CoordinatorEntry] = []
+        for (index, (id, _)) in endpoints.enumerated() {
+            let arguments = [
+                "coordinator", "--id", id, "--coordinators", list, "--etcd", etcd.clientURL, "--etcd-prefix", Self.etcdPrefix,
+                "--data-dir", directory + "/\(id)",
+                "--durability", durability,
+                "--log-level", childLogLevel,
+                "--metrics", "127.0.0.1:\(basePort == 0 ? 0 : basePort + (index == 0 ? 3 : 40 + index))",
+            ] + curveCoordinatorArguments + extraCoordinatorArguments
+            let child = try spawn(id, arguments, restart: false)
+            let ready = try await child.waitUntilReady()
+            replicated[id] = child
+            guard let submit = ready["submit"], let publish = ready["publish"], let sync = ready["sync"] else {
+                throw ChildProcessError("\(id)'s READY line lacks endpoints: \(ready)")
+            }
+            entries.append(.init(id: id, submit: submit, publish: publish, sync: sync, pid: child.pid, metrics: ready["metrics"]))
+        }
+        let election = EtcdElection(client: try EtcdClient(endpoints: [etcd.clientURL]), prefix: Self.etcdPrefix)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while (try? await election.read().0.leader) == nil {
+            guard ContinuousClock.now < deadline else { throw ChildProcessError("no coordinator took the lead within 20 s; their logs are in \(directory)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return entries
     }
 
     private func port(_ offset: Int) -> String {
@@ -116,16 +172,19 @@ package actor LocalCluster {
         return CoordinatorEndpoints(submit: submit, publish: publish, sync: sync)
     }
 
-    /// Starts (or restarts, on the same client endpoint) node `id`.
+    /// Starts (or restarts, on the same client endpoint) node `id`, after the coordinators.
     @discardableResult
-    package func startNode(id: UInt32, coordinator endpoints: CoordinatorEndpoints? = nil) async throws -> LocalClusterFile.NodeEntry {
-        let endpoints = endpoints ?? file.map { CoordinatorEndpoints(submit: $0.coordinator.submit, publish: $0.coordinator.publish, sync: $0.coordinator.sync) }!
-        let known = file?.nodes.first { $0.id == id }
+    package func startNode(id: UInt32) async throws -> LocalClusterFile.NodeEntry {
+        guard let file else { throw ChildProcessError("start the coordinators before node-\(id)") }
+        let coordinator = file.coordinator
+        let others = file.allCoordinators.dropFirst().map(\.submit)
+        let known = file.nodes.first { $0.id == id }
         let arguments = [
             "node", "--id", "\(id)",
-            "--coordinator", endpoints.submit,
-            "--coordinator-publish", endpoints.publish,
-            "--coordinator-sync", endpoints.sync,
+            "--coordinator", coordinator.submit,
+            "--coordinator-publish", coordinator.publish,
+            "--coordinator-sync", coordinator.sync,
+        ] + (others.isEmpty ? [] : ["--other-coordinators", others.joined(separator: ",")]) + [
             "--client", known?.clientEndpoint ?? "tcp://127.0.0.1:\(port(10 + Int(id)))",
             "--data-dir", directory + "/node-\(id)",
             "--log-level", childLogLevel,
@@ -136,7 +195,7 @@ package actor LocalCluster {
         nodes[id] = child
         guard let client = ready["client"] else { throw ChildProcessError("node-\(id)'s READY line lacks its endpoint: \(ready)") }
         let entry = LocalClusterFile.NodeEntry(id: id, name: "node-\(id)", clientEndpoint: client, pid: child.pid, metrics: ready["metrics"])
-        if let index = file?.nodes.firstIndex(where: { $0.id == id }) { file!.nodes[index] = entry }
+        if let index = self.file?.nodes.firstIndex(where: { $0.id == id }) { self.file!.nodes[index] = entry }
         return entry
     }
 
@@ -158,16 +217,20 @@ package actor LocalCluster {
     package func pauseNode(_ id: UInt32) { nodes[id]?.signal(SIGSTOP) }
     package func resumeNode(_ id: UInt32) { nodes[id]?.signal(SIGCONT) }
 
-    /// Stops the nodes, then the coordinator, gracefully; removes `cluster.json`.
+    /// Stops the nodes, then the coordinators, then etcd, gracefully; removes `cluster.json`.
     package func stop() async {
         for node in nodes.values { await node.stop() }
         await coordinator?.stop()
+        for child in replicated.values { await child.stop() }
+        await etcd?.process.stop()
         nodes = [:]
         coordinator = nil
+        replicated = [:]
+        etcd = nil
         try? FileManager.default.removeItem(atPath: directory + "/cluster.json")
     }
 
     package func pids() -> [Int32] {
-        (nodes.values.map(\.pid) + [coordinator?.pid].compactMap { $0 })
+        nodes.values.map(\.pid) + [coordinator?.pid, etcd?.process.pid].compactMap { $0 } + replicated.values.map(\.pid)
     }
 }

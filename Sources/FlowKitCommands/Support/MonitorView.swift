@@ -38,6 +38,9 @@ package struct MonitorView {
         var lines: [String] = []
         let rate = status.map { String(format: "%.0f", $0.entriesPerSecond) } ?? "-"
         lines.append("\(title)   head \(head)   \(rate) entries/s   epoch \(status?.epoch ?? 0)   divergences \(status?.divergences ?? 0)")
+        if let replication = status?.replication {
+            lines.append(contentsOf: Self.describe(replication, now: Date()))
+        }
         lines.append("")
         lines.append(pad("node", 10) + pad("applied", 10) + pad("lag", 8) + pad("alive", 7) + pad("instances", 11) + pad("effects", 9) + "digest")
         for node in status?.nodes ?? [] {
@@ -85,8 +88,22 @@ package struct MonitorView {
         case .entries(let entries):
             return entries.map { describe($0) }
         case .status(let status):
+            var lines: [String] = []
+            if let replication = status.replication, replication.leader != self.status?.replication?.leader || status.epoch != self.status?.epoch {
+                if let previous = self.status {
+                    let before = previous.replication.map { " (was \($0.leader), epoch \(previous.epoch))" } ?? ""
+                    lines.append("election: \(replication.leader) leads in epoch \(status.epoch)\(before)")
+                } else {
+                    lines.append("leader: \(replication.leader) in epoch \(status.epoch)")
+                }
+            }
             let nodes = status.nodes.map { "\($0.name) applied=\($0.applied) lag=\($0.lag) \($0.alive ? ($0.stalled ? "STALLED" : "alive") : "DOWN")" }
-            return ["status head=\(status.head) rate=\(Int(status.entriesPerSecond))/s " + nodes.joined(separator: "; ")]
+            let coordinators = status.replication.map { replication in
+                " leader=\(replication.leader) in-sync=\(replication.coordinators.filter(\.inSync).count)/\(replication.coordinators.count) "
+                    + replication.coordinators.filter { $0.role == "standby" }.map { "\($0.id) lag=\($0.lag)" }.joined(separator: " ") + ";"
+            } ?? ""
+            lines.append("status head=\(status.head) rate=\(Int(status.entriesPerSecond))/s\(coordinators) " + nodes.joined(separator: "; "))
+            return lines
         case .alarm(let alarm):
             return ["ALARM \(alarm.kind.rawValue): \(alarm.message)"]
         case .fellBehind(let expected, let got):
@@ -124,12 +141,33 @@ package struct MonitorView {
         }
     }
 
+    /// Replicated coordinators: the leader, and each one's copy of the log.
+    package static func describe(_ replication: ReplicationStatus, now: Date) -> [String] {
+        let inSync = replication.coordinators.filter(\.inSync).count
+        let since = Date(timeIntervalSince1970: Double(replication.leaderSince) / 1_000)
+        var lines = [
+            "coordinators: leader \(replication.leader) since \(clock(since)) (\(Int(max(0, now.timeIntervalSince(since)))) s)  written \(replication.written)  "
+                + "\(inSync) of \(replication.coordinators.count) in sync (\(replication.minInSync) needed)"
+        ]
+        for coordinator in replication.coordinators {
+            var line = "  " + pad(coordinator.id, 8) + pad(coordinator.role, 9) + pad(coordinator.inSync ? "in sync" : "OUT OF SYNC", 13)
+                + "durable \(coordinator.durable)"
+            if coordinator.role == "standby" {
+                line += "  lag \(coordinator.lag)  " + (coordinator.lastFetchMillis.map { "fetched \($0) ms ago" } ?? "no fetch this term")
+            }
+            lines.append(line)
+        }
+        return lines
+    }
+
     private static func serialize(_ object: [String: Any]) -> String {
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }
 
-    private func pad(_ text: String, _ width: Int) -> String {
+    private func pad(_ text: String, _ width: Int) -> String { Self.pad(text, width) }
+
+    private static func pad(_ text: String, _ width: Int) -> String {
         text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
     }
 

@@ -13,6 +13,9 @@ struct BenchConfiguration: Codable, Sendable {
     /// Seconds of load before measuring starts.
     var warmup: Double
     var nodes: Int
+    /// Coordinators: 1, or replicated ones (the leader commits once the in-sync standbys hold an
+    /// entry). Absent in results older than the flag: 1.
+    var coordinators: Int? = 1
     /// DEALER connections the load is spread over, round-robin over the nodes.
     var connections: Int
     /// `load/<prefix>-<k>` instances the events are spread over.

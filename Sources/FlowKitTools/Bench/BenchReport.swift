@@ -93,11 +93,12 @@ enum BenchReport {
 
     private static func percent(_ ratio: Double) -> String { BenchFormat.fixed(ratio * 100, 2) + "%" }
 
-    /// coordinator, node-1…node-N (numerically), bench.
+    /// coordinator (or c1…cN), node-1…node-N (numerically), bench.
     private static func orderedNames(_ names: some Sequence<String>) -> [String] {
         names.sorted { lhs, rhs in
             func rank(_ name: String) -> (Int, Int) {
                 if name == "coordinator" { return (0, 0) }
+                if name.hasPrefix("c"), let number = Int(name.dropFirst()) { return (0, number) }
                 if name.hasPrefix("node-"), let number = Int(name.dropFirst(5)) { return (1, number) }
                 return (2, 0)
             }

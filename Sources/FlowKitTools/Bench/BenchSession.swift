@@ -42,9 +42,10 @@ struct BenchSession {
         if let attach = command.attach {
             target = try await BenchTarget.attach(directory: attach, logger: logger)
         } else {
-            printError("starting a coordinator and \(command.nodes) nodes (durability \(command.durability))…")
+            let coordinators = command.coordinators == 1 ? "a coordinator" : "etcd, \(command.coordinators) replicated coordinators"
+            printError("starting \(coordinators) and \(command.nodes) nodes (durability \(command.durability))…")
             target = try await BenchTarget.start(
-                nodes: command.nodes, durability: command.durability, dataDirectory: command.dataDir,
+                nodes: command.nodes, coordinators: command.coordinators, durability: command.durability, dataDirectory: command.dataDir,
                 traceEvery: command.trace ? command.traceEvery : nil, logger: logger
             )
         }

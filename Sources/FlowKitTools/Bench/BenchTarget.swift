@@ -45,18 +45,22 @@ final class BenchTarget: Sendable {
         self.clients = clients
         self.transport = transport
         let (monitorTransport, coordinatorKey) = try CurveClientOptions.resolve(localCluster: file) { $0.curve?.coordinatorPublicKey }
-        head = try await HeadTracker(publishEndpoint: file.coordinator.publish, transport: monitorTransport, serverKey: coordinatorKey, logger: logger)
+        head = try await HeadTracker(
+            publishEndpoints: file.allCoordinators.map(\.publish), transport: monitorTransport, serverKey: coordinatorKey, logger: logger
+        )
     }
 
     /// Starts a coordinator and `nodes` nodes on OS-chosen loopback ports, in a fresh directory.
     ///
     /// - Throws: ``BenchError`` with the failing child's log tail.
     /// - Parameter traceEvery: Trace one seq in this many through every hop (`--trace`).
-    static func start(nodes: Int, durability: String, dataDirectory: String?, traceEvery: UInt64? = nil, logger: Logger) async throws -> BenchTarget {
+    static func start(
+        nodes: Int, coordinators: Int = 1, durability: String, dataDirectory: String?, traceEvery: UInt64? = nil, logger: Logger
+    ) async throws -> BenchTarget {
         let directory = dataDirectory ?? NSTemporaryDirectory() + "flowkit-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let cluster = LocalCluster(directory: directory, basePort: 0, childLogLevel: "warning", durability: durability)
+        let cluster = LocalCluster(directory: directory, basePort: 0, childLogLevel: "warning", durability: durability, coordinators: coordinators)
         var traceDirectory: String?
         if let traceEvery {
             let trace = directory + "/trace"
@@ -90,7 +94,8 @@ final class BenchTarget: Sendable {
 
     /// The coordinator, the nodes and the bench, for CPU and memory.
     var processes: WatchedProcesses {
-        var pids: [(String, Int32)] = [("coordinator", file.coordinator.pid)]
+        var pids: [(String, Int32)] = file.allCoordinators.map { ($0.id ?? "coordinator", $0.pid) }
+        if let etcd = file.etcdPid { pids.append(("etcd", etcd)) }
         for node in file.nodes.sorted(by: { $0.id < $1.id }) { pids.append((node.name, node.pid)) }
         pids.append(("bench", getpid()))
         return WatchedProcesses(pids: pids)
@@ -128,7 +133,7 @@ final class BenchTarget: Sendable {
     func logTails() async -> String {
         guard let dataDirectory else { return "" }
         var text = ""
-        for name in ["coordinator"] + file.nodes.map(\.name) {
+        for name in file.allCoordinators.map({ $0.id ?? "coordinator" }) + file.nodes.map(\.name) {
             let log = (try? String(contentsOfFile: "\(dataDirectory)/\(name).log", encoding: .utf8)) ?? ""
             let tail = log.split(separator: "\n").suffix(5)
             if !tail.isEmpty { text += "\n--- \(name).log ---\n" + tail.joined(separator: "\n") }

@@ -16,9 +16,9 @@ final class HeadTracker: Sendable {
     private let reader: Task<Void, Never>
     private let state = State()
 
-    init(publishEndpoint: String, transport: TransportOptions, serverKey: CurveKey?, logger: Logger) async throws {
+    init(publishEndpoints: [String], transport: TransportOptions, serverKey: CurveKey?, logger: Logger) async throws {
         let monitor = try await ClusterMonitor(
-            publishEndpoint: publishEndpoint,
+            publishEndpoints: publishEndpoints,
             topics: [ControlTopic.heartbeat],
             transport: transport,
             serverPublicKey: serverKey,

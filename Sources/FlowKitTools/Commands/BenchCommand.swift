@@ -39,6 +39,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Nodes of the cluster the bench starts.")
     var nodes = 3
 
+    @Option(help: "Coordinators of the cluster the bench starts: 1, or 3, 5 or 7 replicated ones with an etcd (the cost of replication).")
+    var coordinators = 1
+
     @Option(help: "DEALER connections the load is spread over, round-robin over the nodes.")
     var connections = 8
 
@@ -99,6 +102,10 @@ struct BenchCommand: AsyncParsableCommand {
     func validate() throws {
         guard rate > 0, duration > 0, warmup >= 0 else { throw ValidationError("--rate and --duration must be positive, --warmup not negative") }
         guard (1...32).contains(nodes) else { throw ValidationError("--nodes must be 1 to 32") }
+        guard [1, 3, 5, 7].contains(coordinators) else { throw ValidationError("--coordinators must be 1, 3, 5 or 7") }
+        guard !(coordinators > 1 && attach != nil) else {
+            throw ValidationError("--coordinators sets up a cluster the bench starts; an attached cluster has the coordinators it has")
+        }
         guard (1...1_024).contains(connections) else { throw ValidationError("--connections must be 1 to 1024") }
         guard (1...1_000_000).contains(instances) else { throw ValidationError("--instances must be 1 to 1,000,000") }
         guard (0...(1 << 20) - 1).contains(eventSize) else { throw ValidationError("--event-size must be 0 to 1048575 bytes") }
@@ -125,7 +132,7 @@ struct BenchCommand: AsyncParsableCommand {
 
     var benchConfiguration: BenchConfiguration {
         BenchConfiguration(
-            rate: rate, duration: duration, warmup: warmup, nodes: nodes, connections: connections, instances: instances,
+            rate: rate, duration: duration, warmup: warmup, nodes: nodes, coordinators: coordinators, connections: connections, instances: instances,
             eventSize: eventSize, effects: effects, codec: codec, durability: attach == nil ? durability : "unknown", attach: attach,
             sendTick: sendTick, traceEvery: trace ? traceEvery : nil
         )

@@ -13,6 +13,7 @@ final class ClusterCommandProcess: Sendable {
     /// What `cluster.json` says (the fields the tests use).
     struct File: Decodable, Sendable {
         struct Coordinator: Decodable, Sendable {
+            var id: String?
             var submit: String
             var publish: String
             var sync: String
@@ -25,9 +26,12 @@ final class ClusterCommandProcess: Sendable {
             var pid: Int32
         }
         var coordinator: Coordinator
+        /// Replicated coordinators, and the etcd they elect their leader in.
+        var coordinators: [Coordinator]?
+        var etcdPid: Int32?
         var nodes: [Node]
 
-        var pids: [Int32] { [coordinator.pid] + nodes.map(\.pid) }
+        var pids: [Int32] { (coordinators ?? [coordinator]).map(\.pid) + [etcdPid].compactMap { $0 } + nodes.map(\.pid) }
     }
 
     let process: ChildProcess

@@ -32,7 +32,7 @@ extension TestCluster {
         var endpoints: [String: CoordinatorEndpoints] = [:]
         for index in 1...options.coordinators {
             // Submit, publish and sync on consecutive ports, the convention the flags use.
-            let base = try Self.freePortRun(3)
+            let base = try FreePorts.run(3)
             endpoints["c\(index)"] = CoordinatorEndpoints(
                 submit: "tcp://127.0.0.1:\(base)", publish: "tcp://127.0.0.1:\(base + 1)", sync: "tcp://127.0.0.1:\(base + 2)"
             )
@@ -101,28 +101,5 @@ extension TestCluster {
         }
         await replicated.etcd.process.kill9()
         return unclean
-    }
-
-    /// The first of `count` consecutive free TCP ports.
-    static func freePortRun(_ count: Int) throws -> Int {
-        for _ in 0..<50 {
-            let base = try EtcdServer.freePort()
-            guard base + count - 1 <= 65_535 else { continue }
-            if try (1..<count).allSatisfy({ try Self.isFree(base + $0) }) { return base }
-        }
-        throw HarnessError("no run of \(count) free ports found")
-    }
-
-    private static func isFree(_ port: Int) throws -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
     }
 }
