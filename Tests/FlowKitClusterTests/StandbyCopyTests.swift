@@ -31,9 +31,10 @@ import Testing
         #expect(actions == [.append(answer.records, through: 12, lastEpoch: 4)])
         #expect(copy.tick(now: 30).isEmpty)  // no FETCH while writing
 
+        // The next FETCH goes first (it tells the leader what the copy holds), then the commit.
         let next = copy.appended(through: 12, lastEpoch: 4, now: 40)
-        #expect(next.first == .commit(through: 12))
-        let second = try fetch(next.last)
+        #expect(next.last == .commit(through: 12))
+        let second = try fetch(next.first)
         #expect(second.durable == 12 && second.lastEpoch == 4 && second.request == first.request + 1)
         #expect(copy.committed == 12)
     }
@@ -63,7 +64,7 @@ import Testing
         let again = try fetch(copy.truncated(durable: 17, lastEpoch: 2, now: 2).first)
         // Confirmed to 17 now: committed as far as the copy goes, then the rest is fetched.
         let next = try copy.received(FetchedMessage(request: again.request, epoch: 4, committed: 30, records: [record(18, epoch: 4)]), now: 3)
-        #expect(next.first == .commit(through: 17) && copy.committed == 17)
+        #expect(next == [.append([record(18, epoch: 4)], through: 18, lastEpoch: 4), .commit(through: 17)] && copy.committed == 17)
     }
 
     @Test func staleOrBrokenAnswersChangeNothing() throws {

@@ -78,8 +78,10 @@ struct StandbyCopy {
         }
         // The leader agrees with the copy up to its durable end: what it committed of that is
         // committed here too (not before: the copy may end with entries the leader never had).
-        var actions = noteCommitted()
-        guard let last = answer.records.last else { return actions + fetchIfIdle(now: now) }
+        // The commit is applied after the append and the next FETCH: applying is off the path
+        // by which the leader learns what this copy holds.
+        let commit = noteCommitted()
+        guard let last = answer.records.last else { return fetchIfIdle(now: now) + commit }
         var expected = durable + 1
         for record in answer.records {
             guard let seq = Entry.peekSeq(record), seq == expected else {
@@ -89,8 +91,7 @@ struct StandbyCopy {
         }
         guard let epoch = Entry.peekEpoch(last) else { throw ProtocolError(.truncated, "an entry record without its epoch") }
         isWriting = true
-        actions.append(.append(answer.records, through: expected - 1, lastEpoch: epoch))
-        return actions
+        return [.append(answer.records, through: expected - 1, lastEpoch: epoch)] + commit
     }
 
     /// The leader refused the FETCH (it does not lead yet, or leads another term): ask again after
@@ -105,7 +106,7 @@ struct StandbyCopy {
         isWriting = false
         durable = seq
         self.lastEpoch = lastEpoch
-        return noteCommitted() + fetchIfIdle(now: now)
+        return fetchIfIdle(now: now) + noteCommitted()
     }
 
     /// The copy was cut back to `durable`, whose entry `lastEpoch` ordered (0 for an empty copy).
