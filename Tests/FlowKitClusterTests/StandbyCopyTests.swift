@@ -67,6 +67,19 @@ import Testing
         #expect(next == [.append([record(18, epoch: 4)], through: 18, lastEpoch: 4), .commit(through: 17)] && copy.committed == 17)
     }
 
+    /// Found by the paused-leader test: a leader that stepped down fetched from where its copy
+    /// stood before it led, and its log refused the entries it already held.
+    @Test func aCopyResumedAfterLeadingFetchesFromItsLogsEnd() throws {
+        var copy = StandbyCopy(id: "c2", durable: 0, lastEpoch: 0, committed: 0)
+        #expect(copy.follow(nil, now: 0).isEmpty)  // it leads: no fetching
+        copy.resume(durable: 528, lastEpoch: 1, committed: 520)
+        let request = try fetch(copy.follow(leader, now: 1).first)
+        #expect(request.durable == 528 && request.lastEpoch == 1)
+        #expect(copy.committed == 520)
+        // The new leader cuts what was never committed.
+        #expect(try copy.received(FetchedMessage(request: request.request, epoch: 4, committed: 600, keep: 524, records: []), now: 2) == [.truncate(keep: 524)])
+    }
+
     @Test func staleOrBrokenAnswersChangeNothing() throws {
         var copy = StandbyCopy(id: "c2", durable: 10, lastEpoch: 3, committed: 10)
         let first = try fetch(copy.follow(leader, now: 0).first)

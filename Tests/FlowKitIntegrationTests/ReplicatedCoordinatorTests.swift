@@ -182,27 +182,36 @@ extension MultiProcessTests {
                 let sorted = failovers.sorted()
                 print("failover: \(kills) leader kills; from the kill to the next acknowledgement on every node: p50 \(sorted[sorted.count / 2]), max \(sorted.last!)")
 
-                let statuses = try await cluster.waitUntilConverged()
-                let head = statuses[1]!.applied
-                let addresses = Array(Set(emits.map(\.address))).sorted()
-                let ledgers = try await cluster.ledgers(addresses, head: head)
-                for id in cluster.nodeIDs {
-                    #expect(ledgers[id] == ledgers[1], "node \(id)'s ledgers differ from node 1's at applied \(head)")
-                    let audit = LedgerAudit(emits: emits, ledgers: ledgers[id] ?? [:])
-                    if id == 1 { print("failover: \(audit.summary)") }
-                    #expect(audit.problems.isEmpty, "node \(id): \(audit.problems.count) problems: \(audit.problems.prefix(10))")
-                }
-                // The log, from the leader: every seq once, no submission twice, each acknowledgement at its seq.
-                var acks: [Ack] = []
-                for emit in emits {
-                    if case .acknowledged(let seq, let epoch) = emit.outcome {
-                        acks.append(Ack(address: emit.address, seq: seq, epoch: epoch, node: emit.node))
-                    }
-                }
-                try await cluster.readFromLeader()
-                let audit = try await cluster.auditLog(through: head, against: acks)
-                #expect(audit.problems.isEmpty, "the log: \(audit.problems.prefix(10))")
+                try await Self.audit(cluster, emits: emits, label: "failover")
             }
         }
     }
 }
+
+extension MultiProcessTests.ReplicatedCoordinatorTests {
+    /// After a ledger load through faults among replicated coordinators: every node converged on
+    /// the same ledgers, every acknowledged record is in them exactly once, and the log read from
+    /// the leader holds each acknowledgement at its seq.
+    static func audit(_ cluster: TestCluster, emits: [LedgerEmit], label: String) async throws {
+        let statuses = try await cluster.waitUntilConverged()
+        let head = statuses[1]!.applied
+        let addresses = Array(Set(emits.map(\.address))).sorted()
+        let ledgers = try await cluster.ledgers(addresses, head: head)
+        for id in cluster.nodeIDs {
+            #expect(ledgers[id] == ledgers[1], "node \(id)'s ledgers differ from node 1's at applied \(head)")
+            let audit = LedgerAudit(emits: emits, ledgers: ledgers[id] ?? [:])
+            if id == 1 { print("\(label): \(audit.summary)") }
+            #expect(audit.problems.isEmpty, "node \(id): \(audit.problems.count) problems: \(audit.problems.prefix(10))")
+        }
+        var acks: [Ack] = []
+        for emit in emits {
+            if case .acknowledged(let seq, let epoch) = emit.outcome {
+                acks.append(Ack(address: emit.address, seq: seq, epoch: epoch, node: emit.node))
+            }
+        }
+        try await cluster.readFromLeader()
+        let audit = try await cluster.auditLog(through: head, against: acks)
+        #expect(audit.problems.isEmpty, "the log: \(audit.problems.prefix(10))")
+    }
+}
+

@@ -22,10 +22,7 @@ extension Coordinator {
         let replica = CoordinatorReplica(registry: registry, applied: 0, logger: logger)
         var scratch = Sequencer(epoch: 0, durableHead: 0)
         _ = try await storage.recover(into: replica, sequencer: &scratch, quarantine: quarantine, applyThrough: 0, logger: logger)
-        let (lastSeq, lastEpoch) = try await writer.run { log -> (UInt64, UInt32) in
-            guard log.lastSeq > 0, let record = try log.read(from: log.lastSeq, maxCount: 1, maxBytes: 1 << 24).first else { return (0, 0) }
-            return (log.lastSeq, Entry.peekEpoch(record) ?? 0)
-        }
+        let (lastSeq, lastEpoch) = try await CoordinatorStandby.logEnd(writer)
         let applied = await replica.applied
 
         let fetches = try await loop.open(.dealer) { [configuration] socket in
@@ -174,11 +171,17 @@ actor ReplicatedRole: SyncSource {
     }
 
     func follow(_ leader: LeaderRecord?) async {
+        let stepsDown = core
+        // Before any suspension: a SUBMIT read meanwhile is redirected to this leader, not to itself.
         core = nil
-        reports?.cancel()
-        reports = nil
         self.leader = leader
         if let leader { lastLeader = leader }
+        reports?.cancel()
+        reports = nil
+        if let stepsDown {
+            // It wrote its own log while it led: the copy goes on from there, not from before.
+            await standby.resumeAfterLeading(committed: await stepsDown.committed().head)
+        }
         await standby.follow(leader)
     }
 

@@ -31,6 +31,25 @@ actor CoordinatorStandby {
     var committed: UInt64 { copy.committed }
     var durable: UInt64 { copy.durable }
 
+    /// The last seq the log holds and the epoch that ordered it.
+    static func logEnd(_ writer: LogWriter) async throws -> (seq: UInt64, epoch: UInt32) {
+        try await writer.run { log -> (UInt64, UInt32) in
+            guard log.lastSeq > 0, let record = try log.read(from: log.lastSeq, maxCount: 1, maxBytes: 1 << 24).first else { return (0, 0) }
+            return (log.lastSeq, Entry.peekEpoch(record) ?? 0)
+        }
+    }
+
+    /// This coordinator stopped leading, its log written up to some end and committed up to
+    /// `committed`: the copy continues from there.
+    func resumeAfterLeading(committed: UInt64) async {
+        do {
+            let end = try await Self.logEnd(writer)
+            copy.resume(durable: end.seq, lastEpoch: end.epoch, committed: committed)
+        } catch {
+            logger.error("could not read the log's end after leading", metadata: ["flowkit.error": "\(error)"])
+        }
+    }
+
     /// Follows `leader` (nil: none known): reconnects the socket and fetches from it.
     func follow(_ leader: LeaderRecord?) async {
         let endpoint = leader?.endpoints.sync

@@ -48,6 +48,16 @@ struct StandbyCopy {
         self.retryAfter = retryAfter
     }
 
+    /// This coordinator led, and wrote its own log meanwhile: the copy continues from what the log
+    /// holds now (the next leader cuts whatever of it was never committed).
+    mutating func resume(durable: UInt64, lastEpoch: UInt32, committed: UInt64) {
+        self.durable = durable
+        self.lastEpoch = lastEpoch
+        self.committed = min(max(self.committed, committed), durable)
+        outstanding = nil
+        isWriting = false
+    }
+
     /// Follow `leader` (nil: none known; stop fetching).
     mutating func follow(_ leader: LeaderRecord?, now: UInt64) -> [Action] {
         guard leader != self.leader else { return [] }

@@ -1,10 +1,15 @@
+import Synchronization
 @_spi(Wire) import FlowKitCluster
 
 extension TestCluster {
     /// The coordinator's log from `from` on, read through its sync socket (RANGE_REQUEST), as a
     /// node repairing a gap would.
-    func readLog(from: UInt64 = 1, through last: UInt64) async throws -> [Entry] {
-        guard let sync = coordinatorEndpoints?.sync else { throw HarnessError("no coordinator") }
+    ///
+    /// - Parameter coordinator: A replicated coordinator's id; by default the coordinator the
+    ///   nodes were started with (or the leader, after ``readFromLeader()``).
+    func readLog(from: UInt64 = 1, through last: UInt64, at coordinator: String? = nil) async throws -> [Entry] {
+        let endpoints = coordinator.flatMap { id in state.withLock { $0.replicated?.endpoints[id] } } ?? coordinatorEndpoints
+        guard let sync = endpoints?.sync else { throw HarnessError("no coordinator") }
         let dealer = try await RawDealer(endpoint: sync, logger: logger)
         defer { Task { await dealer.close() } }
         var entries: [Entry] = []

@@ -73,6 +73,45 @@ extension TestCluster {
         return try await eventually("a coordinator leads", timeout: timeout) { try await election.read().0.leader }
     }
 
+    /// The leader etcd names once it is not `old`, waiting for one.
+    func leader(after old: LeaderRecord, timeout: Duration = .seconds(10)) async throws -> LeaderRecord {
+        guard let replicated = state.withLock({ $0.replicated }) else { throw HarnessError("the coordinators are not replicated") }
+        let election = try replicated.election
+        return try await eventually("a coordinator other than \(old.id) leads", timeout: timeout) {
+            try await election.read().0.leader.flatMap { $0.id != old.id && $0.epoch > old.epoch ? $0 : nil }
+        }
+    }
+
+    /// Replicated coordinator `id`'s process.
+    func coordinatorProcess(_ id: String) throws -> ChildProcess {
+        guard let process = state.withLock({ $0.replicated?.processes[id] }) else { throw HarnessError("no process for coordinator \(id)") }
+        return process
+    }
+
+    /// The ids etcd holds as in sync (eligible to lead).
+    func inSync() async throws -> Set<String> {
+        guard let replicated = state.withLock({ $0.replicated }) else { throw HarnessError("the coordinators are not replicated") }
+        return Set(try await replicated.election.read().0.eligible ?? [])
+    }
+
+    /// Waits until `id` is in sync again (it caught up and the leader wrote it back into the set).
+    func waitUntilInSync(_ id: String, timeout: Duration = .seconds(20)) async throws {
+        _ = try await eventually("\(id) is in sync", timeout: timeout) { try await self.inSync().contains(id) ? true : nil }
+    }
+
+    /// `kill -9` of etcd.
+    func killEtcd() async throws {
+        guard let etcd = state.withLock({ $0.replicated?.etcd }) else { throw HarnessError("no etcd") }
+        await etcd.process.kill9()
+    }
+
+    /// Starts etcd again on its ports and data.
+    func restartEtcd() async throws {
+        guard let etcd = state.withLock({ $0.replicated?.etcd }) else { throw HarnessError("no etcd") }
+        let restarted = try await etcd.restarted(directory: directory)
+        state.withLock { $0.replicated?.etcd = restarted }
+    }
+
     /// `kill -9` of the leader; returns its record.
     func killLeader() async throws -> LeaderRecord {
         let leader = try await leader()
