@@ -158,5 +158,15 @@ import Testing
             coordinators: [.init(id: "c1", role: "leader", inSync: true, durable: 5, lag: 0, lastFetchMillis: nil)]
         )
         #expect(status.problems == ["only 1 coordinator(s) in sync, 2 needed: nothing commits"])
+        // In an idle cluster a dead standby is not behind: its silence is the problem.
+        let idle = ReplicationStatus(
+            leader: "c1", leaderSince: 0, written: 5, minInSync: 2,
+            coordinators: [
+                .init(id: "c1", role: "leader", inSync: true, durable: 5, lag: 0, lastFetchMillis: nil),
+                .init(id: "c2", role: "standby", inSync: true, durable: 5, lag: 0, lastFetchMillis: 200),
+                .init(id: "c3", role: "standby", inSync: true, durable: 5, lag: 0, lastFetchMillis: 9_000),
+            ]
+        )
+        #expect(idle.problems == ["coordinator c3 has not fetched from the leader for 9000 ms"])
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 @_spi(Wire) @testable import FlowKitCluster
 import FlowKitProcesses
+import FlowKitTools
 import Foundation
 import Logging
 import Testing
@@ -207,6 +208,91 @@ extension MultiProcessTests {
                 }
                 try await MultiProcessTests.ReplicatedCoordinatorTests.audit(cluster, emits: emits, label: "standby disk lost")
             }
+        }
+
+        /// Partitions in network namespaces (etcd, each coordinator and each node in one of its
+        /// own): the leader cut from etcd (it stops acting within its lease, another leads, it
+        /// rejoins when healed); the leader cut from both standbys (it keeps its lease, but with
+        /// no standby in sync nothing commits: the `commitsBlocked` alarm, no acknowledgement,
+        /// until healed); a standby cut off (commits go on without it; healed, it is in sync
+        /// again). Nothing acknowledged is lost.
+        @Test(.enabled(if: NetworkNamespaces.available, "network namespaces are not available: \(NetworkNamespaces.reason)"))
+        func partitionsAmongTheCoordinatorsLoseNothing() async throws {
+            var options = Self.options()
+            options.networkLab = true
+            try await TestCluster.run(nodes: 2, durable: true, options: options) { cluster in
+                let lab = try #require(cluster.lab)
+                let emits = try await cluster.withClients(timeout: .seconds(12)) { clients in
+                    let load = LedgerLoad.start(clients: clients)
+                    do {
+                        for id in cluster.nodeIDs { try await load.waitForAcknowledgements(by: id, more: 50) }
+                        try await cutTheLeaderFromEtcd(cluster, lab: lab, load: load)
+                        try await cutTheLeaderFromItsStandbys(cluster, lab: lab, load: load)
+                        try await cutAStandbyOff(cluster, lab: lab, load: load)
+                        return await load.stop()
+                    } catch {
+                        _ = await load.stop()
+                        throw error
+                    }
+                }
+                try await MultiProcessTests.ReplicatedCoordinatorTests.audit(cluster, emits: emits, label: "partitions")
+            }
+        }
+
+        private func cutTheLeaderFromEtcd(_ cluster: TestCluster, lab: NetworkLab, load: LedgerLoad) async throws {
+            let old = try await cluster.leader()
+            try lab.setCut(old.id, from: ["etcd"], true)
+            let at = ContinuousClock.now
+            let next = try await cluster.leader(after: old)
+            for id in cluster.nodeIDs { try await load.waitForAcknowledgements(by: id, more: 1, timeout: .seconds(20)) }
+            print("partitions: \(old.id) cut from etcd; \(next.id) leads in epoch \(next.epoch); every node acknowledged again after \(ContinuousClock.now - at)")
+            try lab.setCut(old.id, from: ["etcd"], false)
+            try await cluster.waitUntilInSync(old.id)
+            for id in cluster.nodeIDs { try await load.waitForAcknowledgements(by: id, more: 30) }
+        }
+
+        private func cutTheLeaderFromItsStandbys(_ cluster: TestCluster, lab: NetworkLab, load: LedgerLoad) async throws {
+            let leader = try await cluster.leader()
+            let standbys = try await cluster.inSync().subtracting([leader.id]).sorted()
+            let alarms = try await ProbeSocket(type: .sub, endpoint: leader.endpoints.publish, curve: nil, logger: cluster.logger)
+            try await alarms.subscribe("$alarm")
+            defer { Task { await alarms.close() } }
+            try await Task.sleep(for: .milliseconds(200))
+            try lab.setCut(leader.id, from: standbys, true)
+            // Commits wait the lag timeout (1 s), one standby leaves the set, the other cannot:
+            // from then on nothing commits.
+            try await Task.sleep(for: .seconds(3))
+            let counted = cluster.nodeIDs.map { load.acknowledged(by: $0) }
+            try await Task.sleep(for: .seconds(2))
+            let during = zip(cluster.nodeIDs.map { load.acknowledged(by: $0) }, counted).map { $0 - $1 }
+            #expect(during.allSatisfy { $0 == 0 }, "acknowledged with no standby in sync: \(during)")
+            var blocked: Alarm?
+            while blocked == nil, let frames = try await alarms.receive(timeout: .seconds(1)) {
+                if let alarm = try? AlarmMessage(frames: frames).alarm, alarm.kind == .commitsBlocked { blocked = alarm }
+            }
+            #expect(blocked != nil, "no commitsBlocked alarm from \(leader.id)")
+            try lab.setCut(leader.id, from: standbys, false)
+            let healedAt = ContinuousClock.now
+            for id in cluster.nodeIDs { try await load.waitForAcknowledgements(by: id, more: 1, timeout: .seconds(20)) }
+            print("partitions: \(leader.id) cut from \(standbys.joined(separator: ", ")): no acknowledgement from 3 s to 5 s after, alarm \(blocked?.message ?? "none"); healed, acknowledging again after \(ContinuousClock.now - healedAt)")
+            for id in cluster.nodeIDs { try await load.waitForAcknowledgements(by: id, more: 30) }
+            for standby in standbys { try await cluster.waitUntilInSync(standby) }
+        }
+
+        private func cutAStandbyOff(_ cluster: TestCluster, lab: NetworkLab, load: LedgerLoad) async throws {
+            let leader = try await cluster.leader()
+            let standby = try #require(try await cluster.inSync().subtracting([leader.id]).sorted().first)
+            try lab.setPartitioned(standby, true)
+            let at = ContinuousClock.now
+            for id in cluster.nodeIDs { try await load.waitForAcknowledgements(by: id, more: 1) }
+            let stall = ContinuousClock.now - at
+            _ = try await eventually("\(standby) left the in-sync set", timeout: .seconds(10)) { try await cluster.inSync().contains(standby) ? nil : true }
+            for id in cluster.nodeIDs { try await load.waitForAcknowledgements(by: id, more: 30) }
+            try lab.setPartitioned(standby, false)
+            let healedAt = ContinuousClock.now
+            try await cluster.waitUntilInSync(standby)
+            print("partitions: \(standby) cut off: acknowledgements on every node again after \(stall); healed, in sync again after \(ContinuousClock.now - healedAt)")
+            for id in cluster.nodeIDs { try await load.waitForAcknowledgements(by: id, more: 30) }
         }
     }
 }

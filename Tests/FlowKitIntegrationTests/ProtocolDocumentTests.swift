@@ -7,12 +7,16 @@ extension ClusterProcessTests {
     /// docs/PROTOCOL.md is complete enough for a client in another language: scripts/protocol_client.py,
     /// written from the document alone with its own decoder (Python and pyzmq, no code shared with
     /// FlowKit), emits through a node, decodes the published ENTRIES and HEARTBEATs, reads the same
-    /// entries back with RANGE_REQUEST, queries the state and sends malformed requests.
-    @Test func aClientWrittenFromTheProtocolDocumentTalksToTheCluster() async throws {
+    /// entries back with RANGE_REQUEST, queries the state and sends malformed requests. With three
+    /// replicated coordinators it reads from the leader, as the document says a client finds it.
+    @Test(arguments: [1, 3])
+    func aClientWrittenFromTheProtocolDocumentTalksToTheCluster(coordinators: Int) async throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("scripts/protocol_client.py").path
-        try await TestCluster.run(nodes: 2) { cluster in
-            let endpoints = try #require(cluster.coordinatorEndpoints)
+        var options = TestCluster.Options()
+        options.coordinators = coordinators
+        try await TestCluster.run(nodes: 2, durable: coordinators > 1, options: options) { cluster in
+            let endpoints = coordinators > 1 ? try await cluster.leader().endpoints : try #require(cluster.coordinatorEndpoints)
             let node = try #require(cluster.node(2)).clientEndpoint
             let result = try await Reliability.run(
                 "/usr/bin/env",

@@ -32,12 +32,20 @@ extension ClusterStatus {
 }
 
 extension ReplicationStatus {
-    /// Standbys out of the in-sync set, and too few in it for anything to commit.
+    /// How long an in-sync standby may go without a FETCH before status calls it a problem.
+    public static let silentAfterMillis: UInt64 = 3_000
+
+    /// Standbys out of the in-sync set or silent, and too few in sync for anything to commit.
     public var problems: [String] {
         var problems: [String] = []
         for coordinator in coordinators where !coordinator.inSync {
             let fetched = coordinator.lastFetchMillis.map { "last fetch \($0) ms ago" } ?? "no fetch from it this term"
             problems.append("coordinator \(coordinator.id) is not in sync: \(coordinator.lag) entries behind the leader \(leader) (\(fetched))")
+        }
+        // A live standby fetches at least every 200 ms (the leader holds a FETCH no longer); in an
+        // idle cluster a dead one is not behind, so silence is what tells.
+        for coordinator in coordinators where coordinator.inSync && (coordinator.lastFetchMillis ?? 0) > Self.silentAfterMillis {
+            problems.append("coordinator \(coordinator.id) has not fetched from the leader for \(coordinator.lastFetchMillis!) ms")
         }
         let inSync = coordinators.filter(\.inSync).count
         if inSync < minInSync {

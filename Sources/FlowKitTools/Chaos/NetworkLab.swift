@@ -14,41 +14,50 @@ import Foundation
 ///
 /// Only the lab's own namespaces and links are created or changed; ``tearDown()`` deletes them all,
 /// and ``removeStale()`` deletes those of earlier runs whose process is gone.
-struct NetworkLab: Sendable {
+package struct NetworkLab: Sendable {
     let tag: String
     let subnet: String
-    let nodeIDs: [UInt32]
+    /// Every member by name, with the last octet of its address.
+    package let members: [(name: String, host: Int)]
 
-    init(nodeIDs: [UInt32]) {
+    /// A lab of named members: `etcd`, `c1`, `n1`, … (short names: they become link names).
+    package init(members: [(name: String, host: Int)]) {
         let pid = getpid()
         tag = "fk\(pid)"
         subnet = "10.213.\(Int(pid) % 200 + 20)"
-        self.nodeIDs = nodeIDs
+        self.members = members
     }
 
+    /// The chaos tool's lab: the coordinator `c` at .1, node `n<id>` at .10+id.
+    init(nodeIDs: [UInt32]) {
+        self.init(members: [("c", 1)] + nodeIDs.map { ("n\($0)", 10 + Int($0)) })
+    }
+
+    var nodeIDs: [UInt32] { members.compactMap { $0.name.hasPrefix("n") ? UInt32($0.name.dropFirst()) : nil } }
     var hub: String { "\(tag)-hub" }
-    var coordinatorNamespace: String { "\(tag)-c" }
-    func namespace(node id: UInt32) -> String { "\(tag)-n\(id)" }
-    var coordinatorAddress: String { "\(subnet).1" }
-    func address(node id: UInt32) -> String { "\(subnet).\(10 + id)" }
+    package func namespace(_ member: String) -> String { "\(tag)-\(member)" }
+    package func address(_ member: String) -> String { "\(subnet).\(members.first { $0.name == member }?.host ?? 0)" }
+    var coordinatorNamespace: String { namespace("c") }
+    func namespace(node id: UInt32) -> String { namespace("n\(id)") }
+    var coordinatorAddress: String { address("c") }
+    func address(node id: UInt32) -> String { address("n\(id)") }
     /// The hub end of a member's veth (the end a partition takes down).
     private func hubLink(_ member: String) -> String { "h\(tag.dropFirst(2))\(member)" }
 
     /// Whether this machine lets us build the lab: root, `ip netns` and `tc`.
-    static func check() -> String? {
+    package static func check() -> String? {
         guard getuid() == 0 else { return "network namespaces need root" }
         guard let ip = Shell.find("ip"), Shell.run(ip, ["netns", "list"]).status == 0 else { return "`ip netns` is not available" }
         guard Shell.find("tc") != nil else { return "`tc` (iproute2) is not installed" }
         return nil
     }
 
-    func setUp() throws {
+    package func setUp() throws {
         try ip(["netns", "add", hub])
         try ip(["-n", hub, "link", "set", "lo", "up"])
         try ip(["-n", hub, "link", "add", "br0", "type", "bridge"])
         try ip(["-n", hub, "link", "set", "br0", "up"])
-        try attach(member: "c", namespace: coordinatorNamespace, address: coordinatorAddress)
-        for id in nodeIDs { try attach(member: "n\(id)", namespace: namespace(node: id), address: address(node: id)) }
+        for member in members { try attach(member: member.name, namespace: namespace(member.name), address: address(member.name)) }
         // The tool's way in.
         let root = "\(tag)r"
         try ip(["link", "add", root, "type", "veth", "peer", "name", hubLink("r")])
@@ -73,7 +82,23 @@ struct NetworkLab: Sendable {
 
     /// Takes node `id`'s link down at the hub (or brings it back).
     func setPartitioned(_ id: UInt32, _ partitioned: Bool) throws {
-        try ip(["-n", hub, "link", "set", hubLink("n\(id)"), partitioned ? "down" : "up"])
+        try setPartitioned("n\(id)", partitioned)
+    }
+
+    /// Takes `member`'s link down at the hub, cutting it from every other member (or brings it back).
+    package func setPartitioned(_ member: String, _ partitioned: Bool) throws {
+        try ip(["-n", hub, "link", "set", hubLink(member), partitioned ? "down" : "up"])
+    }
+
+    /// Cuts `member` from `others` only, both ways, with blackhole routes in each one's namespace
+    /// (its link to the rest stays up); or heals that cut.
+    package func setCut(_ member: String, from others: [String], _ cut: Bool) throws {
+        for other in others {
+            for (from, to) in [(member, other), (other, member)] {
+                let route = ["route", cut ? "replace" : "del", "blackhole", "\(address(to))/32"]
+                try ip(["-n", namespace(from)] + route)
+            }
+        }
     }
 
     /// Makes node `id`'s link slow and lossy, on both ends: `tc netem` delay and loss where the
@@ -109,16 +134,16 @@ struct NetworkLab: Sendable {
     }
 
     /// Deletes every namespace and link of this lab; safe to call twice.
-    func tearDown() {
+    package func tearDown() {
         guard let ip = Shell.find("ip") else { return }
-        for namespace in [hub, coordinatorNamespace] + nodeIDs.map(namespace(node:)) {
+        for namespace in [hub] + members.map({ namespace($0.name) }) {
             _ = Shell.run(ip, ["netns", "del", namespace])
         }
         _ = Shell.run(ip, ["link", "del", "\(tag)r"])
     }
 
     /// Deletes the namespaces and links that earlier runs (their process gone) left behind.
-    static func removeStale() {
+    package static func removeStale() {
         guard let ip = Shell.find("ip") else { return }
         let names = Shell.run(ip, ["netns", "list"]).output.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) }
         for name in names where name.hasPrefix("fk") {

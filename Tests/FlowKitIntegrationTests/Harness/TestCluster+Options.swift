@@ -29,6 +29,10 @@ extension TestCluster {
         /// How many coordinators: above 1, replicated ones (`c1`, `c2`, …) electing their leader
         /// in an etcd the cluster starts; the nodes know them all.
         var coordinators = 1
+        /// With replicated coordinators: etcd, every coordinator and every node each in a network
+        /// namespace of its own on a private bridge (``TestCluster/lab``), so the test can cut
+        /// links. Needs root and iproute2 (``NetworkNamespaces/available``).
+        var networkLab = false
 
         init() {}
     }

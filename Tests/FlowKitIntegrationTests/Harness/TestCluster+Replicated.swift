@@ -1,6 +1,7 @@
 @testable import FlowKitCluster
 import FlowKitCommands
 import FlowKitProcesses
+import FlowKitTools
 import Foundation
 import Synchronization
 
@@ -28,13 +29,17 @@ extension TestCluster {
     /// Starts etcd and ``Options/coordinators`` coordinators on free ports; the nodes are told
     /// `c1` first and the others after.
     func startReplicatedCoordinators() async throws {
-        let etcd = try await EtcdServer.start(directory: directory)
+        let etcd = try await EtcdServer.start(
+            directory: directory, host: lab?.address("etcd") ?? "127.0.0.1", clientPort: lab == nil ? 0 : 2379, peerPort: lab == nil ? 0 : 2380,
+            namespace: lab?.namespace("etcd")
+        )
         var endpoints: [String: CoordinatorEndpoints] = [:]
         for index in 1...options.coordinators {
             // Submit, publish and sync on consecutive ports, the convention the flags use.
-            let base = try FreePorts.run(3)
+            let host = lab?.address("c\(index)") ?? "127.0.0.1"
+            let base = lab == nil ? try FreePorts.run(3) : 7400
             endpoints["c\(index)"] = CoordinatorEndpoints(
-                submit: "tcp://127.0.0.1:\(base)", publish: "tcp://127.0.0.1:\(base + 1)", sync: "tcp://127.0.0.1:\(base + 2)"
+                submit: "tcp://\(host):\(base)", publish: "tcp://\(host):\(base + 1)", sync: "tcp://\(host):\(base + 2)"
             )
         }
         state.withLock { state in
@@ -55,7 +60,7 @@ extension TestCluster {
             "coordinator", "--id", id, "--coordinators", list, "--etcd", replicated.etcd.clientURL, "--etcd-prefix", replicated.prefix,
             "--data-dir", "\(directory)/\(id)-data", "--log-level", logLevel,
         ] + options.coordinatorArguments
-        let process = try ChildProcess.testChild(executable: binary, arguments: arguments, name: nextName(id), directory: directory)
+        let process = try ChildProcess.testChild(executable: binary, arguments: arguments, name: nextName(id), directory: directory, namespace: lab?.namespace(id))
         state.withLock { state in
             state.history.append(process)
             state.replicated?.processes[id] = process
@@ -64,6 +69,11 @@ extension TestCluster {
         guard line.contains(own.submit.replacingOccurrences(of: "/", with: "\\/")) || line.contains(own.submit) else {
             throw HarnessError("\(process) bound other endpoints than \(own): \(line)")
         }
+    }
+
+    /// The members of ``Options/networkLab``'s lab: etcd, the coordinators, and nodes n1…n9.
+    static func labMembers(_ options: Options) -> [(name: String, host: Int)] {
+        [("etcd", 2)] + (1...max(options.coordinators, 1)).map { ("c\($0)", 2 + $0) } + (1...9).map { ("n\($0)", 10 + $0) }
     }
 
     /// The leader etcd names, waiting for one.

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FlowKitCluster
 import FlowKitProcesses
+import FlowKitTools
 import Foundation
 import Logging
 import Synchronization
@@ -51,6 +52,8 @@ final class TestCluster: Sendable {
     let logger: Logger
     let logLevel: String
     let state = Mutex(State())
+    /// With ``Options/networkLab``: the namespaces every process runs in.
+    let lab: NetworkLab?
 
     /// How long a child may take to print READY.
     static let readyTimeout: Duration = .seconds(20)
@@ -66,6 +69,7 @@ final class TestCluster: Sendable {
         logger.logLevel = .error
         self.logger = logger
         logLevel = ProcessInfo.processInfo.environment["FLOWKIT_IT_LOG_LEVEL"] ?? "info"
+        lab = options.networkLab ? NetworkLab(members: Self.labMembers(options)) : nil
     }
 
     /// Starts a coordinator and `nodes` nodes, runs `body`, and stops everything on every path.
@@ -127,6 +131,10 @@ final class TestCluster: Sendable {
     }
 
     private func start(nodes: Int) async throws {
+        if let lab {
+            NetworkLab.removeStale()
+            try lab.setUp()
+        }
         if options.coordinators > 1 {
             try await startReplicatedCoordinators()
         } else {
@@ -216,13 +224,15 @@ final class TestCluster: Sendable {
                 "--coordinator", endpoints.submit,
                 "--coordinator-publish", endpoints.publish,
                 "--coordinator-sync", endpoints.sync,
-                "--client", previous?.clientEndpoint ?? "tcp://127.0.0.1:*",
+                "--client", previous?.clientEndpoint ?? lab.map { "tcp://\($0.address("n\(id)")):7410" } ?? "tcp://127.0.0.1:*",
                 "--log-level", logLevel,
             ] + nodeArguments(id)
             if let others = state.withLock({ $0.replicated?.others(than: endpoints) }), !others.isEmpty {
                 arguments += ["--other-coordinators", others.map(\.submit).joined(separator: ",")]
             }
-            let process = try ChildProcess.testChild(executable: binary, arguments: arguments, name: nextName("node-\(id)"), directory: directory)
+            let process = try ChildProcess.testChild(
+                executable: binary, arguments: arguments, name: nextName("node-\(id)"), directory: directory, namespace: lab?.namespace("n\(id)")
+            )
             state.withLock { $0.history.append(process) }
             started.append((id, process, previous?.clientEndpoint))
         }
@@ -304,6 +314,7 @@ final class TestCluster: Sendable {
         for process in history where process.isRunning {
             unclean.append("\(process): \(await process.stop(grace: .seconds(1)))")
         }
+        lab?.tearDown()
         return unclean
     }
 
