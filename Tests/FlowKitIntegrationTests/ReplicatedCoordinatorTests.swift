@@ -23,10 +23,12 @@ extension MultiProcessTests {
             var registry = FlowRegistry()
             registry.register(CounterFlow.self, as: "counter")
             var endpoints: [String: CoordinatorEndpoints] = [:]
+            // Known to each other and to clients by name; each binds the address the name stands
+            // for (ZeroMQ binds no names). What etcd and NOT_LEADER name is the name.
             for id in ["c1", "c2", "c3"] {
                 let ports = try (0..<3).map { _ in try FreePorts.one() }
                 endpoints[id] = CoordinatorEndpoints(
-                    submit: "tcp://127.0.0.1:\(ports[0])", publish: "tcp://127.0.0.1:\(ports[1])", sync: "tcp://127.0.0.1:\(ports[2])"
+                    submit: "tcp://localhost:\(ports[0])", publish: "tcp://localhost:\(ports[1])", sync: "tcp://localhost:\(ports[2])"
                 )
             }
             var running = Running(
@@ -35,9 +37,10 @@ extension MultiProcessTests {
             )
             for (id, own) in endpoints {
                 var configuration = CoordinatorConfiguration()
-                configuration.submitEndpoint = own.submit
-                configuration.publishEndpoint = own.publish
-                configuration.syncEndpoint = own.sync
+                let bound = { (endpoint: String) in endpoint.replacingOccurrences(of: "localhost", with: "127.0.0.1") }
+                configuration.submitEndpoint = bound(own.submit)
+                configuration.publishEndpoint = bound(own.publish)
+                configuration.syncEndpoint = bound(own.sync)
                 configuration.dataDirectory = "\(directory)/\(id)"
                 var replication = CoordinatorReplication(id: id, coordinators: endpoints, etcdEndpoints: [etcd.clientURL])
                 replication.etcdPrefix = "/flowkit/test"
@@ -110,6 +113,7 @@ extension MultiProcessTests {
         func failOver(_ running: Running) async throws {
             let first = try await leader(running)
             let leaderEndpoints = try #require(running.endpoints[first.id])
+            #expect(first.endpoints == leaderEndpoints, "etcd names the leader by its entry in the list, not what it bound")
 
             let acks = try await acknowledge(1...10, at: leaderEndpoints.submit)
             #expect(acks.map { $0.seq } == Array(1...10))

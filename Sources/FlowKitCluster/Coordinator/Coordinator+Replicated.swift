@@ -34,7 +34,9 @@ extension Coordinator {
         )
         let etcd = EtcdElection(client: try EtcdClient(endpoints: replication.etcdEndpoints), prefix: replication.etcdPrefix)
         let election = CoordinatorElection(
-            settings: .init(id: replication.id, endpoints: sockets.endpoints, leaseSeconds: replication.leaseSeconds),
+            // The others and the nodes know it by its entry in the list: that is what etcd and
+            // NOT_LEADER name, whatever address it bound (a pod IP behind a stable name, say).
+            settings: .init(id: replication.id, endpoints: replication.coordinators[replication.id] ?? sockets.endpoints, leaseSeconds: replication.leaseSeconds),
             election: etcd,
             logger: logger
         )
