@@ -45,6 +45,21 @@ import Testing
         #expect(!machine.mayLead(now: 3 * second))
     }
 
+    /// Found by the simulation (seed 73 with 3 coordinators): a view read before the campaign and
+    /// delivered after its win deposed the new leader, which then saw its own record and waited
+    /// for it to go while renewing the lease that kept it: no one led again.
+    @Test func itsOwnRecordOnItsLeaseWhileNotLeadingIsGivenBack() {
+        var machine = leader()
+        let mine = record("c1", epoch: 5)
+        // The stale view (no leader yet) ends the term: safe, it acts on nothing. It campaigns again.
+        #expect(machine.observed(leader: nil, eligible: true, now: 3_000) == [.role(.seeking), .request(.campaign(lease: 9, candidate: record("c1", epoch: 1)))])
+        // It loses to its own record: it gives the lease back and asks for a new one.
+        #expect(machine.campaigned(.lost(leader: mine), now: 4_000) == [.request(.revokeLease(9)), .request(.grantLease)])
+        // The record went with the lease.
+        #expect(machine.observed(leader: nil, eligible: true, now: 5_000) == [])
+        #expect(machine.granted(lease: 10, seconds: 2, askedAt: 4_000, now: 6_000) == [.request(.campaign(lease: 10, candidate: record("c1", epoch: 1)))])
+    }
+
     @Test func aRenewalExtendsTheLeaseFromWhenItWasAsked() {
         var machine = leader()
         let renewAt = machine.settings.renewEvery + 1_000

@@ -201,15 +201,23 @@ actor ReplicatedRole: SyncSource {
 
     /// Answers SUBMITs and HELLOs with NOT_LEADER, naming the leader (or no one, yet).
     func redirect(_ batch: [Message], socket: AsyncSocket) {
+        for reply in Self.redirections(batch, leader: leader) {
+            _ = try? socket.trySend(reply)
+        }
+    }
+
+    /// The NOT_LEADER replies a coordinator that does not lead sends to the SUBMITs and HELLOs in
+    /// `batch`; reports and anything else go unanswered.
+    static func redirections(_ batch: [Message], leader: LeaderRecord?) -> [Message] {
         let answer = NotLeaderMessage(
             epoch: leader?.epoch ?? 0, id: leader?.id ?? "",
             endpoints: leader?.endpoints ?? CoordinatorEndpoints(submit: "", publish: "", sync: "")
         )
-        for message in batch {
+        return batch.compactMap { message in
             guard let (peer, body) = RouterEnvelope.split(message), let first = body.first,
                 let type = (try? WireHeader.read(first, expecting: .submit, .hello, .nodeReport))?.0, type != .nodeReport
-            else { continue }
-            _ = try? socket.trySend(peer.reply(answer.frames))
+            else { return nil }
+            return peer.reply(answer.frames)
         }
     }
 }

@@ -116,29 +116,45 @@ struct SyncServer: Sendable {
     /// than ``fetchWait`` (then it is answered with no records: the standby asks again).
     private func answer(_ fetch: HeldFetch) async -> HeldFetch? {
         let request = fetch.request
-        var frames: [[UInt8]]
+        let frames: [[UInt8]]
         do {
             let (answer, committed, epoch) = try await source.fetch(request)
-            switch answer {
-            case .wait:
-                if ContinuousClock.now - fetch.since < fetchWait { return fetch }
-                frames = FetchedMessage(request: request.request, epoch: epoch, committed: committed, records: []).frames
-            case .entries(let from):
-                let (maxCount, maxBytes) = (maxRangeCount, min(Int(request.maxBytes), maxRangeBytes))
+            let mayHold = ContinuousClock.now - fetch.since < fetchWait
+            let (writer, maxRangeCount, maxRangeBytes) = (writer, maxRangeCount, maxRangeBytes)
+            let answered = try await Self.fetched(answer, to: request, committed: committed, epoch: epoch, mayHold: mayHold, maxBytes: maxRangeBytes) { from, maxBytes in
                 // Byte for byte as the log holds them: the standby's log is a copy.
-                let records = try await writer.run { log in try log.read(from: from, maxCount: maxCount, maxBytes: maxBytes) }
-                frames = FetchedMessage(request: request.request, epoch: epoch, committed: committed, records: records).frames
-            case .truncate(let keep):
-                frames = FetchedMessage(request: request.request, epoch: epoch, committed: committed, keep: keep, records: []).frames
-            case .behindRetention(let firstSeq):
-                throw ProtocolError(.notFound, "\(request.id) holds the log to \(request.durable), but this log starts at \(firstSeq): rebuild from a snapshot")
+                try await writer.run { log in try log.read(from: from, maxCount: maxRangeCount, maxBytes: maxBytes) }
             }
+            guard let answered else { return fetch }
+            frames = answered
         } catch {
             await refuse(request.frames, from: fetch.peer, error)
             return nil
         }
         try? await socket.send(fetch.peer.reply(frames))
         return nil
+    }
+
+    /// The FETCHED that answers `request`, or `nil` to hold it a while longer (nothing new, and
+    /// `mayHold`); records are read with `read(from:maxBytes:)`.
+    ///
+    /// - Throws: ``ProtocolError/Code/notFound`` when the standby is behind the retained log.
+    static func fetched(
+        _ answer: FetchAnswer, to request: FetchRequest, committed: UInt64, epoch: UInt32, mayHold: Bool, maxBytes: Int,
+        read: (UInt64, Int) async throws -> [[UInt8]]
+    ) async throws -> [[UInt8]]? {
+        switch answer {
+        case .wait:
+            if mayHold { return nil }
+            return FetchedMessage(request: request.request, epoch: epoch, committed: committed, records: []).frames
+        case .entries(let from):
+            let records = try await read(from, min(Int(request.maxBytes), maxBytes))
+            return FetchedMessage(request: request.request, epoch: epoch, committed: committed, records: records).frames
+        case .truncate(let keep):
+            return FetchedMessage(request: request.request, epoch: epoch, committed: committed, keep: keep, records: []).frames
+        case .behindRetention(let firstSeq):
+            throw ProtocolError(.notFound, "\(request.id) holds the log to \(request.durable), but this log starts at \(firstSeq): rebuild from a snapshot")
+        }
     }
 
     private func serveRange(_ request: RangeRequest, to peer: RouterEnvelope) async throws {

@@ -122,6 +122,8 @@ package struct ElectionMachine {
     /// After a failure: not before this time.
     private var notBefore: UInt64 = 0
     private var stopping = false
+    /// The term this coordinator last won, and the lease its record went on.
+    private var won: (epoch: UInt32, lease: Int64)?
     /// The lowest epoch this coordinator may lead in: above every epoch its log holds, so a log
     /// written before the election service knew the cluster (one coordinator, its own epochs)
     /// never sees an epoch twice.
@@ -220,6 +222,7 @@ package struct ElectionMachine {
         case .won(let epoch):
             let record = LeaderRecord(id: settings.id, epoch: epoch, endpoints: settings.endpoints)
             knownLeader = record
+            if let lease { won = (epoch, lease.id) }
             guard mayLeadUnderLease(now: now) else { return [] }  // the lease ran out meanwhile
             return become(.leading(record))
         case .lost(let leader):
@@ -246,6 +249,17 @@ package struct ElectionMachine {
         case (_, _):
             // No leader, or a record of this coordinator's from an earlier lease: seek.
             if role != .seeking { actions += become(.seeking) }
+            if let leader, let won, leader.epoch == won.epoch, lease?.id == won.lease {
+                // Its own record, on the lease it still renews, for a term it does not lead: it
+                // stepped down on a view older than its win, or won after its lease ran out by its
+                // own count. Left alone the record would name it forever while no one leads; the
+                // lease goes back, the record with it, and the election runs again.
+                self.won = nil
+                lease = nil
+                asking.remove(.renew)
+                actions.append(.request(.revokeLease(won.lease)))
+                return actions + tick(now: now)
+            }
         }
         return actions + campaignIfDue(now: now)
     }

@@ -5,24 +5,39 @@ import ZeroMQ
 extension ClusterSimulation {
     // MARK: Processes
 
-    func startCoordinator() async throws {
-        coordinatorIncarnation += 1
-        let started = try await SimulatedCoordinator.start(
-            incarnation: coordinatorIncarnation, disk: disk, configuration: coordinatorConfiguration, logger: logger, now: now,
-            bug: options.bug
-        )
-        coordinator = started
-        trace.note(at: now, "c: started, epoch \(started.machine.epoch), head \(started.machine.durableHead)")
-        schedule.schedule(.coordinatorHeartbeat(incarnation: coordinatorIncarnation), at: now + 100_000)
-        schedule.schedule(.coordinatorStatus(incarnation: coordinatorIncarnation), at: now + 1_000_000)
+    func startCoordinator(_ index: Int) async throws {
+        coordinatorIncarnations[index] += 1
+        let incarnation = coordinatorIncarnations[index]
+        var logger = self.logger
+        logger[metadataKey: "coordinator"] = "\(index)"
+        let started: SimulatedCoordinator
+        if isReplicated {
+            started = SimulatedCoordinator.startReplicated(
+                index: index, incarnation: incarnation, disk: disks[index], configuration: coordinatorConfiguration, logger: logger
+            )
+            trace.note(at: now, "\(started.id): started, log end \(disks[index].log.lastSeq)")
+        } else {
+            started = try await SimulatedCoordinator.start(
+                index: index, incarnation: incarnation, disk: disks[index], configuration: coordinatorConfiguration, logger: logger, now: now,
+                bug: options.bug
+            )
+            trace.note(at: now, "c: started, epoch \(started.machine!.epoch), head \(started.machine!.durableHead)")
+        }
+        coordinators[index] = started
+        schedule.schedule(.coordinatorHeartbeat(index, incarnation: incarnation), at: now + 100_000)
+        schedule.schedule(.coordinatorStatus(index, incarnation: incarnation), at: now + 1_000_000)
+        if isReplicated {
+            schedule.schedule(.electionTick(index, incarnation: incarnation), at: now + 20_000)
+            schedule.schedule(.syncTick(index, incarnation: incarnation), at: now + 50_000)
+            try await feedElection(started) { $0.start(now: now) }
+            sendView(to: index)
+        }
     }
 
     func startNode(_ index: Int) {
         nodeIncarnations[index] += 1
-        var configuration = NodeConfiguration(
-            id: UInt32(index + 1), coordinator: CoordinatorEndpoints(submit: "sim://submit", publish: "sim://publish", sync: "sim://sync"),
-            name: "node-\(index)"
-        )
+        var configuration = NodeConfiguration(id: UInt32(index + 1), coordinator: SimulatedCoordinator.endpoints(0), name: "node-\(index)")
+        configuration.otherCoordinators = coordinators.indices.dropFirst().map(SimulatedCoordinator.endpoints)
         configuration.joinThroughSnapshot = random.next() % 2 == 0
         let node = SimulatedNode(
             index: index, incarnation: nodeIncarnations[index], session: random.next() | 1, configuration: configuration,
@@ -67,69 +82,130 @@ extension ClusterSimulation {
 
     // MARK: Faults
 
+    /// Every coordinator, as processes.
+    var coordinatorProcesses: [SimulatedProcess] { coordinators.indices.map { .coordinator($0) } }
+
+    /// Everything a coordinator talks to.
+    func everyone(but process: SimulatedProcess) -> [SimulatedProcess] {
+        (coordinatorProcesses + nodes.indices.map { .node($0) } + (isReplicated ? [.etcd] : [])).filter { $0 != process }
+    }
+
     /// Faults at random moments of the active period, each undone a while later.
     func planFaults(until end: UInt64) {
         for _ in 0..<options.faults {
             let at = UInt64.random(in: 200_000...max(200_001, end), using: &random)
             let lasts = UInt64.random(in: 100_000...3_000_000, using: &random)
             let node = Int.random(in: 0..<options.nodes, using: &random)
+            if isReplicated {
+                // Two in three strike whoever leads when they strike (or this one, if no one does).
+                let coordinator = Int.random(in: 0..<options.coordinators, using: &random)
+                let strikesLeader = random.next() % 3 != 0
+                let kind = ReplicatedFault.allCases[Int(random.next() % UInt64(ReplicatedFault.allCases.count))]
+                schedule.schedule(.fault(.strike(kind, coordinator: coordinator, strikesLeader: strikesLeader, node: node, lasts: lasts)), at: at)
+                continue
+            }
             let (fault, undo): (SimulatedFault, SimulatedFault) = switch random.next() % 6 {
-            case 0: (.crashCoordinator, .restartCoordinator)
+            case 0: (.crashCoordinator(0), .restartCoordinator(0))
             case 1: (.crashNode(node), .restartNode(node))
-            case 2: (.partition(node), .heal(node))
-            case 3: (.diskFull, .diskRecovers)
+            case 2: (.cut(.node(node), from: [.coordinator(0)]), .mend(.node(node), from: [.coordinator(0)]))
+            case 3: (.diskFull(0), .diskRecovers(0))
             case 4: (.pause(.node(node)), .resume(.node(node)))
-            default: (.pause(.coordinator), .resume(.coordinator))
+            default: (.pause(.coordinator(0)), .resume(.coordinator(0)))
             }
             schedule.schedule(.fault(fault), at: at)
             schedule.schedule(.fault(undo), at: min(at + lasts, end))
         }
     }
 
+    /// A fault planned among replicated coordinators, and what undoes it: decided when it strikes,
+    /// so it can strike whoever leads then.
+    func resolve(_ kind: ReplicatedFault, coordinator: Int, strikesLeader: Bool, node: Int) -> (SimulatedFault, SimulatedFault) {
+        let leader = strikesLeader ? coordinators.firstIndex { $0?.machine != nil } : nil
+        let target = leader ?? coordinator
+        let process = SimulatedProcess.coordinator(target)
+        switch kind {
+        case .crashCoordinator: return (.crashCoordinator(target), .restartCoordinator(target))
+        case .pauseCoordinator: return (.pause(process), .resume(process))
+        case .cutCoordinatorFromEtcd: return (.cut(process, from: [.etcd]), .mend(process, from: [.etcd]))
+        case .isolateCoordinator: return (.cut(process, from: everyone(but: process)), .mend(process, from: everyone(but: process)))
+        case .fillCoordinatorDisk: return (.diskFull(target), .diskRecovers(target))
+        case .crashNode: return (.crashNode(node), .restartNode(node))
+        case .cutNode: return (.cut(.node(node), from: coordinatorProcesses), .mend(.node(node), from: coordinatorProcesses))
+        case .pauseNode: return (.pause(.node(node)), .resume(.node(node)))
+        }
+    }
+
     func inject(_ fault: SimulatedFault) async throws {
+        if case .strike(let kind, let coordinator, let strikesLeader, let node, let lasts) = fault {
+            let (fault, undo) = resolve(kind, coordinator: coordinator, strikesLeader: strikesLeader, node: node)
+            schedule.schedule(.fault(undo), at: min(now + lasts, activeEnd))
+            try await inject(fault)
+            return
+        }
         trace.note(at: now, "FAULT: \(fault)")
         history.faults.append("\(Double(now) / 1_000_000) s: \(fault)")
         switch fault {
-        case .crashCoordinator:
-            coordinator = nil
-            coordinatorIncarnation += 1  // what was in flight to it is lost
-            paused[.coordinator] = nil
-        case .restartCoordinator:
-            if coordinator == nil { try await startCoordinator() }
+        case .crashCoordinator(let index):
+            coordinators[index] = nil
+            coordinatorIncarnations[index] += 1  // what was in flight to it is lost
+            paused[.coordinator(index)] = nil
+        case .restartCoordinator(let index):
+            if coordinators[index] == nil { try await startCoordinator(index) }
         case .crashNode(let index):
             nodes[index]?.replicas.shutDown()  // its effects die with it
             nodes[index] = nil
             paused[.node(index)] = nil
         case .restartNode(let index):
             if nodes[index] == nil { startNode(index) }
-        case .partition(let index):
-            network.partition(index)
-        case .heal(let index):
-            network.heal(index)
-        case .diskFull:
-            disk.isFull = true
-        case .diskRecovers:
-            disk.isFull = false
+        case .cut(let process, let others):
+            network.cut(process, from: others)
+        case .mend(let process, let others):
+            network.mend(process, from: others)
+            // A watch broken by the cut reads the election service again.
+            if process == .etcd || others.contains(.etcd), case .coordinator(let index) = process { sendView(to: index) }
+        case .diskFull(let index):
+            disks[index].isFull = true
+        case .diskRecovers(let index):
+            disks[index].isFull = false
         case .pause(let process):
-            if paused[process] == nil { paused[process] = [] }
+            // A process that is down cannot be stopped; its restart runs.
+            let isRunning = switch process {
+            case .coordinator(let index): coordinators[index] != nil
+            case .node(let index): nodes[index] != nil
+            case .etcd: false
+            }
+            if isRunning, paused[process] == nil { paused[process] = [] }
         case .resume(let process):
             resume(process)
+        case .strike:
+            break
         }
     }
 
-    /// A paused process runs again: what arrived meanwhile is handled now, in order.
+    /// A paused process runs again: what arrived meanwhile is handled now, in order. Among
+    /// replicated coordinators, the messages go before the timers: a leader woken past its lease
+    /// may handle a FETCH or a SUBMIT before its election notices, the race fencing must win.
     func resume(_ process: SimulatedProcess) {
-        guard let held = paused.removeValue(forKey: process) else { return }
+        guard var held = paused.removeValue(forKey: process) else { return }
+        if isReplicated, case .coordinator = process {
+            held = held.filter { $0.timer == nil } + held.filter { $0.timer != nil }
+        }
         for event in held { schedule.schedule(event, at: now) }
     }
 
     /// The end of the active period: every fault undone, every process running again.
     func healEverything() async throws {
         trace.note(at: now, "the active period ends: healing everything")
-        network.healAll()
-        disk.isFull = false
+        network.mendAll()
+        for disk in disks { disk.isFull = false }
         for process in paused.keys.sorted(by: { $0.description < $1.description }) { resume(process) }
-        if coordinator == nil { try await startCoordinator() }
+        for index in coordinators.indices where coordinators[index] == nil { try await startCoordinator(index) }
         for index in nodes.indices where nodes[index] == nil { startNode(index) }
+        if isReplicated { broadcastViews() }
     }
+}
+
+/// The faults a run with replicated coordinators draws from.
+enum ReplicatedFault: CaseIterable {
+    case crashCoordinator, pauseCoordinator, cutCoordinatorFromEtcd, isolateCoordinator, fillCoordinatorDisk, crashNode, cutNode, pauseNode
 }

@@ -6,6 +6,10 @@ import ZeroMQ
 /// simulated network, disk and clock, with clients emitting events and faults injected, then the
 /// checks of ``SimulationChecks``. The same seed replays the same run.
 ///
+/// With several coordinators (``SimulationOptions/coordinators``) each runs its real election and
+/// standby machines too, against a simulated election service (``SimulatedEtcd``), and leads in
+/// turn as faults strike the leader.
+///
 /// Nodes run their own entries' effects for real; the simulation's effects only wait to be
 /// cancelled (they never send, so they change nothing the seed decides), and the effect runtime
 /// registers and unregisters cancel ids synchronously, so what is running is deterministic too.
@@ -16,20 +20,26 @@ final class ClusterSimulation {
     private(set) var now: UInt64 = 0
     var schedule = SimulationSchedule()
     var network: SimulatedNetwork
-    let disk = SimulatedDisk()
+    /// Each coordinator's disk: it outlives the coordinator's crashes.
+    let disks: [SimulatedDisk]
+    /// The election service, for replicated coordinators.
+    let etcd = SimulatedEtcd()
     let trace: SimulationTrace
     let logger: Logger
-    var coordinator: SimulatedCoordinator?
-    var coordinatorIncarnation = 0
+    var coordinators: [SimulatedCoordinator?]
+    var coordinatorIncarnations: [Int]
     var nodes: [SimulatedNode?]
     var nodeIncarnations: [Int]
     var history = SimulationHistory()
     var nextRequest: UInt64 = 1
-    /// When the last sync asked for finishes.
-    private var lastSyncDone: UInt64 = 0
+    var nextElectionRequest: UInt64 = 1
     /// Processes that stopped running, and what arrived for them meanwhile, in order.
     var paused: [SimulatedProcess: [SimulationEvent]] = [:]
     let coordinatorConfiguration: CoordinatorConfiguration
+    /// When the active period ends: faults are undone by then.
+    private(set) var activeEnd: UInt64 = 0
+
+    var isReplicated: Bool { options.coordinators > 1 }
 
     init(seed: UInt64, options: SimulationOptions) {
         self.seed = seed
@@ -44,6 +54,9 @@ final class ClusterSimulation {
         self.network = SimulatedNetwork(conditions: conditions)
         self.trace = SimulationTrace(capacity: options.traceLines)
         self.logger = Logger(label: "simulation") { [trace] label in SimulationLogHandler(trace: trace, label: label) }
+        self.disks = (0..<options.coordinators).map { _ in SimulatedDisk() }
+        self.coordinators = Array(repeating: nil, count: options.coordinators)
+        self.coordinatorIncarnations = Array(repeating: 0, count: options.coordinators)
         self.nodes = Array(repeating: nil, count: options.nodes)
         self.nodeIncarnations = Array(repeating: 0, count: options.nodes)
         var configuration = CoordinatorConfiguration()
@@ -54,10 +67,11 @@ final class ClusterSimulation {
     /// Runs the seed: start, load and faults for ``SimulationOptions/activeSeconds``, then every
     /// fault healed and every process running until ``SimulationOptions/settleSeconds`` later.
     func run() async throws -> [SimulationFailure] {
-        trace.note(at: 0, "seed \(seed): \(options.nodes) nodes, network \(network.conditions)")
-        try await startCoordinator()
+        let coordinatorsNote = isReplicated ? "\(options.coordinators) coordinators, " : ""
+        trace.note(at: 0, "seed \(seed): \(coordinatorsNote)\(options.nodes) nodes, network \(network.conditions)")
+        for index in coordinators.indices { try await startCoordinator(index) }
         for node in 0..<options.nodes { startNode(node) }
-        let activeEnd = UInt64(options.activeSeconds * 1_000_000)
+        activeEnd = UInt64(options.activeSeconds * 1_000_000)
         let end = activeEnd + UInt64(options.settleSeconds * 1_000_000)
         schedule.schedule(.clientEmit, at: 10_000)
         planFaults(until: activeEnd)
@@ -65,6 +79,8 @@ final class ClusterSimulation {
         while let (time, event) = schedule.next(), time <= end {
             now = time
             trace.clock.store(time, ordering: .relaxed)
+            // Leases run out at their moment, before anything else happens then.
+            if isReplicated, etcd.expire(now: now) { broadcastViews() }
             if !healed, now >= activeEnd {
                 healed = true
                 try await healEverything()
@@ -73,7 +89,7 @@ final class ClusterSimulation {
                 hold(event, for: process)
                 continue
             }
-            try await handle(event, activeEnd: activeEnd)
+            try await handle(event)
         }
         now = end
         let failures = await SimulationChecks(simulation: self).failures()
@@ -89,7 +105,7 @@ final class ClusterSimulation {
         paused[process]!.append(event)
     }
 
-    private func handle(_ event: SimulationEvent, activeEnd: UInt64) async throws {
+    private func handle(_ event: SimulationEvent) async throws {
         switch event {
         case .deliver(let packet):
             try await deliver(packet)
@@ -97,32 +113,83 @@ final class ClusterSimulation {
             guard let node = nodes[index], node.incarnation == incarnation else { return }
             perform(node.machine.tick(now: now), on: node)
             schedule.schedule(.nodeTick(node: index, incarnation: incarnation), at: now + 50_000)
-        case .coordinatorHeartbeat(let incarnation):
-            guard let coordinator, coordinator.incarnation == incarnation else { return }
-            try await perform([coordinator.machine.heartbeat(now: now)], on: coordinator)
-            schedule.schedule(.coordinatorHeartbeat(incarnation: incarnation), at: now + 100_000)
-        case .coordinatorStatus(let incarnation):
-            guard let coordinator, coordinator.incarnation == incarnation else { return }
-            try await perform(coordinator.machine.status(now: now, changedDigests: [:], instances: 0), on: coordinator)
-            schedule.schedule(.coordinatorStatus(incarnation: incarnation), at: now + 1_000_000)
-        case .commitDone(let incarnation, let group, let succeeded):
+        case .coordinatorHeartbeat(let index, let incarnation):
+            guard let coordinator = coordinator(index, incarnation) else { return }
+            if let heartbeat = coordinator.machine?.heartbeat(now: now) {
+                try await perform([heartbeat], on: coordinator)
+                if isReplicated { try await perform(coordinator.machine?.tickReplication(now: now) ?? [], on: coordinator) }
+            }
+            schedule.schedule(.coordinatorHeartbeat(index, incarnation: incarnation), at: now + 100_000)
+        case .coordinatorStatus(let index, let incarnation):
+            guard let coordinator = coordinator(index, incarnation) else { return }
+            if coordinator.machine != nil {
+                try await perform(coordinator.machine!.status(now: now, changedDigests: [:], instances: 0), on: coordinator)
+            }
+            schedule.schedule(.coordinatorStatus(index, incarnation: incarnation), at: now + 1_000_000)
+        case .electionTick(let index, let incarnation):
+            guard let coordinator = coordinator(index, incarnation) else { return }
+            try await feedElection(coordinator) { $0.tick(now: now) }
+            schedule.schedule(.electionTick(index, incarnation: incarnation), at: now + 20_000)
+        case .syncTick(let index, let incarnation):
+            guard let coordinator = coordinator(index, incarnation) else { return }
+            if coordinator.machine != nil {
+                try await recheckHeldFetches(coordinator)
+            } else {
+                try await perform(coordinator.copy!.tick(now: now), on: coordinator)
+            }
+            schedule.schedule(.syncTick(index, incarnation: incarnation), at: now + 50_000)
+        case .commitDone(let index, let incarnation, let write, let group):
             // A coordinator that crashed meanwhile never synced the group: it is lost with it.
-            guard let coordinator, coordinator.incarnation == incarnation else { return }
+            guard let coordinator = coordinator(index, incarnation) else { return }
             if options.bug == .acknowledgeBeforeSync {
                 // Already acknowledged when the sync was asked for; the write lands now, or never.
                 // (A refused sync left a hole the machine never heard of; nothing after it lands.)
-                if succeeded, group.records.first?.seq == disk.log.lastSeq + 1 { try disk.log.append(group.records) }
+                _ = coordinator.land(write)
                 return
             }
-            if succeeded {
-                try disk.log.append(group.records)
-                try disk.log.commit()
-                trace.note(at: now, "c: synced \(group.entries.first?.seq ?? 0)…\(group.lastSeq ?? 0)")
-                try await perform(coordinator.machine.committed(group, now: now), on: coordinator)
+            // Landed already: the coordinator stopped leading meanwhile.
+            guard let landed = coordinator.land(write), coordinator.machine != nil else { return }
+            if landed {
+                trace.note(at: now, "c\(index): synced \(group.entries.first?.seq ?? 0)…\(group.lastSeq ?? 0)")
+                try await perform(coordinator.machine!.committed(group, now: now), on: coordinator)
+                if isReplicated { try await recheckHeldFetches(coordinator) }
             } else {
-                trace.note(at: now, "c: the disk refused a commit")
-                try await perform(coordinator.machine.failed(group, error: SimulatedDiskFull(), now: now), on: coordinator)
+                trace.note(at: now, "c\(index): the disk refused a commit")
+                try await perform(coordinator.machine!.failed(group, error: SimulatedDiskFull(), now: now), on: coordinator)
             }
+        case .copyWritten(let index, let incarnation, let write, let through, let lastEpoch):
+            guard let coordinator = coordinator(index, incarnation), let landed = coordinator.land(write), coordinator.machine == nil else { return }
+            if landed {
+                try await perform(coordinator.copy!.appended(through: through, lastEpoch: lastEpoch, now: now), on: coordinator)
+            } else {
+                trace.note(at: now, "c\(index): the disk refused the leader's entries; fetching them again")
+                let copy = coordinator.copy!
+                try await perform(coordinator.copy!.truncated(durable: copy.durable, lastEpoch: copy.lastEpoch, now: now), on: coordinator)
+            }
+        case .electionRequest(let request, let id, let from, let incarnation):
+            let (answer, changed, deadline) = etcd.handle(request, now: now)
+            if let deadline { schedule.schedule(.leaseExpiry, at: deadline) }
+            for time in network.arrivals(now: now, link: SimulatedLink(.etcd, .coordinator(from)), lossy: false, using: &random) {
+                schedule.schedule(.electionAnswer(answer, id: id, to: from, incarnation: incarnation), at: time)
+            }
+            if changed { broadcastViews() }
+        case .electionAnswer(let answer, let id, let index, let incarnation):
+            guard let coordinator = coordinator(index, incarnation), let asked = coordinator.electionRequests.removeValue(forKey: id) else { return }
+            try await take(answer, to: asked.request, askedAt: asked.askedAt, on: coordinator)
+        case .electionView(let view, let revision, let index, let incarnation):
+            guard let coordinator = coordinator(index, incarnation), revision > coordinator.viewRevision else { return }
+            coordinator.viewRevision = revision
+            try await feedElection(coordinator) { $0.observed(leader: view.leader, eligible: view.isEligible(coordinator.id), now: now) }
+        case .electionTimeout(let id, let index, let incarnation):
+            guard let coordinator = coordinator(index, incarnation), let asked = coordinator.electionRequests.removeValue(forKey: id) else { return }
+            switch asked.request {
+            case .election(let request):
+                try await feedElection(coordinator) { $0.requestFailed(request, now: now) }
+            case .setEligible:
+                coordinator.machine?.eligibleWriteFailed()
+            }
+        case .leaseExpiry:
+            break  // the loop expired what was due
         case .clientEmit:
             emit()
             if now < activeEnd {
@@ -133,23 +200,53 @@ final class ClusterSimulation {
         }
     }
 
+    /// Replicated: the coordinator that leads, and may act as the leader, now.
+    var finalLeader: SimulatedCoordinator? {
+        coordinators.lazy.compactMap { $0 }.first { $0.machine != nil && $0.election?.mayLead(now: self.now) == true }
+    }
+
+    /// The disk whose log the checks hold the cluster to: the coordinator's, or the leader's.
+    var checkedDisk: SimulatedDisk? { isReplicated ? finalLeader?.disk : disks[0] }
+
+    /// The coordinator at `index`, if it is still the run `incarnation` names.
+    func coordinator(_ index: Int, _ incarnation: Int) -> SimulatedCoordinator? {
+        guard let coordinator = coordinators[index], coordinator.incarnation == incarnation else { return nil }
+        return coordinator
+    }
+
     private func deliver(_ packet: Packet) async throws {
         switch packet.to {
-        case .coordinatorSubmit, .coordinatorSync:
-            guard let coordinator, coordinator.incarnation == packet.incarnation else { return }
-            if packet.to == .coordinatorSubmit {
-                try await perform(coordinator.machine.receive([packet.message], now: now), on: coordinator)
-            } else if let (peer, body) = RouterEnvelope.split(packet.message), let from = packet.from {
-                for frames in await coordinator.answerSync(body) {
-                    send(Message(parts: frames), to: .nodeSync(from), incarnation: SimulatedNode.parse(identity: peer.identity)?.incarnation ?? -1)
-                }
+        case .coordinatorSubmit(let index):
+            guard let coordinator = coordinator(index, packet.incarnation) else { return }
+            if coordinator.machine != nil {
+                try await perform(coordinator.machine!.receive([packet.message], now: now), on: coordinator)
+            } else {
+                for reply in ReplicatedRole.redirections([packet.message], leader: coordinator.following) { replyToNode(reply, from: coordinator) }
             }
-        case .nodeSubmit(let index), .nodeSync(let index), .nodeSubscriber(let index), .nodeClient(let index):
+        case .coordinatorSync(let index):
+            guard let coordinator = coordinator(index, packet.incarnation), let (peer, body) = RouterEnvelope.split(packet.message) else { return }
+            let request: SyncRequest
+            do {
+                request = try SyncRequest(frames: body)
+            } catch {
+                let protocolError = error as? ProtocolError ?? ProtocolError(.internalError, "\(error)")
+                answerSync(ErrorReply(request: 0, error: protocolError).frames, to: peer, from: coordinator)
+                return
+            }
+            if case .fetch(let fetch) = request, coordinator.isReplicated {
+                try await serveFetch(fetch, from: peer, on: coordinator)
+            } else {
+                for frames in await coordinator.answerSync(request) { answerSync(frames, to: peer, from: coordinator) }
+            }
+        case .coordinatorFetch(let index):
+            guard let coordinator = coordinator(index, packet.incarnation) else { return }
+            try await receiveFetched(packet.message.parts, on: coordinator)
+        case .nodeSubmit(let index, _), .nodeSync(let index), .nodeSubscriber(let index), .nodeClient(let index):
             guard let node = nodes[index], node.incarnation == packet.incarnation else { return }
             let actions: [NodeMachine.Action]
             switch packet.to {
-            case .nodeSubmit:
-                actions = node.machine.receiveFromCoordinator([packet.message], now: now)
+            case .nodeSubmit(_, let coordinator):
+                actions = node.machine.receiveFromCoordinator([packet.message], from: coordinator, now: now)
             case .nodeSync:
                 actions = node.machine.receiveSync([SyncReply(packet.message)], now: now)
             case .nodeSubscriber:
@@ -167,60 +264,103 @@ final class ClusterSimulation {
     }
 
     /// Sends a message over the simulated network.
-    func send(_ message: Message, to socket: SimulatedSocket, incarnation: Int, from: Int? = nil) {
-        // Links between the coordinator and a node are the ones faults touch.
-        let link: Int? = switch socket {
-        case .coordinatorSubmit, .coordinatorSync: from
-        case .nodeSubmit(let node), .nodeSync(let node), .nodeSubscriber(let node): node
-        case .nodeClient, .clients: nil
-        }
+    func send(_ message: Message, to socket: SimulatedSocket, incarnation: Int, from: SimulatedProcess? = nil) {
+        let link = from.flatMap { from in socket.process.map { SimulatedLink(from, $0) } }
         for time in network.arrivals(now: now, link: link, using: &random) {
             schedule.schedule(.deliver(Packet(to: socket, incarnation: incarnation, from: from, message: message)), at: time)
         }
     }
 
+    /// A coordinator's reply on its submit socket, to the node its ROUTER identity names.
+    private func replyToNode(_ message: Message, from coordinator: SimulatedCoordinator) {
+        guard let (peer, body) = RouterEnvelope.split(message), let (node, incarnation) = SimulatedNode.parse(identity: peer.identity) else { return }
+        send(Message(parts: body), to: .nodeSubmit(node, coordinator: coordinator.index), incarnation: incarnation, from: .coordinator(coordinator.index))
+    }
+
+    /// A coordinator's answer on its sync socket: to a node, or to a standby coordinator.
+    func answerSync(_ frames: [[UInt8]], to peer: RouterEnvelope, from coordinator: SimulatedCoordinator) {
+        guard let (index, incarnation) = SimulatedNode.parse(identity: peer.identity) else { return }
+        let socket: SimulatedSocket = peer.identity.first == UInt8(ascii: "c") ? .coordinatorFetch(index) : .nodeSync(index)
+        send(Message(parts: frames), to: socket, incarnation: incarnation, from: .coordinator(coordinator.index))
+    }
+
     // MARK: Carrying out the machines' actions
 
     func perform(_ actions: [CoordinatorMachine.Action], on coordinator: SimulatedCoordinator) async throws {
+        // Fencing, as the core does it: a leader acts only while its lease holds.
+        let mayAct = !coordinator.isReplicated || options.bug == .fenceOnlyOnTimer || coordinator.election!.mayLead(now: now)
         for action in actions {
             switch action {
+            case .reply where !mayAct, .publish where !mayAct:
+                history.fenced += 1
             case .reply(let frames, let peer):
+                noteActing(coordinator, "replied")
                 guard let (node, incarnation) = SimulatedNode.parse(identity: peer.identity) else { continue }
-                send(Message(parts: frames), to: .nodeSubmit(node), incarnation: incarnation)
+                send(Message(parts: frames), to: .nodeSubmit(node, coordinator: coordinator.index), incarnation: incarnation, from: .coordinator(coordinator.index))
             case .publish(let frames, _):
+                noteActing(coordinator, "published")
                 for case let node? in nodes {
-                    send(Message(parts: frames), to: .nodeSubscriber(node.index), incarnation: node.incarnation)
+                    send(Message(parts: frames), to: .nodeSubscriber(node.index), incarnation: node.incarnation, from: .coordinator(coordinator.index))
                 }
             case .commit(let group):
-                // One writer: syncs finish in the order they were asked for.
-                let done = max(now + UInt64.random(in: 100...options.maxSyncMicros, using: &random), lastSyncDone + 1)
-                lastSyncDone = done
-                schedule.schedule(.commitDone(incarnation: coordinator.incarnation, group, succeeded: !disk.isFull), at: done)
-                if options.bug == .acknowledgeBeforeSync {
-                    try await perform(coordinator.machine.committed(group, now: now), on: coordinator)
+                let write = coordinator.write(group.records)
+                schedule.schedule(.commitDone(coordinator.index, incarnation: coordinator.incarnation, write: write, group), at: syncDone(coordinator.disk))
+                if options.bug == .acknowledgeBeforeSync, coordinator.machine != nil {
+                    try await perform(coordinator.machine!.committed(group, now: now), on: coordinator)
                 }
             case .replicate(let entries):
-                await coordinator.replica.applyNow(entries)
-            case .decodeReport(let body, let peer):
-                do {
-                    try await perform(coordinator.machine.report(try NodeReportMessage(frames: body), now: now), on: coordinator)
-                } catch {
-                    try await perform([coordinator.machine.reject(error, from: peer, now: now)], on: coordinator)
+                if coordinator.isReplicated {
+                    await coordinator.applyCommitted(through: entries.last?.seq ?? 0)
+                } else {
+                    await coordinator.replica.applyNow(entries)
                 }
-            case .proposeEligible:
-                // The simulated cluster has one coordinator, which never leads others.
-                coordinator.machine.eligibleWriteFailed()
+            case .decodeReport(let body, let peer):
+                guard coordinator.machine != nil else { continue }
+                do {
+                    try await perform(coordinator.machine!.report(try NodeReportMessage(frames: body), now: now), on: coordinator)
+                } catch {
+                    try await perform([coordinator.machine!.reject(error, from: peer, now: now)], on: coordinator)
+                }
+            case .proposeEligible(let set):
+                guard coordinator.isReplicated, let record = coordinator.following else {
+                    coordinator.machine?.eligibleWriteFailed()  // one coordinator never leads others
+                    continue
+                }
+                ask(coordinator, .setEligible(set, leader: record))
             }
         }
     }
 
+    /// When a write asked of `disk` now is synced: one writer, syncs finish in the order asked.
+    func syncDone(_ disk: SimulatedDisk) -> UInt64 {
+        let done = max(now + UInt64.random(in: 100...options.maxSyncMicros, using: &random), disk.lastSyncDone + 1)
+        disk.lastSyncDone = done
+        return done
+    }
+
+    /// A leader acknowledged or published: only the leader the election service names may.
+    private func noteActing(_ coordinator: SimulatedCoordinator, _ what: String) {
+        guard coordinator.isReplicated, let epoch = coordinator.machine?.epoch, !etcd.names(coordinator.id, epoch: epoch) else { return }
+        // Once per coordinator and term: the first act tells the story.
+        guard history.fencing.last?.hasPrefix("\(coordinator.id) ") != true || !history.fencing.last!.contains("epoch \(epoch) ") else { return }
+        history.fencing.append(
+            "\(coordinator.id) \(what) as the leader of epoch \(epoch) at \(SimulationTrace.format(now)) s, when etcd named \(etcd.leader.map { "\($0.record)" } ?? "no leader")"
+        )
+    }
+
     func perform(_ actions: [NodeMachine.Action], on node: SimulatedNode) {
+        /// The coordinator the node submits to and repairs from now.
+        func current() -> Int { node.machine.choice.currentIndex }
         for action in actions {
             switch action {
             case .submit(let frames):
-                send(Message(parts: [node.identity] + frames), to: .coordinatorSubmit, incarnation: coordinatorIncarnation, from: node.index)
+                sendToCoordinator(frames, from: node, to: .coordinatorSubmit(current()))
             case .requestSync(let frames):
-                send(Message(parts: [node.identity] + frames), to: .coordinatorSync, incarnation: coordinatorIncarnation, from: node.index)
+                sendToCoordinator(frames, from: node, to: .coordinatorSync(current()))
+            case .greetEveryCoordinator(let frames):
+                for index in coordinators.indices { sendToCoordinator(frames, from: node, to: .coordinatorSubmit(index)) }
+            case .switchCoordinator:
+                break  // the sockets to send on follow the machine's choice
             case .reply(let reply, _):
                 history.note(reply, from: node.index, at: now)
             case .apply(let entries):
@@ -249,13 +389,16 @@ final class ClusterSimulation {
                     pendingSubmissions: node.machine.submissions.count, connected: node.machine.isConnected(now: now), digestSeq: 0
                 )
                 let message = NodeReportMessage(node: UInt32(node.index + 1), applied: node.machine.applied, time: now, report: report)
-                send(Message(parts: [node.identity] + message.frames), to: .coordinatorSubmit, incarnation: coordinatorIncarnation, from: node.index)
+                sendToCoordinator(message.frames, from: node, to: .coordinatorSubmit(current()))
             case .answerQuery, .answerStatus:
                 break
-            case .switchCoordinator, .greetEveryCoordinator:
-                break  // one coordinator: never asked
             }
         }
+    }
+
+    private func sendToCoordinator(_ frames: [[UInt8]], from node: SimulatedNode, to socket: SimulatedSocket) {
+        guard case .coordinator(let index)? = socket.process else { return }
+        send(Message(parts: [node.identity] + frames), to: socket, incarnation: coordinatorIncarnations[index], from: .node(node.index))
     }
 }
 

@@ -1,37 +1,90 @@
 import Logging
 import ZeroMQ
 
-/// The coordinator's disk in a simulation: the log keeps what was synced across crashes, and the
-/// epoch with it. A group reaches the log only when its sync completes; a crash before that loses
+/// A coordinator's disk in a simulation: the log keeps what was synced across crashes, and the
+/// epoch with it. A write reaches the log only when its sync completes; a crash before that loses
 /// it, as a crash loses writes that were never synced.
 final class SimulatedDisk {
     let log = MemoryEntryLog()
     var epoch: UInt32 = 0
-    /// While full, every commit fails.
+    /// While full, every write fails.
     var isFull = false
+    /// When the last sync asked for finishes: one writer, syncs finish in order.
+    var lastSyncDone: UInt64 = 0
+
+    /// The last seq the log holds and the epoch that ordered it (``CoordinatorStandby/logEnd(_:)``).
+    var end: (seq: UInt64, epoch: UInt32) {
+        guard log.lastSeq > 0, let record = try? log.read(from: log.lastSeq, maxCount: 1, maxBytes: .max).first else { return (0, 0) }
+        return (log.lastSeq, Entry.peekEpoch(record) ?? 0)
+    }
 }
 
-/// One run of the coordinator process in a simulation: the real machine, the real recovery from
-/// the log, the real range and snapshot answers, and the coordinator's replica; the simulation is
-/// its network, its disk and its clock.
+/// A write asked of a simulated disk, until its sync completes.
+struct SimulatedWrite {
+    var records: [(seq: UInt64, record: [UInt8])]
+    /// Decided when the write was asked for: a full disk refuses it.
+    var succeeds: Bool
+}
+
+/// One run of a coordinator process in a simulation: the real machines (``CoordinatorMachine``
+/// while it orders; for a replicated coordinator also its ``ElectionMachine`` and, while it
+/// stands by, its ``StandbyCopy``), the real recovery from the log, the real range and snapshot
+/// answers, and the coordinator's replica; the simulation is its network, its disk and its clock.
 final class SimulatedCoordinator {
+    let index: Int
     let incarnation: Int
-    var machine: CoordinatorMachine
+    let configuration: CoordinatorConfiguration
+    let logger: Logger
+    /// Ordering: always when it runs alone; while it leads, replicated.
+    var machine: CoordinatorMachine?
     let replica: CoordinatorReplica
     let disk: SimulatedDisk
     let quarantine = EntryQuarantine(frameLimit: 64 << 20)
+    /// Writes asked for and not yet synced, by id: a change of role lands them first (the real
+    /// coordinator's writes go through one writer, in order, whatever its role does meanwhile).
+    var writes: [UInt64: SimulatedWrite] = [:]
+    var nextWrite: UInt64 = 1
 
-    private init(incarnation: Int, machine: CoordinatorMachine, replica: CoordinatorReplica, disk: SimulatedDisk) {
+    // Replicated only.
+    var election: ElectionMachine?
+    var copy: StandbyCopy?
+    /// The leader it follows (``ReplicatedRole``), and the last one: deposed when it takes over.
+    var following: LeaderRecord?
+    var lastLeader: LeaderRecord?
+    /// The last seq applied to the replica.
+    var applied: UInt64 = 0
+    /// FETCHes with nothing new to answer, held as the sync server holds them.
+    var heldFetches: [(peer: RouterEnvelope, request: FetchRequest, since: UInt64)] = []
+    /// Requests to the election service without an answer yet, by id.
+    var electionRequests: [UInt64: (request: SimulatedEtcd.Request, askedAt: UInt64)] = [:]
+    /// The election service's revision last seen: older watch events are ignored.
+    var viewRevision: Int64 = 0
+
+    var id: String { Self.id(index) }
+    var isReplicated: Bool { election != nil }
+
+    static func id(_ index: Int) -> String { "c\(index)" }
+
+    static func endpoints(_ index: Int) -> CoordinatorEndpoints {
+        CoordinatorEndpoints(submit: "sim://c\(index)/submit", publish: "sim://c\(index)/publish", sync: "sim://c\(index)/sync")
+    }
+
+    /// The identity its standby DEALER presents to the leader's sync socket.
+    var identity: [UInt8] { Array("c\(index).\(incarnation)".utf8) }
+
+    private init(index: Int, incarnation: Int, configuration: CoordinatorConfiguration, logger: Logger, replica: CoordinatorReplica, disk: SimulatedDisk) {
+        self.index = index
         self.incarnation = incarnation
-        self.machine = machine
+        self.configuration = configuration
+        self.logger = logger
         self.replica = replica
         self.disk = disk
     }
 
-    /// Starts a coordinator on `disk`: a new epoch, the log replayed into the sequencer's duplicate
-    /// table and the replica, exactly as a real start does.
+    /// Starts a coordinator that runs alone on `disk`: a new epoch, the log replayed into the
+    /// sequencer's duplicate table and the replica, exactly as a real start does.
     static func start(
-        incarnation: Int, disk: SimulatedDisk, configuration: CoordinatorConfiguration, logger: Logger, now: UInt64, bug: InjectedBug?
+        index: Int, incarnation: Int, disk: SimulatedDisk, configuration: CoordinatorConfiguration, logger: Logger, now: UInt64, bug: InjectedBug?
     ) async throws -> SimulatedCoordinator {
         disk.epoch += 1
         let storage = CoordinatorStorage(log: disk.log, snapshots: nil, epoch: disk.epoch)
@@ -42,32 +95,126 @@ final class SimulatedCoordinator {
         if bug == .forgetDuplicatesOnRestart {
             sequencer = Sequencer(epoch: disk.epoch, durableHead: disk.log.lastSeq, dedup: DedupTable(window: configuration.dedupWindow))
         }
-        let machine = CoordinatorMachine(
+        let coordinator = SimulatedCoordinator(index: index, incarnation: incarnation, configuration: configuration, logger: logger, replica: replica, disk: disk)
+        coordinator.machine = CoordinatorMachine(
             configuration: configuration, registry: SimulationFlow.registry, sequencer: sequencer, firstSeq: disk.log.firstSeq,
             logger: logger, counters: ClusterCounters(), now: now
         )
-        return SimulatedCoordinator(incarnation: incarnation, machine: machine, replica: replica, disk: disk)
+        return coordinator
     }
 
-    /// What the sync socket answers a request with: one message, or a snapshot's chunks.
-    func answerSync(_ body: [[UInt8]]) async -> [[[UInt8]]] {
+    /// Starts one of several coordinators on `disk`, as ``Coordinator/serveReplicated`` does: it
+    /// copies the log from whoever leads until the election makes it the leader.
+    static func startReplicated(
+        index: Int, incarnation: Int, disk: SimulatedDisk, configuration: CoordinatorConfiguration, logger: Logger
+    ) -> SimulatedCoordinator {
+        let replica = CoordinatorReplica(registry: SimulationFlow.registry, applied: 0, logger: logger)
+        let coordinator = SimulatedCoordinator(index: index, incarnation: incarnation, configuration: configuration, logger: logger, replica: replica, disk: disk)
+        let end = disk.end
+        coordinator.copy = StandbyCopy(id: coordinator.id, durable: end.seq, lastEpoch: end.epoch, committed: 0)
+        var election = ElectionMachine(settings: .init(id: coordinator.id, endpoints: endpoints(index), leaseSeconds: Int64(SimulatedEtcd.leaseSeconds)))
+        election.minimumEpoch = end.epoch &+ 1
+        coordinator.election = election
+        return coordinator
+    }
+
+    /// Starts ordering in `record`'s epoch from everything its log holds (``Coordinator``'s
+    /// `lead`): the deposed leader lags from the start, the set of coordinators in sync is the one
+    /// the election service holds.
+    func lead(_ record: LeaderRecord, members: [String], eligible: [String]?, minInSync: Int, now: UInt64, bug: InjectedBug?) throws {
+        landWrites()
+        _ = copy!.follow(nil, now: now)
+        var sequencer = Sequencer(epoch: record.epoch, durableHead: disk.log.lastSeq, dedup: DedupTable(window: configuration.dedupWindow))
+        try CoordinatorStorage.recover(&sequencer, from: disk.log)
+        let progress = ReplicationProgress(
+            leader: id, members: members, eligible: eligible, deposed: lastLeader?.id, written: sequencer.durableHead, committed: copy!.committed,
+            minInSync: minInSync, lagTimeout: 1_000_000, now: now
+        )
+        machine = CoordinatorMachine(
+            configuration: configuration, registry: SimulationFlow.registry, sequencer: sequencer, firstSeq: disk.log.firstSeq,
+            logger: logger, counters: ClusterCounters(), now: now, replication: bug == .commitWithoutStandbys ? nil : progress
+        )
+        following = record
+        heldFetches = []
+    }
+
+    /// Stops ordering, if it did, and follows `leader` (nil: none known): the copy goes on from
+    /// what the log holds now.
+    func follow(_ leader: LeaderRecord?, now: UInt64) -> [StandbyCopy.Action] {
+        if let machine {
+            landWrites()
+            let end = disk.end
+            copy!.resume(durable: end.seq, lastEpoch: end.epoch, committed: machine.committedHead)
+            self.machine = nil
+            heldFetches = []
+        }
+        following = leader
+        if let leader { lastLeader = leader }
+        return copy!.follow(leader, now: now)
+    }
+
+    /// Asks the disk for a write; returns its id, for the event that completes it.
+    func write(_ records: [(seq: UInt64, record: [UInt8])]) -> UInt64 {
+        let id = nextWrite
+        nextWrite += 1
+        writes[id] = SimulatedWrite(records: records, succeeds: !disk.isFull)
+        return id
+    }
+
+    /// The write's sync completed: it reaches the log, unless the disk refused it, or it does not
+    /// continue the log (a write after a refused one). `nil`: it was landed already.
+    func land(_ write: UInt64) -> Bool? {
+        guard let pending = writes.removeValue(forKey: write) else { return nil }
+        guard pending.succeeds else { return false }
+        // (A group of duplicates' acknowledgements writes nothing.)
+        if let first = pending.records.first?.seq, first != disk.log.lastSeq + 1 { return false }
+        try? disk.log.append(pending.records)
+        try? disk.log.commit()
+        return true
+    }
+
+    /// Every write asked for lands now, in order.
+    func landWrites() {
+        for id in writes.keys.sorted() { _ = land(id) }
+    }
+
+    /// Where the sync socket's answers stand: what may be served, in which term.
+    var committed: (head: UInt64, epoch: UInt32) {
+        if let machine { return (machine.committedHead, machine.epoch) }
+        return (copy?.committed ?? 0, following?.epoch ?? 0)
+    }
+
+    /// Applies what is committed to the replica, read back from the log
+    /// (``CoordinatorStandby/apply(through:)``).
+    func applyCommitted(through seq: UInt64) async {
+        while applied < seq {
+            guard let records = try? disk.log.read(from: applied + 1, maxCount: 4_096, maxBytes: .max), !records.isEmpty,
+                let entries = try? records.prefix(Int(seq - applied)).map({ try Entry(decoding: $0) }), let last = entries.last
+            else { return }
+            await replica.applyNow(entries)
+            applied = last.seq
+        }
+    }
+
+    /// What the sync socket answers a RANGE or SNAPSHOT with: one message, or a snapshot's chunks.
+    func answerSync(_ request: SyncRequest) async -> [[[UInt8]]] {
         do {
-            switch try SyncRequest(frames: body) {
-            case .range(let request):
+            switch request {
+            case .range(let range):
+                let (head, epoch) = committed
                 let records = try SyncServer.records(
-                    for: request, in: disk.log, committed: machine.committedHead,
-                    maxCount: machine.configuration.maxRangeCount, maxBytes: 4 << 20, quarantine: quarantine
+                    for: range, in: disk.log, committed: head, maxCount: configuration.maxRangeCount, maxBytes: 4 << 20, quarantine: quarantine
                 )
-                return [RangeMessage.frames(request: request.request, epoch: machine.epoch, head: machine.committedHead, records: records)]
-            case .snapshot(let request):
+                return [RangeMessage.frames(request: range.request, epoch: epoch, head: head, records: records)]
+            case .snapshot(let snapshot):
                 let (seq, instances) = await replica.snapshot()
-                return SyncServer.snapshotChunks(request, seq: seq, epoch: machine.epoch, instances: instances, maxChunkBytes: 1 << 20)
+                return SyncServer.snapshotChunks(snapshot, seq: seq, epoch: committed.epoch, instances: instances, maxChunkBytes: 1 << 20)
             case .fetch:
                 throw ProtocolError(.unknownType, "FETCH is for replicated coordinators; this coordinator runs alone")
             }
         } catch {
             let protocolError = error as? ProtocolError ?? ProtocolError(.internalError, "\(error)")
-            return [ErrorReply(request: (try? SyncRequest(frames: body))?.request ?? 0, error: protocolError).frames]
+            return [ErrorReply(request: request.request, error: protocolError).frames]
         }
     }
 }
@@ -97,8 +244,9 @@ final class SimulatedNode {
         )
     }
 
-    /// The node and incarnation a coordinator's ROUTER identity names.
-    static func parse(identity: [UInt8]) -> (node: Int, incarnation: Int)? {
+    /// The process index and incarnation a ROUTER identity names (`n1.2`: node 1's second run;
+    /// `c0.3`: coordinator 0's third).
+    static func parse(identity: [UInt8]) -> (index: Int, incarnation: Int)? {
         let parts = String(decoding: identity, as: UTF8.self).dropFirst().split(separator: ".")
         guard parts.count == 2, let node = Int(parts[0]), let incarnation = Int(parts[1]) else { return nil }
         return (node, incarnation)

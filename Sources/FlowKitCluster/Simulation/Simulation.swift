@@ -12,6 +12,10 @@ package enum Simulation {
         package var dropped: Int
         package var entries: UInt64
         package var acknowledged: Int
+        /// Replicated: the terms the election service handed out (the first leader's included).
+        package var terms: Int
+        /// Replicated: acknowledgements and publications a leader held back, its lease in doubt.
+        package var fenced: Int
 
         package var passed: Bool { failures.isEmpty }
 
@@ -43,8 +47,10 @@ package enum Simulation {
             faults: simulation.history.faults,
             messages: simulation.network.sent,
             dropped: simulation.network.dropped,
-            entries: simulation.disk.log.lastSeq,
-            acknowledged: simulation.history.emits.values.filter { $0.acknowledged != nil }.count
+            entries: simulation.checkedDisk?.log.lastSeq ?? 0,
+            acknowledged: simulation.history.emits.values.filter { $0.acknowledged != nil }.count,
+            terms: Int(simulation.etcd.epoch),
+            fenced: simulation.history.fenced
         )
     }
 
@@ -55,6 +61,8 @@ package enum Simulation {
         package var messages = 0
         package var entries: UInt64 = 0
         package var acknowledged = 0
+        package var terms = 0
+        package var fenced = 0
         package var seconds = 0.0
 
         package var seedsPerSecond: Double { seconds > 0 ? Double(seeds) / seconds : 0 }
@@ -79,6 +87,8 @@ package enum Simulation {
             summary.messages += result.messages
             summary.entries += result.entries
             summary.acknowledged += result.acknowledged
+            summary.terms += result.terms
+            summary.fenced += result.fenced
             if !result.passed { summary.failed.append(result) }
             let elapsed = clock.now - started
             summary.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -21,17 +21,28 @@ package struct SimulationFailure: Sendable, CustomStringConvertible {
 /// - an entry's effects would run only on the node and session that submitted it, and once;
 /// - at the end, each node runs exactly the effects of its own entries that no cancel ordered
 ///   after them stopped.
+///
+/// With replicated coordinators, the log is the one the leader holds at the end, and also:
+/// - no coordinator acknowledged or published while the election service named another leader
+///   (fencing);
+/// - someone leads at the end, everything it wrote is committed, and every coordinator holds the
+///   same log.
 struct SimulationChecks {
     let simulation: ClusterSimulation
 
     func failures() async -> [SimulationFailure] {
         var failures = simulation.history.violations.map { SimulationFailure(check: "applied in order", detail: $0) }
+        failures += simulation.history.fencing.map { SimulationFailure(check: "only the leader acts", detail: $0) }
+        guard let disk = simulation.checkedDisk else {
+            return failures + [SimulationFailure(check: "a leader at the end", detail: "no coordinator leads once every fault has been healed for \(simulation.options.settleSeconds) s")]
+        }
         let log: [Entry]
         do {
-            log = try readLog()
+            log = try Self.readLog(disk)
         } catch {
             return failures + [SimulationFailure(check: "the log is whole", detail: "\(error)")]
         }
+        failures += coordinatorsAgree(on: log)
         for (index, entry) in log.enumerated() where entry.seq != UInt64(index + 1) {
             failures.append(SimulationFailure(check: "the log is whole", detail: "position \(index + 1) holds seq \(entry.seq)"))
             break
@@ -134,8 +145,27 @@ struct SimulationChecks {
         return kept
     }
 
-    private func readLog() throws -> [Entry] {
-        let log = simulation.disk.log
+    /// Replicated: everything the leader wrote is committed, and every coordinator's log is the
+    /// leader's.
+    private func coordinatorsAgree(on log: [Entry]) -> [SimulationFailure] {
+        guard simulation.isReplicated, let leader = simulation.finalLeader else { return [] }
+        var failures: [SimulationFailure] = []
+        if leader.committed.head != UInt64(log.count) {
+            failures.append(SimulationFailure(check: "everything written is committed", detail: "\(leader.id) leads with \(log.count) entries, committed to \(leader.committed.head)"))
+        }
+        for case let coordinator? in simulation.coordinators where coordinator !== leader {
+            guard let copy = try? Self.readLog(coordinator.disk) else { continue }
+            guard copy != log else { continue }
+            let differs = Array(zip(copy, log)).firstIndex { $0 != $1 }.map { "from seq \($0 + 1)" } ?? "in length"
+            failures.append(
+                SimulationFailure(check: "every coordinator holds the log", detail: "\(coordinator.id) holds \(copy.count) entries, the leader \(leader.id) \(log.count); they differ \(differs)")
+            )
+        }
+        return failures
+    }
+
+    static func readLog(_ disk: SimulatedDisk) throws -> [Entry] {
+        let log = disk.log
         var entries: [Entry] = []
         var seq = log.firstSeq
         while seq <= log.lastSeq {

@@ -14,6 +14,11 @@ struct SimulationHistory {
     private(set) var effects: [UInt64: [(node: Int, session: UInt64)]] = [:]
     /// Problems seen as they happened (an entry applied out of order).
     var violations: [String] = []
+    /// Acknowledgements and publications by a coordinator the election service did not name the
+    /// leader at that moment.
+    var fencing: [String] = []
+    /// Acknowledgements and publications a coordinator held back because its lease might be gone.
+    var fenced = 0
     var faults: [String] = []
     private(set) var answers = 0
 

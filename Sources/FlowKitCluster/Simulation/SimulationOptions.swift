@@ -2,6 +2,10 @@
 /// these bounds.
 package struct SimulationOptions: Sendable {
     package var nodes = 3
+    /// Coordinators: 1 runs alone; more run replicated, with an election and standbys.
+    package var coordinators = 1
+    /// Replicated: the fewest coordinators in sync, the leader included, for anything to commit.
+    package var minInSync = 2
     /// Simulated seconds of load and faults.
     package var activeSeconds = 4.0
     /// Simulated seconds after every fault is healed, for the cluster to converge.
@@ -32,4 +36,18 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     case forgetDuplicatesOnRestart = "forget-duplicates-on-restart"
     /// A node applies published entries as they arrive, ahead of a gap, instead of in seq order.
     case applyAheadOfGaps = "apply-ahead-of-gaps"
+    /// Replicated: a leader acknowledges what its own log holds, without waiting for the
+    /// coordinators in sync: a leader lost right after loses acknowledged entries.
+    case commitWithoutStandbys = "commit-without-standbys"
+    /// Replicated: a leader checks its lease only when its election's timer fires, not before each
+    /// acknowledgement and publication: woken past its lease, it acts on what arrived meanwhile.
+    case fenceOnlyOnTimer = "fence-only-on-timer"
+
+    /// Whether the bug lives among replicated coordinators (a run with several).
+    package var needsReplicatedCoordinators: Bool {
+        switch self {
+        case .commitWithoutStandbys, .fenceOnlyOnTimer: true
+        case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps: false
+        }
+    }
 }

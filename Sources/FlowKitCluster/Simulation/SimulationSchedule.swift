@@ -5,10 +5,26 @@ enum SimulationEvent {
     case deliver(Packet)
     /// A node's timer (retries, repairs, timeouts), for the incarnation that set it.
     case nodeTick(node: Int, incarnation: Int)
-    case coordinatorHeartbeat(incarnation: Int)
-    case coordinatorStatus(incarnation: Int)
-    /// The simulated disk finished a group commit the coordinator incarnation asked for.
-    case commitDone(incarnation: Int, PendingCommit, succeeded: Bool)
+    case coordinatorHeartbeat(Int, incarnation: Int)
+    case coordinatorStatus(Int, incarnation: Int)
+    /// A replicated coordinator's timers: its election's (renewals, stepping down) and its
+    /// sync socket's (FETCHes held, or unanswered).
+    case electionTick(Int, incarnation: Int)
+    case syncTick(Int, incarnation: Int)
+    /// A coordinator's disk finished a group commit the coordinator incarnation asked for
+    /// (``SimulatedCoordinator/writes``).
+    case commitDone(Int, incarnation: Int, write: UInt64, PendingCommit)
+    /// A standby's disk finished writing what it fetched from the leader.
+    case copyWritten(Int, incarnation: Int, write: UInt64, through: UInt64, lastEpoch: UInt32)
+    /// A request reaches the election service.
+    case electionRequest(SimulatedEtcd.Request, id: UInt64, from: Int, incarnation: Int)
+    /// The election service's answer, or a change it watched, reaches a coordinator.
+    case electionAnswer(SimulatedEtcd.Answer, id: UInt64, to: Int, incarnation: Int)
+    case electionView(ElectionView, revision: Int64, to: Int, incarnation: Int)
+    /// A request to the election service went unanswered for the client's timeout.
+    case electionTimeout(id: UInt64, coordinator: Int, incarnation: Int)
+    /// A lease may have run out.
+    case leaseExpiry
     /// A simulated client emits an event.
     case clientEmit
     case fault(SimulatedFault)
@@ -16,13 +32,16 @@ enum SimulationEvent {
 
 /// A process of the simulated cluster.
 enum SimulatedProcess: Hashable, CustomStringConvertible {
-    case coordinator
+    case coordinator(Int)
     case node(Int)
+    /// The election service (etcd), for replicated coordinators: never paused or crashed.
+    case etcd
 
     var description: String {
         switch self {
-        case .coordinator: "the coordinator"
+        case .coordinator(let index): "c\(index)"
         case .node(let index): "node \(index)"
+        case .etcd: "etcd"
         }
     }
 }
@@ -31,57 +50,67 @@ extension SimulationEvent {
     /// The process that handles the event, if one does.
     var process: SimulatedProcess? {
         switch self {
-        case .deliver(let packet):
-            switch packet.to {
-            case .coordinatorSubmit, .coordinatorSync: .coordinator
-            case .nodeSubmit(let node), .nodeSync(let node), .nodeSubscriber(let node), .nodeClient(let node): .node(node)
-            case .clients: nil
-            }
+        case .deliver(let packet): packet.to.process
         case .nodeTick(let node, _): .node(node)
-        case .coordinatorHeartbeat, .coordinatorStatus, .commitDone: .coordinator
+        case .coordinatorHeartbeat(let index, _), .coordinatorStatus(let index, _), .electionTick(let index, _), .syncTick(let index, _),
+            .commitDone(let index, _, _, _), .copyWritten(let index, _, _, _, _), .electionAnswer(_, _, let index, _),
+            .electionView(_, _, let index, _), .electionTimeout(_, let index, _):
+            .coordinator(index)
+        case .electionRequest, .leaseExpiry: .etcd
         case .clientEmit, .fault: nil
         }
     }
 
-    /// A timer that sets itself again: a paused process owes one of each, not one per period.
+    /// A timer that sets itself again: a paused process owes one of each, not one per period (a
+    /// timer of an earlier run of the process is another timer).
     var timer: String? {
         switch self {
-        case .nodeTick: "tick"
-        case .coordinatorHeartbeat: "heartbeat"
-        case .coordinatorStatus: "status"
-        case .deliver, .commitDone, .clientEmit, .fault: nil
+        case .nodeTick(_, let incarnation): "tick@\(incarnation)"
+        case .coordinatorHeartbeat(_, let incarnation): "heartbeat@\(incarnation)"
+        case .coordinatorStatus(_, let incarnation): "status@\(incarnation)"
+        case .electionTick(_, let incarnation): "election@\(incarnation)"
+        case .syncTick(_, let incarnation): "sync@\(incarnation)"
+        case .deliver, .commitDone, .copyWritten, .electionRequest, .electionAnswer, .electionView, .electionTimeout, .leaseExpiry,
+            .clientEmit, .fault:
+            nil
         }
     }
 }
 
 /// A fault the simulation injects.
 enum SimulatedFault: CustomStringConvertible {
-    case crashCoordinator
-    case restartCoordinator
+    case crashCoordinator(Int)
+    case restartCoordinator(Int)
     case crashNode(Int)
     case restartNode(Int)
-    case partition(Int)
-    case heal(Int)
-    /// The disk refuses writes until ``diskRecovers``.
-    case diskFull
-    case diskRecovers
+    /// Every link between the process and these is cut, both ways, until ``mend(_:from:)``.
+    case cut(SimulatedProcess, from: [SimulatedProcess])
+    case mend(SimulatedProcess, from: [SimulatedProcess])
+    /// A coordinator's disk refuses writes until ``diskRecovers(_:)``.
+    case diskFull(Int)
+    case diskRecovers(Int)
     /// The process stops running (a SIGSTOP, a long pause): what arrives for it waits, and its
     /// timers do not fire, until it resumes.
     case pause(SimulatedProcess)
     case resume(SimulatedProcess)
+    /// A fault among replicated coordinators, resolved when it strikes
+    /// (``ClusterSimulation/resolve(_:coordinator:strikesLeader:node:)``): its coordinator (or
+    /// whoever leads then), its node, and how long until it is undone.
+    case strike(ReplicatedFault, coordinator: Int, strikesLeader: Bool, node: Int, lasts: UInt64)
 
     var description: String {
         switch self {
-        case .crashCoordinator: "crash the coordinator"
-        case .restartCoordinator: "restart the coordinator"
+        case .crashCoordinator(let index): "crash c\(index)"
+        case .restartCoordinator(let index): "restart c\(index)"
         case .crashNode(let node): "crash node \(node)"
         case .restartNode(let node): "restart node \(node)"
-        case .partition(let node): "partition node \(node) from the coordinator"
-        case .heal(let node): "heal node \(node)'s partition"
-        case .diskFull: "fill the coordinator's disk"
-        case .diskRecovers: "free the coordinator's disk"
+        case .cut(let process, let others): "cut \(process) from \(others.map(\.description).joined(separator: ", "))"
+        case .mend(let process, let others): "mend \(process)'s links to \(others.map(\.description).joined(separator: ", "))"
+        case .diskFull(let index): "fill c\(index)'s disk"
+        case .diskRecovers(let index): "free c\(index)'s disk"
         case .pause(let process): "pause \(process)"
         case .resume(let process): "resume \(process)"
+        case .strike(let kind, let coordinator, let strikesLeader, _, _): "\(kind) (\(strikesLeader ? "the leader" : "c\(coordinator)"))"
         }
     }
 }

@@ -61,8 +61,8 @@ struct SimulationLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        let who = metadata["node"].map { "n\($0)" } ?? "c"
-        let details = (event.metadata ?? [:]).filter { $0.key != "node" }.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        let who = metadata["node"].map { "n\($0)" } ?? metadata["coordinator"].map { "c\($0)" } ?? "c"
+        let details = (event.metadata ?? [:]).filter { $0.key != "node" && $0.key != "coordinator" }.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
         trace.note(at: trace.clock.load(ordering: .relaxed), "\(who) \(event.level): \(event.message)" + (details.isEmpty ? "" : " " + details.joined(separator: " ")))
     }
 }

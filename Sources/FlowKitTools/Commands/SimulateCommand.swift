@@ -24,6 +24,13 @@ struct SimulateCommand: AsyncParsableCommand {
               every node applied every seq once, in order, and holds the state of the log replayed
               an entry's effects would run on the node and session that submitted it, once
 
+            With --coordinators 3 the coordinators are replicated: each runs its election and \
+            standby machines against a simulated etcd (leases on the simulated clock), and the faults \
+            strike the leader most of the time: it crashes, pauses (past its lease or not), is cut \
+            from etcd or from everyone, its disk fills. Also checked: no coordinator acknowledges or \
+            publishes while etcd names another leader (fencing), someone leads at the end, and every \
+            coordinator holds the same log.
+
             A failing seed prints what broke, the faults it injected and the last --trace-lines of \
             its story (messages the machines logged, faults, syncs, restarts) at simulated times, and \
             replays exactly with --seed (with SWIFT_DETERMINISTIC_HASHING=1, which this command sets \
@@ -34,6 +41,7 @@ struct SimulateCommand: AsyncParsableCommand {
               flowkit simulate --seeds 100000
               flowkit simulate --seed 1234
               flowkit simulate --seeds 50 --bug acknowledge-before-sync
+              flowkit simulate --seeds 10000 --coordinators 3
             """
     )
 
@@ -51,6 +59,9 @@ struct SimulateCommand: AsyncParsableCommand {
 
     @Option(help: "Nodes in the simulated cluster.")
     var nodes = 3
+
+    @Option(help: "Coordinators: 1 runs alone; 3 (or more) run replicated, with an election service, a leader and standbys.")
+    var coordinators = 1
 
     @Option(help: "Faults each seed injects while the load runs.")
     var faults = 4
@@ -74,8 +85,16 @@ struct SimulateCommand: AsyncParsableCommand {
         guard seeds >= 1, nodes >= 1, faults >= 0, activeSeconds > 0, settleSeconds > 0 else {
             throw ValidationError("--seeds and --nodes must be at least 1, --faults at least 0, the seconds positive")
         }
-        if let bug, InjectedBug(rawValue: bug) == nil {
-            throw ValidationError("no bug named \(bug); known: \(InjectedBug.allCases.map(\.rawValue).joined(separator: ", "))")
+        guard coordinators == 1 || coordinators >= 3 else {
+            throw ValidationError("--coordinators is 1, or 3 or more: two replicated coordinators cannot lose one and go on")
+        }
+        if let bug {
+            guard let injected = InjectedBug(rawValue: bug) else {
+                throw ValidationError("no bug named \(bug); known: \(InjectedBug.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            if injected.needsReplicatedCoordinators, coordinators == 1 {
+                throw ValidationError("\(bug) lives among replicated coordinators: add --coordinators 3")
+            }
         }
     }
 
@@ -83,6 +102,7 @@ struct SimulateCommand: AsyncParsableCommand {
         try Self.ensureDeterministicHashing()
         var options = SimulationOptions()
         options.nodes = nodes
+        options.coordinators = coordinators
         options.faults = faults
         options.activeSeconds = activeSeconds
         options.settleSeconds = settleSeconds
@@ -90,7 +110,8 @@ struct SimulateCommand: AsyncParsableCommand {
         options.bug = bug.flatMap(InjectedBug.init(rawValue:))
         if let seed {
             let result = await Simulation.run(seed: seed, options: options)
-            print(result.passed ? "seed \(seed) passed: \(result.entries) entries, \(result.acknowledged) acknowledged, \(result.messages) messages (\(result.dropped) dropped); faults: \(result.faults.joined(separator: "; "))" : result.report)
+            let terms = coordinators > 1 ? ", \(result.terms) terms, \(result.fenced) acts fenced" : ""
+            print(result.passed ? "seed \(seed) passed: \(result.entries) entries, \(result.acknowledged) acknowledged, \(result.messages) messages (\(result.dropped) dropped)\(terms); faults: \(result.faults.joined(separator: "; "))" : result.report)
             if !result.passed { throw ExitCode(6) }
             return
         }
@@ -107,12 +128,14 @@ struct SimulateCommand: AsyncParsableCommand {
             let object: [String: Any] = [
                 "seeds": summary.seeds, "failed": failedSeeds, "seconds": summary.seconds, "seedsPerSecond": summary.seedsPerSecond,
                 "messages": summary.messages, "entries": summary.entries, "acknowledged": summary.acknowledged,
+                "terms": summary.terms, "fenced": summary.fenced,
             ]
             print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
         } else {
             print(
                 "\(summary.seeds) seeds in \(String(format: "%.1f", summary.seconds)) s (\(String(format: "%.1f", summary.seedsPerSecond)) seeds/s): "
                     + "\(summary.entries) entries ordered, \(summary.acknowledged) acknowledged, \(summary.messages) messages; "
+                    + (coordinators > 1 ? "\(summary.terms) terms of leadership, \(summary.fenced) acts fenced; " : "")
                     + (failedSeeds.isEmpty ? "every seed passed" : "FAILED seeds: \(failedSeeds.map(String.init).joined(separator: ", "))")
             )
         }
