@@ -8,7 +8,8 @@
   `flowkit <subcommand> --help`;
 * the ports a process binds (from its flags or the config it reads) are the ports its container,
   Service or compose entry exposes;
-* every key of the example configs is documented in deploy/CONFIG.md.
+* every key of the example configs is documented in deploy/CONFIG.md;
+* the Grafana dashboard parses, and every metric it queries is one the binary registers.
 
 Exits 1 with a list of problems, 0 when everything holds.
 """
@@ -157,6 +158,23 @@ def check_config_documented():
                     problems.append("config key %s is not documented in deploy/CONFIG.md" % inner)
 
 
+def check_grafana(binary):
+    """Every flowkit_* metric the dashboard's queries name is a metric label in the binary."""
+    path = DEPLOY / "grafana" / "flowkit-dashboard.json"
+    try:
+        dashboard = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        problems.append("%s: %s" % (path.relative_to(ROOT), error))
+        return
+    known = set(m.decode() for m in re.findall(rb"flowkit_[a-z_]+", pathlib.Path(binary).read_bytes()))
+    for panel in dashboard.get("panels", []):
+        for target in panel.get("targets", []):
+            for metric in re.findall(r"flowkit_[a-z_]+", target.get("expr", "")):
+                base = re.sub(r"_(bucket|sum|count)$", "", metric)
+                if metric not in known and base not in known:
+                    problems.append("grafana panel %r queries %s, which flowkit does not serve" % (panel.get("title"), metric))
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -166,9 +184,10 @@ def main():
     check_kubernetes(binary)
     check_systemd(binary)
     check_config_documented()
+    check_grafana(binary)
     for problem in problems:
         print("deploy: " + problem)
-    print("deploy/ checked: %s" % ("%d problem(s)" % len(problems) if problems else "compose, manifests, units and config agree with flowkit"))
+    print("deploy/ checked: %s" % ("%d problem(s)" % len(problems) if problems else "compose, manifests, units, config and the Grafana dashboard agree with flowkit"))
     return 1 if problems else 0
 
 

@@ -96,7 +96,7 @@ extension ClusterSimulation {
         guard coordinator.machine != nil else {
             let leader = coordinator.following.map { "\($0) does" } ?? "no leader is known yet"
             let error = ProtocolError(.coordinatorUnavailable, "this coordinator does not lead; \(leader)")
-            answerSync(ErrorReply(request: fetch.request, error: error).frames, to: peer, from: coordinator)
+            sendSyncAnswer(ErrorReply(request: fetch.request, error: error).frames, to: peer, from: coordinator)
             return
         }
         if !(try await answerFetch(fetch, from: peer, since: now, on: coordinator)) {
@@ -133,10 +133,10 @@ extension ClusterSimulation {
             frames = answered
         } catch {
             let protocolError = error as? ProtocolError ?? ProtocolError(.internalError, "\(error)")
-            answerSync(ErrorReply(request: fetch.request, error: protocolError).frames, to: peer, from: coordinator)
+            sendSyncAnswer(ErrorReply(request: fetch.request, error: protocolError).frames, to: peer, from: coordinator)
             return true
         }
-        answerSync(frames, to: peer, from: coordinator)
+        sendSyncAnswer(frames, to: peer, from: coordinator)
         return true
     }
 

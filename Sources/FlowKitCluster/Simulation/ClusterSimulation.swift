@@ -230,13 +230,13 @@ final class ClusterSimulation {
                 request = try SyncRequest(frames: body)
             } catch {
                 let protocolError = error as? ProtocolError ?? ProtocolError(.internalError, "\(error)")
-                answerSync(ErrorReply(request: 0, error: protocolError).frames, to: peer, from: coordinator)
+                sendSyncAnswer(ErrorReply(request: 0, error: protocolError).frames, to: peer, from: coordinator)
                 return
             }
             if case .fetch(let fetch) = request, coordinator.isReplicated {
                 try await serveFetch(fetch, from: peer, on: coordinator)
             } else {
-                for frames in await coordinator.answerSync(request) { answerSync(frames, to: peer, from: coordinator) }
+                for frames in await coordinator.answerSync(request) { sendSyncAnswer(frames, to: peer, from: coordinator) }
             }
         case .coordinatorFetch(let index):
             guard let coordinator = coordinator(index, packet.incarnation) else { return }
@@ -278,7 +278,7 @@ final class ClusterSimulation {
     }
 
     /// A coordinator's answer on its sync socket: to a node, or to a standby coordinator.
-    func answerSync(_ frames: [[UInt8]], to peer: RouterEnvelope, from coordinator: SimulatedCoordinator) {
+    func sendSyncAnswer(_ frames: [[UInt8]], to peer: RouterEnvelope, from coordinator: SimulatedCoordinator) {
         guard let (index, incarnation) = SimulatedNode.parse(identity: peer.identity) else { return }
         let socket: SimulatedSocket = peer.identity.first == UInt8(ascii: "c") ? .coordinatorFetch(index) : .nodeSync(index)
         send(Message(parts: frames), to: socket, incarnation: incarnation, from: .coordinator(coordinator.index))

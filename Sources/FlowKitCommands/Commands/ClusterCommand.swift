@@ -11,7 +11,7 @@ struct ClusterCommand: AsyncParsableCommand {
         discussion: """
             With no arguments: a coordinator and 3 nodes on 127.0.0.1 (ports 7400-7402 and 7411-7413), \
             with --coordinators 3 also etcd (7450) and two more coordinators (7430-7432, 7433-7435), \
-            their data in .flowkit/cluster, a short demo workload, then a live view until Ctrl-C. \
+            their data in .flowkit/cluster, a short demo workload, then a live view until q or Ctrl-C (see flowkit monitor). \
             Other commands find this cluster through .flowkit/cluster/cluster.json: \
             'flowkit emit counter/a {"increment":{}}', 'flowkit monitor', 'flowkit status'. \
             Children die with this process, even if it is killed.
@@ -111,7 +111,7 @@ struct ClusterCommand: AsyncParsableCommand {
             transport: transport,
             serverKey: serverKey,
             view: view,
-            title: "flowkit cluster — Ctrl-C stops",
+            title: "flowkit cluster — q or Ctrl-C stops",
             deadline: deadline,
             stop: stop,
             logger: logger

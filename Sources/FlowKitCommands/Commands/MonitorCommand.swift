@@ -10,9 +10,11 @@ struct MonitorCommand: AsyncParsableCommand {
         commandName: "monitor",
         abstract: "Watch a cluster: entries as they are ordered, nodes' progress, alarms; or one instance's state.",
         discussion: """
-            On a terminal the view redraws; piped, it prints one line per entry, status and alarm; \
-            with --json, JSON lines with stable fields. A monitor only subscribes: if it reads too \
-            slowly the coordinator drops what it cannot take, and the monitor says it fell behind. \
+            On a terminal the view is a screen redrawn in place: the head and rate, each node with \
+            a bar for its lag, the coordinators, alarms and the latest entries; q or Ctrl-C quits \
+            and leaves the terminal as it was. Piped, it prints one line per entry and alarm, and a \
+            status line when it changed (or every 30 s); with --json, JSON lines with stable fields. \
+            A monitor only subscribes: if it reads too slowly the coordinator drops what it cannot take, and the monitor says it fell behind. \
             With --state flow/key it replays the log itself into a local replica (no node is asked) \
             and prints the instance's state each time it changes.
               flowkit monitor --flow counter
@@ -77,7 +79,7 @@ struct MonitorCommand: AsyncParsableCommand {
                         transport: transport,
                         serverKey: serverKey,
                         view: MonitorView(),
-                        title: "flowkit monitor \(publishEndpoints.joined(separator: " ")) — Ctrl-C stops",
+                        title: "flowkit monitor \(publishEndpoints.joined(separator: " ")) — q or Ctrl-C stops",
                         format: json ? .json : nil,
                         deadline: deadline,
                         heartbeats: heartbeats,

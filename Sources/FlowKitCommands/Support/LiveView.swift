@@ -4,9 +4,15 @@ import Logging
 import Synchronization
 import ZeroMQ
 
-/// Shows a cluster as it runs: on a terminal a screen redrawn twice a second, elsewhere one line per
-/// entry, status and alarm (or JSON lines).
+/// Shows a cluster as it runs: on a terminal a `top`-like screen redrawn in place twice a second
+/// (and at once when the terminal is resized; `q` or Ctrl-C quits and leaves the terminal as it
+/// was), elsewhere one line per entry and alarm, and a status line when something changed or
+/// every ``repeatStatusAfter`` (or JSON lines).
 package enum LiveView {
+    /// Line output repeats an unchanged status line after this long: a log shows the cluster is
+    /// still there, without a line a second while nothing happens.
+    package static let repeatStatusAfter: Duration = .seconds(30)
+
     package enum Format { case screen, lines, json }
 
     package static func run(
@@ -35,14 +41,22 @@ package enum LiveView {
             } catch {}
         }
         var view = view
+        let screen = format == .screen ? TerminalScreen.enter() : nil
+        defer { screen?.leave() }
         var lastDraw = ContinuousClock.now - .seconds(1)
+        var lastSize = screen?.size
+        var statusLines = StatusLineFilter(repeatAfter: repeatStatusAfter)
         while !stop.isSet {
             if let deadline, ContinuousClock.now >= deadline { break }
+            if screen?.quitRequested() == true {
+                stop.set()
+                break
+            }
             try? await Task.sleep(for: .milliseconds(100))
             for event in buffer.drain() {
                 onEvent(event)
                 switch format {
-                case .lines: view.line(for: event).forEach(printFlushed)
+                case .lines: view.line(for: event).filter { statusLines.admits($0, at: .now) }.forEach(printFlushed)
                 case .json:
                     if case .heartbeat = event, !heartbeats { break }
                     MonitorView.json(for: event).forEach(printFlushed)
@@ -50,13 +64,36 @@ package enum LiveView {
                 }
                 view.apply(event)
             }
-            if format == .screen, ContinuousClock.now - lastDraw >= .milliseconds(500) {
-                lastDraw = ContinuousClock.now
-                printFlushed("\u{1B}[H\u{1B}[2J" + view.render(title: title))
+            if let screen {
+                let size = screen.size
+                let resized = lastSize.map { $0 != size } ?? true
+                if resized || ContinuousClock.now - lastDraw >= .milliseconds(500) {
+                    lastDraw = ContinuousClock.now
+                    lastSize = size
+                    screen.draw(view.screen(title: title, rows: size.rows, columns: size.columns))
+                }
             }
         }
         reader.cancel()
         await monitor.close()
+    }
+}
+
+/// Lets a status line through when it says something the last one did not, or the last is
+/// older than `repeatAfter`; every other line passes.
+package struct StatusLineFilter {
+    let repeatAfter: Duration
+    private var last: (line: String, at: ContinuousClock.Instant)?
+
+    package init(repeatAfter: Duration) {
+        self.repeatAfter = repeatAfter
+    }
+
+    package mutating func admits(_ line: String, at now: ContinuousClock.Instant) -> Bool {
+        guard line.hasPrefix("status ") else { return true }
+        if let last, last.line == line, now - last.at < repeatAfter { return false }
+        last = (line, now)
+        return true
     }
 }
 

@@ -9,8 +9,12 @@ package struct MonitorView {
     private(set) var head: UInt64 = 0
     private(set) var entriesSeen = 0
     private(set) var fellBehind = 0
-    package var maxRecent = 12
+    package var maxRecent = 100
     package var nodeNames: [UInt32: String] = [:]
+    /// Entries per second from the last statuses, oldest first, for the screen's sparkline.
+    private(set) var rates: [Double] = []
+
+    package init() {}
 
     package mutating func apply(_ event: ClusterMonitor.Event) {
         switch event {
@@ -24,6 +28,8 @@ package struct MonitorView {
         case .status(let status):
             self.status = status
             head = max(head, status.head)
+            rates.append(status.entriesPerSecond)
+            if rates.count > 60 { rates.removeFirst(rates.count - 60) }
             for node in status.nodes { nodeNames[node.id] = node.name }
         case .alarm(let alarm):
             alarms.append((Date(), alarm))
@@ -33,34 +39,62 @@ package struct MonitorView {
         }
     }
 
-    /// The whole screen, for a terminal.
-    package func render(title: String) -> String {
-        var lines: [String] = []
+    /// The whole screen, for a terminal of `rows` and `columns`: the head and rate, each node
+    /// with a bar for its lag, the coordinators, the alarms, and as many of the latest entries as
+    /// fit below.
+    package func screen(title: String, rows: Int, columns: Int) -> [String] {
+        var top: [String] = []
         let rate = status.map { String(format: "%.0f", $0.entriesPerSecond) } ?? "-"
-        lines.append("\(title)   head \(head)   \(rate) entries/s   epoch \(status?.epoch ?? 0)   divergences \(status?.divergences ?? 0)")
-        if let replication = status?.replication {
-            lines.append(contentsOf: Self.describe(replication, now: Date()))
-        }
-        lines.append("")
-        lines.append(pad("node", 10) + pad("applied", 10) + pad("lag", 8) + pad("alive", 7) + pad("instances", 11) + pad("effects", 9) + "digest")
-        for node in status?.nodes ?? [] {
-            lines.append(
-                pad(node.name, 10) + pad("\(node.applied)", 10) + pad("\(node.lag)", 8) + pad(node.alive ? "yes" : "NO", 7)
-                    + pad("\(node.instances)", 11) + pad("\(node.runningEffects)", 9) + String(node.digest.prefix(16))
+        top.append(title)
+        top.append("head \(head)   \(rate) entries/s \(Self.sparkline(rates.suffix(max(0, min(30, columns - 60)))))   epoch \(status?.epoch ?? 0)   divergences \(status?.divergences ?? 0)")
+        top.append("")
+        let nodes = status?.nodes ?? []
+        let maxLag = max(1, nodes.map(\.lag).max() ?? 0)
+        top.append(pad("node", 10) + pad("applied", 10) + pad("lag", 22) + pad("state", 9) + pad("instances", 11) + pad("effects", 9) + "digest")
+        // Digests compare only at the same seq: a node behind holds an earlier state.
+        var digestsAt: [UInt64: Set<String>] = [:]
+        for node in nodes where node.alive { digestsAt[node.digestSeq, default: []].insert(node.digest) }
+        for node in nodes {
+            let state = !node.alive ? "DOWN" : node.stalled ? "STALLED" : "alive"
+            let differs = node.alive && (digestsAt[node.digestSeq]?.count ?? 0) > 1
+            let digest = String(node.digest.prefix(16)) + (differs ? "  DIFFERS at this seq" : "")
+            top.append(
+                pad(node.name, 10) + pad("\(node.applied)", 10) + pad(pad("\(node.lag)", 7) + Self.bar(node.lag, of: maxLag, width: 14), 22)
+                    + pad(state, 9) + pad("\(node.instances)", 11) + pad("\(node.runningEffects)", 9) + digest
             )
         }
-        lines.append("")
-        lines.append("recent entries:")
-        for entry in recent.reversed() { lines.append("  " + describe(entry)) }
+        if let replication = status?.replication {
+            top.append("")
+            top.append(contentsOf: Self.describe(replication, now: Date()))
+        }
         if !alarms.isEmpty {
-            lines.append("")
-            lines.append("ALARMS:")
+            top.append("")
+            top.append("ALARMS:")
             for (time, alarm) in alarms.reversed() {
-                lines.append("  \(Self.clock(time)) \(alarm.kind.rawValue.uppercased()): \(alarm.message)")
+                top.append("  \(Self.clock(time)) \(alarm.kind.rawValue.uppercased()): \(alarm.message)")
             }
         }
-        if fellBehind > 0 { lines.append("(this view fell behind \(fellBehind) time(s) and skipped entries)") }
-        return lines.joined(separator: "\n")
+        var footer = ["q quits"]
+        if fellBehind > 0 { footer.insert("(this view fell behind \(fellBehind) time(s) and skipped entries)", at: 0) }
+        top.append("")
+        top.append("latest entries:")
+        let room = max(0, rows - top.count - footer.count)
+        let latest = recent.suffix(room).reversed().map { "  " + describe($0) }
+        return top + latest + Array(repeating: "", count: max(0, room - latest.count)) + footer
+    }
+
+    /// `value` of `total` as a bar `width` wide; anything above zero shows.
+    package static func bar(_ value: UInt64, of total: UInt64, width: Int) -> String {
+        let filled = value == 0 ? 0 : max(1, min(width, Int(Double(value) / Double(max(total, 1)) * Double(width))))
+        return String(repeating: "█", count: filled) + String(repeating: "·", count: width - filled)
+    }
+
+    /// Values as a line of eighth-blocks, scaled to the largest.
+    package static func sparkline<Values: Collection<Double>>(_ values: Values) -> String {
+        let blocks = Array("▁▂▃▄▅▆▇█")
+        let top = values.max() ?? 0
+        guard top > 0 else { return String(repeating: blocks[0], count: values.count) }
+        return String(values.map { blocks[min(7, Int($0 / top * 7.999))] })
     }
 
     /// One entry on one line.
