@@ -20,6 +20,7 @@ public struct FlowKitCommand: AsyncParsableCommand {
         CancelCommand.self,
         StatusCommand.self,
         MonitorCommand.self,
+        DashboardCommand.self,
         KeysCommand.self,
     ]
 

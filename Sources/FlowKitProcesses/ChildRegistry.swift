@@ -22,7 +22,7 @@ package enum ChildRegistry {
         }
     }
 
-    /// The processes, from `/proc`, in any of `groups`: what a test or command whose children led
+    /// The running processes, from `/proc`, in any of `groups`: what a test or command whose children led
     /// those groups leaves behind. Processes of others (other groups) are not its business, so
     /// tests may run side by side.
     package static func processes(inGroups groups: Set<pid_t>) -> [String] {
@@ -36,6 +36,9 @@ package enum ChildRegistry {
             // After the command: state, parent, process group.
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             guard fields.count > 2, let group = Int32(fields[2]), groups.contains(group) else { continue }
+            // A zombie has exited: nothing runs, and its parent (init, for a grandchild whose
+            // parent went first, as Chromium's helpers) reaps it when it gets to it.
+            guard fields[0] != "Z" else { continue }
             found.append("\(entry) \(command) state \(fields[0])")
         }
         return found

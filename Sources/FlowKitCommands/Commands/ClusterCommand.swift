@@ -2,6 +2,7 @@ import ArgumentParser
 import FlowKitCluster
 import Foundation
 import Logging
+import ZeroMQ
 
 /// `flowkit cluster`: a coordinator and nodes on loopback, in one command.
 struct ClusterCommand: AsyncParsableCommand {
@@ -11,7 +12,8 @@ struct ClusterCommand: AsyncParsableCommand {
         discussion: """
             With no arguments: a coordinator and 3 nodes on 127.0.0.1 (ports 7400-7402 and 7411-7413), \
             with --coordinators 3 also etcd (7450) and two more coordinators (7430-7432, 7433-7435), \
-            their data in .flowkit/cluster, a short demo workload, then a live view until q or Ctrl-C (see flowkit monitor). \
+            their data in .flowkit/cluster, a short demo workload, then a live view until q or Ctrl-C (see flowkit monitor), \
+            and a web dashboard at http://127.0.0.1:7480/ (see flowkit dashboard; --no-dashboard turns it off). \
             Other commands find this cluster through .flowkit/cluster/cluster.json: \
             'flowkit emit counter/a {"increment":{}}', 'flowkit monitor', 'flowkit status'. \
             Children die with this process, even if it is killed.
@@ -51,8 +53,17 @@ struct ClusterCommand: AsyncParsableCommand {
     @Option(help: "The largest event admitted, in bytes, by the coordinator and every node. Default 1048576 (1 MiB).")
     var maxEventBytes: Int?
 
+    @Option(help: "Where to serve the web dashboard: host:port. Default 127.0.0.1 at base+80 (7480; any free port with --base-port 0).")
+    var dashboard: String?
+
+    @Flag(help: "Do not serve the web dashboard.")
+    var noDashboard = false
+
     func validate() throws {
         guard (1...32).contains(nodes) else { throw ValidationError("--nodes must be 1 to 32") }
+        if let dashboard, Dashboard.parse(listen: dashboard) == nil {
+            throw ValidationError("--dashboard is host:port, e.g. 127.0.0.1:7480; got \(dashboard)")
+        }
         guard [1, 3, 5, 7].contains(coordinators) else { throw ValidationError("--coordinators must be 1, 3, 5 or 7") }
         if coordinators > 1, !EtcdServer.isInstalled {
             throw ValidationError("--coordinators \(coordinators) needs etcd: apt-get install -y etcd-server etcd-client (scripts/install-deps does)")
@@ -85,6 +96,8 @@ struct ClusterCommand: AsyncParsableCommand {
             printFlushed("data and logs in \(dir); try: flowkit emit counter/a '{\"increment\":{}}' --node node-2")
             if curve { printFlushed("CURVE on: keys in \(dir)/keys, allow-list \(dir)/keys/authorized") }
             let stop = StopFlag()
+            let page = noDashboard ? nil : try await serveDashboard(file: file, logger: logger)
+            defer { page?.cancel() }
             try await ShutdownService.run(logger: logger) {
                 if !noDemo { try await DemoWorkload(file: file, logger: logger).run() }
                 try await liveView(file: file, logger: logger, stop: stop)
@@ -98,6 +111,41 @@ struct ClusterCommand: AsyncParsableCommand {
         printFlushed("stopping the cluster")
         await supervisor.stop()
         printFlushed("stopped; no child process left")
+    }
+
+    /// Serves the web dashboard in the background and prints its URL once it listens.
+    private func serveDashboard(file: LocalClusterFile, logger: Logger) async throws -> Task<Void, any Error> {
+        let address = dashboard.flatMap(Dashboard.parse(listen:)) ?? (host: "127.0.0.1", port: basePort == 0 ? 0 : basePort + 80)
+        let (host, port) = (address.host, address.port)
+        let (transport, serverKey) = try CurveClientOptions.resolve(localCluster: file) { $0.curve?.coordinatorPublicKey }
+        let nodes = try file.nodes.map { node in
+            DashboardServer.Node(
+                name: node.name, clientEndpoint: node.clientEndpoint,
+                publicKey: try file.curve?.nodePublicKeys[node.name].map { try CurveKey(z85: $0) }
+            )
+        }
+        let server = DashboardServer(
+            host: host, port: port, hub: DashboardHub(), nodes: nodes, transport: transport,
+            curveNote: file.curve.map { _ in "CURVE on: this dashboard connects with the cluster's client key" }, logger: logger
+        )
+        let (listening, announce) = AsyncStream.makeStream(of: String.self)
+        let task = Task {
+            do {
+                try await Dashboard.run(server, publishEndpoints: file.allCoordinators.map(\.publish), serverKey: serverKey) { url in
+                    announce.yield(url)
+                    announce.finish()
+                }
+            } catch is CancellationError {
+            } catch {
+                printFlushed("the dashboard stopped: \(error)")
+                announce.finish()
+                throw error
+            }
+        }
+        for await url in listening {
+            printFlushed("dashboard: \(url)" + (Dashboard.warning(host: host).map { " (\($0))" } ?? ""))
+        }
+        return task
     }
 
     private func liveView(file: LocalClusterFile, logger: Logger, stop: StopFlag) async throws {

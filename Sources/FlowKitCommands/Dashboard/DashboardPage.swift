@@ -1,0 +1,344 @@
+/// The dashboard's page, script and style, served from the binary: nothing is fetched from
+/// anywhere else, so it works offline and behind any firewall.
+enum DashboardPage {
+    static let html = #"""
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>FlowKit cluster</title>
+        <link rel="stylesheet" href="/dashboard.css">
+        </head>
+        <body>
+        <header>
+          <h1>FlowKit cluster</h1>
+          <span id="connection" data-state="connecting">connecting…</span>
+          <span id="curve"></span>
+        </header>
+        <section id="summary">
+          <div><label>head</label><b id="head">–</b></div>
+          <div><label>entries/s</label><b id="rate">–</b></div>
+          <div><label>epoch</label><b id="epoch">–</b></div>
+          <div><label>leader</label><b id="leader">–</b></div>
+          <div><label>divergences</label><b id="divergences">–</b></div>
+        </section>
+        <section>
+          <h2>Entries per second, the last two minutes</h2>
+          <canvas id="rates" width="960" height="110"></canvas>
+        </section>
+        <section>
+          <h2>Nodes</h2>
+          <table id="nodes">
+            <thead><tr><th>node</th><th>applied</th><th>lag</th><th>state</th><th>instances</th><th>effects running</th><th>digest</th></tr></thead>
+            <tbody></tbody>
+          </table>
+        </section>
+        <section id="coordinators-section" hidden>
+          <h2>Coordinators</h2>
+          <table id="coordinators">
+            <thead><tr><th>coordinator</th><th>role</th><th>in sync</th><th>durable</th><th>lag</th></tr></thead>
+            <tbody></tbody>
+          </table>
+        </section>
+        <section>
+          <h2>Alarms</h2>
+          <ul id="alarms"><li class="none">none</li></ul>
+        </section>
+        <section>
+          <h2>Latest entries</h2>
+          <input id="filter" placeholder="filter: flow or flow/key">
+          <table id="entries">
+            <thead><tr><th>seq</th><th>address</th><th>event</th><th>origin</th></tr></thead>
+            <tbody></tbody>
+          </table>
+        </section>
+        <section class="columns">
+          <div>
+            <h2>One instance</h2>
+            <form id="state-form"><input id="state-address" placeholder="counter/a"><button>watch</button></form>
+            <pre id="state">–</pre>
+          </div>
+          <div>
+            <h2>Emit and cancel</h2>
+            <form id="emit-form">
+              <input id="emit-address" placeholder="counter/a">
+              <input id="emit-event" placeholder='{"increment":{}}'>
+              <select id="emit-node"></select>
+              <button>emit</button>
+            </form>
+            <form id="cancel-form">
+              <input id="cancel-address" placeholder="timer/kitchen">
+              <input id="cancel-id" placeholder="cancel id (empty: every effect)">
+              <button>cancel</button>
+            </form>
+            <pre id="result"></pre>
+          </div>
+        </section>
+        <script src="/dashboard.js"></script>
+        </body>
+        </html>
+        """#
+
+    static let script = #"""
+        "use strict";
+        // The page's whole state, built from the monitor's JSON lines (docs/DASHBOARD.md).
+        const view = { status: null, head: 0, entries: [], alarms: [], rates: [], names: {}, watched: null };
+        const $ = (id) => document.getElementById(id);
+
+        function apply(event) {
+          switch (event.type) {
+            case "status":
+              view.status = event.status;
+              view.head = Math.max(view.head, event.status.head);
+              for (const node of event.status.nodes) view.names[node.id] = node.name;
+              view.rates.push(event.status.entriesPerSecond);
+              if (view.rates.length > 120) view.rates.shift();
+              break;
+            case "heartbeat":
+              view.head = Math.max(view.head, event.head);
+              break;
+            case "entry":
+              // The log's seqs only grow: one already shown is a replay.
+              if (view.entries.length > 0 && event.seq <= view.entries[view.entries.length - 1].seq) break;
+              view.entries.push(event);
+              if (view.entries.length > 500) view.entries.shift();
+              view.head = Math.max(view.head, event.seq);
+              if (view.watched && event.address === view.watched) refreshState();
+              break;
+            case "alarm":
+              view.alarms.unshift(event.alarm);
+              if (view.alarms.length > 20) view.alarms.pop();
+              break;
+          }
+        }
+
+        function cell(row, text, className) {
+          const td = row.insertCell();
+          td.textContent = text;
+          if (className) td.className = className;
+          return td;
+        }
+
+        function render() {
+          const status = view.status;
+          $("head").textContent = view.head;
+          $("rate").textContent = status ? Math.round(status.entriesPerSecond) : "–";
+          $("epoch").textContent = status ? status.epoch : "–";
+          $("divergences").textContent = status ? status.divergences : "–";
+          $("divergences").className = status && status.divergences > 0 ? "bad" : "";
+          $("leader").textContent = status && status.replication ? status.replication.leader : "one coordinator";
+          renderNodes(status ? status.nodes : []);
+          renderCoordinators(status && status.replication);
+          renderAlarms();
+          renderEntries();
+          renderRates();
+        }
+
+        function renderNodes(nodes) {
+          const body = $("nodes").tBodies[0];
+          body.replaceChildren();
+          // Digests compare at the same seq only: a node behind holds an earlier state.
+          const digestsAt = {};
+          for (const node of nodes) if (node.alive) (digestsAt[node.digestSeq] ||= new Set()).add(node.digest);
+          const maxLag = Math.max(1, ...nodes.map((node) => node.lag));
+          for (const node of nodes) {
+            const row = body.insertRow();
+            row.dataset.node = node.name;
+            row.dataset.alive = node.alive;
+            row.dataset.applied = node.applied;
+            cell(row, node.name);
+            cell(row, node.applied);
+            const lag = cell(row, "");
+            const bar = document.createElement("span");
+            bar.className = "bar";
+            bar.style.width = (node.lag === 0 ? 0 : Math.max(2, (node.lag / maxLag) * 120)) + "px";
+            lag.append(String(node.lag), " ", bar);
+            const state = !node.alive ? "down" : node.stalled ? "stalled" : "alive";
+            cell(row, state, state === "alive" ? "good" : "bad");
+            cell(row, node.instances);
+            cell(row, node.runningEffects);
+            const differs = node.alive && digestsAt[node.digestSeq].size > 1;
+            cell(row, node.digest.slice(0, 16) + (differs ? "  differs at seq " + node.digestSeq : ""), differs ? "bad" : "digest");
+          }
+        }
+
+        function renderCoordinators(replication) {
+          $("coordinators-section").hidden = !replication;
+          if (!replication) return;
+          const body = $("coordinators").tBodies[0];
+          body.replaceChildren();
+          for (const coordinator of replication.coordinators) {
+            const row = body.insertRow();
+            cell(row, coordinator.id);
+            cell(row, coordinator.role);
+            cell(row, coordinator.inSync ? "yes" : "NO", coordinator.inSync ? "good" : "bad");
+            cell(row, coordinator.durable);
+            cell(row, coordinator.lag);
+          }
+        }
+
+        function renderAlarms() {
+          const list = $("alarms");
+          list.replaceChildren();
+          if (view.alarms.length === 0) {
+            const none = document.createElement("li");
+            none.className = "none";
+            none.textContent = "none";
+            list.append(none);
+          }
+          for (const alarm of view.alarms) {
+            const item = document.createElement("li");
+            item.className = "bad";
+            item.textContent = alarm.kind + ": " + alarm.message;
+            list.append(item);
+          }
+        }
+
+        function renderEntries() {
+          const filter = $("filter").value.trim();
+          const matches = (entry) => !filter || entry.address === filter || entry.address.startsWith(filter.endsWith("/") ? filter : filter + "/");
+          const body = $("entries").tBodies[0];
+          body.replaceChildren();
+          for (const entry of view.entries.filter(matches).slice(-50).reverse()) {
+            const row = body.insertRow();
+            row.dataset.seq = entry.seq;
+            cell(row, entry.seq);
+            cell(row, entry.address);
+            const what = entry.kind === "event" ? JSON.stringify(entry.payload) : entry.kind === "cancel" ? "cancel " + entry.payload : "cancel every effect";
+            cell(row, what.length > 100 ? what.slice(0, 100) + "…" : what, "payload");
+            cell(row, view.names[entry.origin] || "node " + entry.origin);
+          }
+        }
+
+        function renderRates() {
+          const canvas = $("rates");
+          const context = canvas.getContext("2d");
+          context.clearRect(0, 0, canvas.width, canvas.height);
+          const top = Math.max(1, ...view.rates);
+          const step = canvas.width / 120;
+          context.fillStyle = "#4f7cac";
+          view.rates.forEach((rate, index) => {
+            const height = (rate / top) * (canvas.height - 16);
+            context.fillRect(index * step, canvas.height - height, Math.max(1, step - 1), height);
+          });
+          context.fillStyle = "#666";
+          context.fillText(Math.round(top) + "/s", 4, 12);
+        }
+
+        async function call(path, body) {
+          const response = await fetch(path, body ? { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) } : {});
+          const text = await response.text();
+          if (!response.ok) throw new Error(text || response.statusText);
+          return JSON.parse(text);
+        }
+
+        async function refreshState() {
+          if (!view.watched) return;
+          try {
+            const state = await call("/api/state?address=" + encodeURIComponent(view.watched));
+            $("state").textContent = view.watched + " after seq " + state.lastSeq + "\n" + JSON.stringify(state.state, null, 2);
+          } catch (error) {
+            $("state").textContent = error.message;
+          }
+        }
+
+        function show(result) {
+          $("result").textContent = result;
+        }
+
+        $("state-form").addEventListener("submit", (event) => {
+          event.preventDefault();
+          view.watched = $("state-address").value.trim() || null;
+          refreshState();
+        });
+        $("emit-form").addEventListener("submit", async (event) => {
+          event.preventDefault();
+          try {
+            const ordered = await call("/api/emit", { address: $("emit-address").value.trim(), event: $("emit-event").value, node: $("emit-node").value || null });
+            show("ordered at seq " + ordered.seq + " (epoch " + ordered.epoch + ")");
+          } catch (error) {
+            show("refused: " + error.message);
+          }
+        });
+        $("cancel-form").addEventListener("submit", async (event) => {
+          event.preventDefault();
+          try {
+            const id = $("cancel-id").value.trim();
+            const ordered = await call("/api/cancel", { address: $("cancel-address").value.trim(), id: id || null, node: $("emit-node").value || null });
+            show("cancel ordered at seq " + ordered.seq);
+          } catch (error) {
+            show("refused: " + error.message);
+          }
+        });
+        $("filter").addEventListener("input", renderEntries);
+
+        let dirty = false;
+        function changed() {
+          if (dirty) return;
+          dirty = true;
+          requestAnimationFrame(() => { dirty = false; render(); });
+        }
+
+        function connect() {
+          const socket = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/live");
+          socket.onopen = () => {
+            // The socket replays where things stand first: alarms start over (entries skip what was shown).
+            view.alarms = [];
+            $("connection").textContent = "live";
+            $("connection").dataset.state = "live";
+          };
+          socket.onmessage = (message) => { apply(JSON.parse(message.data)); changed(); };
+          socket.onclose = () => {
+            $("connection").textContent = "disconnected, retrying…";
+            $("connection").dataset.state = "disconnected";
+            setTimeout(connect, 1000);
+          };
+        }
+
+        async function start() {
+          try {
+            const info = await call("/api/info");
+            for (const name of info.nodes) $("emit-node").add(new Option(name, name));
+            $("curve").textContent = info.curve || "";
+            // Where things stand, before the live lines: a page that cannot open a WebSocket still shows it.
+            for (const event of await call("/api/snapshot")) apply(event);
+            render();
+          } catch (error) {
+            show("could not reach the dashboard: " + error.message);
+          }
+          connect();
+        }
+        start();
+        """#
+
+    static let style = #"""
+        :root { font-family: system-ui, sans-serif; color: #1d232a; background: #f6f7f9; }
+        body { margin: 0 auto; max-width: 1100px; padding: 0 16px 32px; }
+        header { display: flex; align-items: baseline; gap: 16px; }
+        h1 { font-size: 1.4em; margin: 16px 0 8px; }
+        h2 { font-size: 1em; margin: 20px 0 6px; color: #4b5563; }
+        #connection { font-size: 0.85em; padding: 2px 8px; border-radius: 8px; background: #e5e7eb; }
+        #connection[data-state="live"] { background: #d1fae5; color: #065f46; }
+        #connection[data-state="disconnected"] { background: #fee2e2; color: #991b1b; }
+        #curve { font-size: 0.85em; color: #6b7280; }
+        #summary { display: flex; gap: 12px; flex-wrap: wrap; }
+        #summary div { background: white; border-radius: 8px; padding: 8px 16px; min-width: 110px; box-shadow: 0 1px 2px #0001; }
+        #summary label { display: block; font-size: 0.8em; color: #6b7280; }
+        #summary b { font-size: 1.5em; font-variant-numeric: tabular-nums; }
+        canvas { width: 100%; background: white; border-radius: 8px; box-shadow: 0 1px 2px #0001; }
+        table { width: 100%; border-collapse: collapse; background: white; border-radius: 8px; box-shadow: 0 1px 2px #0001; font-variant-numeric: tabular-nums; }
+        th, td { text-align: left; padding: 4px 10px; border-bottom: 1px solid #eef0f3; font-size: 0.9em; }
+        th { color: #6b7280; font-weight: 600; }
+        td.payload, td.digest { font-family: ui-monospace, monospace; font-size: 0.85em; }
+        .bar { display: inline-block; height: 8px; background: #f59e0b; border-radius: 4px; vertical-align: middle; }
+        .good { color: #047857; }
+        .bad { color: #b91c1c; font-weight: 600; }
+        ul { background: white; border-radius: 8px; margin: 0; padding: 8px 28px; box-shadow: 0 1px 2px #0001; }
+        li.none { color: #9ca3af; list-style: none; margin-left: -16px; }
+        input, select, button { font: inherit; padding: 4px 8px; margin: 2px 4px 2px 0; }
+        #filter { margin-bottom: 6px; width: 260px; }
+        .columns { display: grid; grid-template-columns: 1fr 1fr; gap: 24px; }
+        pre { background: white; border-radius: 8px; padding: 8px 12px; min-height: 2em; box-shadow: 0 1px 2px #0001; white-space: pre-wrap; }
+        """#
+}
