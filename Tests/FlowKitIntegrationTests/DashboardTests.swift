@@ -84,14 +84,14 @@ extension ClusterProcessTests {
         }
     }
 
-    /// The text messages of a WebSocket, until one contains `text`.
-    static func readLive(_ url: String, until text: String) async throws -> [String] {
+    /// The JSON lines of a WebSocket's messages, until a message contains `until`.
+    static func readLive(_ url: String, until: String) async throws -> [String] {
         let lines = LinesSeen()
         _ = try await WebSocketClient.connect(url: url, logger: Logger(label: "test.ws")) { inbound, _, _ in
             for try await message in inbound.messages(maxSize: 1 << 22) {
-                guard case .text(let line) = message else { continue }
-                lines.append(line)
-                if line.contains(text) { return }
+                guard case .text(let text) = message else { continue }
+                for line in text.split(separator: "\n") { lines.append(String(line)) }  // one or more JSON lines a message
+                if text.contains(until) { return }
             }
         }
         return lines.all

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowKitCluster
 import FlowKitCommands
 import Foundation
 import Testing
@@ -121,6 +122,40 @@ extension ClusterProcessTests {
         #expect(MonitorView.sparkline([0, 4, 8]) == "▁▄█")
         let screen = MonitorView().screen(title: "t", rows: 12, columns: 80)
         #expect(screen.count == 12 && screen.last == "q quits", "\(screen)")
+    }
+
+    /// Digests differ only at the same seq; a busy node's digest (digestSeq 0) describes none.
+    @Test func theScreenComparesDigestsOnlyAtTheSameSeq() {
+        func node(_ id: UInt32, digest: String, at seq: UInt64) -> ClusterStatus.Node {
+            .init(id: id, name: "node-\(id)", clientEndpoint: "", applied: 100, lag: 0, alive: true, lastSeenMillis: 0, digest: digest,
+                  instances: 1, runningEffects: 0, pendingSubmissions: 0, digestSeq: seq)
+        }
+        func screen(_ nodes: [ClusterStatus.Node]) -> String {
+            var view = MonitorView()
+            view.apply(.status(ClusterStatus(epoch: 1, head: 100, firstSeq: 1, entriesPerSecond: 0, nodes: nodes, divergences: 0, quarantined: 0)))
+            return view.screen(title: "t", rows: 20, columns: 120).joined(separator: "\n")
+        }
+        let busy = screen([node(1, digest: "aaaa", at: 0), node(2, digest: "bbbb", at: 0), node(3, digest: "cccc", at: 100)])
+        #expect(!busy.contains("DIFFERS") && busy.components(separatedBy: "(being hashed)").count == 3, "\(busy)")
+        let apart = screen([node(1, digest: "aaaa", at: 90), node(2, digest: "bbbb", at: 100), node(3, digest: "bbbb", at: 100)])
+        #expect(!apart.contains("DIFFERS"), "\(apart)")
+        let differ = screen([node(1, digest: "aaaa", at: 100), node(2, digest: "bbbb", at: 100), node(3, digest: "bbbb", at: 100)])
+        #expect(differ.components(separatedBy: "DIFFERS at this seq").count == 4, "\(differ)")
+    }
+
+    /// `flowkit cluster` piped, under load: 20 entry lines a second, then how many more there were.
+    @Test func theClustersLineViewPrintsAtMostTwentyEntriesASecond() {
+        var limit = EntryLineLimit(perSecond: 20)
+        let start = ContinuousClock.now
+        let first = limit.admit(Array(1...50), at: start)
+        #expect(first.shown == Array(1...20) && first.summary == nil)
+        let sameSecond = limit.admit(Array(51...60), at: start + .milliseconds(500))
+        #expect(sameSecond.shown.isEmpty && sameSecond.summary == nil)
+        let next = limit.admit(Array(61...62), at: start + .milliseconds(1_100))
+        #expect(next.shown == [61, 62])
+        #expect(next.summary == "… 40 more entries in that second (flowkit monitor prints every one)")
+        var unlimited = EntryLineLimit(perSecond: nil)
+        #expect(unlimited.admit(Array(1...100), at: start).shown.count == 100)
     }
 }
 

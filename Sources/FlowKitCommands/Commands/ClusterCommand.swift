@@ -96,7 +96,7 @@ struct ClusterCommand: AsyncParsableCommand {
             printFlushed("data and logs in \(dir); try: flowkit emit counter/a '{\"increment\":{}}' --node node-2")
             if curve { printFlushed("CURVE on: keys in \(dir)/keys, allow-list \(dir)/keys/authorized") }
             let stop = StopFlag()
-            let page = noDashboard ? nil : try await serveDashboard(file: file, logger: logger)
+            let page = noDashboard ? nil : try await serveDashboard(file: file, supervisor: supervisor, logger: logger)
             defer { page?.cancel() }
             try await ShutdownService.run(logger: logger) {
                 if !noDemo { try await DemoWorkload(file: file, logger: logger).run() }
@@ -113,38 +113,13 @@ struct ClusterCommand: AsyncParsableCommand {
         printFlushed("stopped; no child process left")
     }
 
-    /// Serves the web dashboard in the background and prints its URL once it listens.
-    private func serveDashboard(file: LocalClusterFile, logger: Logger) async throws -> Task<Void, any Error> {
+    /// Serves the web dashboard in the background, prints its URL and writes it in cluster.json
+    /// (where `flowkit bench --attach` finds it).
+    private func serveDashboard(file: LocalClusterFile, supervisor: LocalCluster, logger: Logger) async throws -> Task<Void, any Error> {
         let address = dashboard.flatMap(Dashboard.parse(listen:)) ?? (host: "127.0.0.1", port: basePort == 0 ? 0 : basePort + 80)
-        let (host, port) = (address.host, address.port)
-        let (transport, serverKey) = try CurveClientOptions.resolve(localCluster: file) { $0.curve?.coordinatorPublicKey }
-        let nodes = try file.nodes.map { node in
-            DashboardServer.Node(
-                name: node.name, clientEndpoint: node.clientEndpoint,
-                publicKey: try file.curve?.nodePublicKeys[node.name].map { try CurveKey(z85: $0) }
-            )
-        }
-        let server = DashboardServer(
-            host: host, port: port, hub: DashboardHub(), nodes: nodes, transport: transport,
-            curveNote: file.curve.map { _ in "CURVE on: this dashboard connects with the cluster's client key" }, logger: logger
-        )
-        let (listening, announce) = AsyncStream.makeStream(of: String.self)
-        let task = Task {
-            do {
-                try await Dashboard.run(server, publishEndpoints: file.allCoordinators.map(\.publish), serverKey: serverKey) { url in
-                    announce.yield(url)
-                    announce.finish()
-                }
-            } catch is CancellationError {
-            } catch {
-                printFlushed("the dashboard stopped: \(error)")
-                announce.finish()
-                throw error
-            }
-        }
-        for await url in listening {
-            printFlushed("dashboard: \(url)" + (Dashboard.warning(host: host).map { " (\($0))" } ?? ""))
-        }
+        let (task, url) = try await Dashboard.start(for: file, host: address.host, port: address.port, logger: logger)
+        try await supervisor.setDashboard(url)
+        printFlushed("dashboard: \(url)" + (Dashboard.warning(host: address.host).map { " (\($0))" } ?? ""))
         return task
     }
 
@@ -161,6 +136,7 @@ struct ClusterCommand: AsyncParsableCommand {
             view: view,
             title: "flowkit cluster — q or Ctrl-C stops",
             deadline: deadline,
+            entryLinesPerSecond: 20,
             stop: stop,
             logger: logger
         )

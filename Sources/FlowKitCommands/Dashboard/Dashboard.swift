@@ -30,6 +30,42 @@ package enum Dashboard {
         await monitor.close()
     }
 
+    /// Serves the dashboard of a local cluster in the background (`flowkit cluster`, `flowkit bench
+    /// --serve-dashboard`); returns once it listens, with its URL, or throws why it could not.
+    package static func start(
+        for file: LocalClusterFile, host: String, port: Int, logger: Logger
+    ) async throws -> (task: Task<Void, any Error>, url: String) {
+        let (transport, serverKey) = try CurveClientOptions.resolve(localCluster: file) { $0.curve?.coordinatorPublicKey }
+        let nodes = try file.nodes.map { node in
+            DashboardServer.Node(
+                name: node.name, clientEndpoint: node.clientEndpoint,
+                publicKey: try file.curve?.nodePublicKeys[node.name].map { try CurveKey(z85: $0) }
+            )
+        }
+        let server = DashboardServer(
+            host: host, port: port, hub: DashboardHub(), nodes: nodes, transport: transport,
+            curveNote: file.curve.map { _ in "CURVE on: this dashboard connects with the cluster's client key" }, logger: logger
+        )
+        let (listening, announce) = AsyncStream.makeStream(of: Result<String, any Error>.self)
+        let task = Task {
+            do {
+                try await run(server, publishEndpoints: file.allCoordinators.map(\.publish), serverKey: serverKey) { url in
+                    announce.yield(.success(url))
+                }
+            } catch is CancellationError {
+            } catch {
+                logger.error("the dashboard stopped: \(error)")
+                announce.yield(.failure(error))
+                throw error
+            }
+            announce.finish()
+        }
+        for await outcome in listening {
+            return (task, try outcome.get())
+        }
+        throw CancellationError()
+    }
+
     /// Whether `host` only takes connections from this machine.
     package static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")

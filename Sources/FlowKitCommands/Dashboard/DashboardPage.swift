@@ -27,6 +27,19 @@ enum DashboardPage {
           <h2>Entries per second, the last two minutes</h2>
           <canvas id="rates" width="960" height="110"></canvas>
         </section>
+        <section id="bench-section" hidden>
+          <h2>Bench: <span id="bench-title"></span></h2>
+          <table id="bench">
+            <thead><tr><th>latency, ms</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>events</th></tr></thead>
+            <tbody>
+              <tr id="bench-ordered"><th>to ordered</th></tr>
+              <tr id="bench-applied"><th>to applied on every node</th></tr>
+            </tbody>
+          </table>
+          <p id="bench-rates"></p>
+          <canvas id="bench-latency" width="960" height="130"></canvas>
+          <canvas id="bench-throughput" width="960" height="70"></canvas>
+        </section>
         <section>
           <h2>Nodes</h2>
           <table id="nodes">
@@ -83,10 +96,14 @@ enum DashboardPage {
     static let script = #"""
         "use strict";
         // The page's whole state, built from the monitor's JSON lines (docs/DASHBOARD.md).
-        const view = { status: null, head: 0, entries: [], alarms: [], rates: [], names: {}, watched: null };
+        const view = { status: null, head: 0, entries: [], alarms: [], rates: [], names: {}, watched: null, bench: null };
         const $ = (id) => document.getElementById(id);
 
+        // What changed since the last redraw: only those parts are drawn again.
+        const stale = new Set(["status", "entries", "alarms", "bench"]);
+
         function apply(event) {
+          stale.add(event.type === "entry" ? "entries" : event.type === "alarm" ? "alarms" : event.type);
           switch (event.type) {
             case "status":
               view.status = event.status;
@@ -110,7 +127,28 @@ enum DashboardPage {
               view.alarms.unshift(event.alarm);
               if (view.alarms.length > 20) view.alarms.pop();
               break;
+            case "bench":
+              applyBench(event);
+              break;
           }
+        }
+
+        // A bench's seconds arrive in order: (step, elapsed, phase) only grows within a run, so a
+        // line that does not move it forward is a replay.
+        const phases = ["warm-up", "measuring", "checking", "done"];
+        function applyBench(event) {
+          if (!view.bench || view.bench.run !== event.run) view.bench = { run: event.run, seconds: [], last: null };
+          const last = view.bench.last;
+          const key = [event.step, event.elapsed, phases.indexOf(event.phase)];
+          if (last && !greater(key, [last.step, last.elapsed, phases.indexOf(last.phase)])) return;
+          view.bench.last = event;
+          if (event.phase === "done") return;
+          view.bench.seconds.push(event);
+          if (view.bench.seconds.length > 300) view.bench.seconds.shift();
+        }
+        function greater(a, b) {
+          for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] > b[i];
+          return false;
         }
 
         function cell(row, text, className) {
@@ -123,6 +161,12 @@ enum DashboardPage {
         function render() {
           const status = view.status;
           $("head").textContent = view.head;
+          const parts = new Set(stale);
+          stale.clear();
+          if (parts.has("alarms")) renderAlarms();
+          if (parts.has("entries")) renderEntries();
+          if (parts.has("bench")) renderBench();
+          if (!parts.has("status")) return;
           $("rate").textContent = status ? Math.round(status.entriesPerSecond) : "–";
           $("epoch").textContent = status ? status.epoch : "–";
           $("divergences").textContent = status ? status.divergences : "–";
@@ -130,8 +174,6 @@ enum DashboardPage {
           $("leader").textContent = status && status.replication ? status.replication.leader : "one coordinator";
           renderNodes(status ? status.nodes : []);
           renderCoordinators(status && status.replication);
-          renderAlarms();
-          renderEntries();
           renderRates();
         }
 
@@ -140,7 +182,8 @@ enum DashboardPage {
           body.replaceChildren();
           // Digests compare at the same seq only: a node behind holds an earlier state.
           const digestsAt = {};
-          for (const node of nodes) if (node.alive) (digestsAt[node.digestSeq] ||= new Set()).add(node.digest);
+          // A digestSeq of 0 is a busy node's digest still being brought up to date: no one seq.
+          for (const node of nodes) if (node.alive && node.digestSeq > 0) (digestsAt[node.digestSeq] ||= new Set()).add(node.digest);
           const maxLag = Math.max(1, ...nodes.map((node) => node.lag));
           for (const node of nodes) {
             const row = body.insertRow();
@@ -158,8 +201,9 @@ enum DashboardPage {
             cell(row, state, state === "alive" ? "good" : "bad");
             cell(row, node.instances);
             cell(row, node.runningEffects);
-            const differs = node.alive && digestsAt[node.digestSeq].size > 1;
-            cell(row, node.digest.slice(0, 16) + (differs ? "  differs at seq " + node.digestSeq : ""), differs ? "bad" : "digest");
+            const differs = node.alive && node.digestSeq > 0 && digestsAt[node.digestSeq].size > 1;
+            const note = differs ? "  differs at seq " + node.digestSeq : node.digestSeq === 0 ? "  (being hashed)" : "";
+            cell(row, node.digest.slice(0, 16) + note, differs ? "bad" : "digest");
           }
         }
 
@@ -226,6 +270,56 @@ enum DashboardPage {
           context.fillText(Math.round(top) + "/s", 4, 12);
         }
 
+        const count = (value) => Math.round(value).toLocaleString("en-US");
+        const millis = (micros) => (micros / 1000).toFixed(micros < 10000 ? 2 : 1);
+
+        function renderBench() {
+          $("bench-section").hidden = !view.bench;
+          const last = view.bench && view.bench.last;
+          if (!last) return;
+          const done = last.phase === "done";
+          $("bench-title").textContent = "run " + last.run + ", step " + last.step + ", " + count(last.rate) + " events/s offered, "
+            + (done ? "done: the end check " + (last.passed ? "passed" : "FAILED") + " (figures over the measured window)"
+                    : last.phase + " " + last.elapsed.toFixed(0) + " s (figures over the last second)");
+          $("bench-title").className = done && !last.passed ? "bad" : "";
+          for (const [id, figures] of [["bench-ordered", last.ordered], ["bench-applied", last.applied]]) {
+            const row = $(id);
+            while (row.cells.length > 1) row.deleteCell(1);
+            for (const value of [figures.p50, figures.p90, figures.p99, figures.p999, figures.max]) cell(row, millis(value));
+            cell(row, count(figures.count));
+          }
+          $("bench-rates").textContent = "ordered " + count(last.orderedPerSecond) + "/s, applied on every node " + count(last.appliedPerSecond)
+            + "/s, lag " + count(last.lag) + "; sent " + count(last.sent) + " of " + count(last.offered) + " due, " + count(last.acknowledged) + " acknowledged";
+          drawSeries($("bench-latency"), view.bench.seconds, [
+            { label: "ordered p50", color: "#4f7cac", value: (second) => second.ordered.p50 / 1000 },
+            { label: "ordered p99", color: "#f59e0b", value: (second) => second.ordered.p99 / 1000 },
+            { label: "applied p99", color: "#b91c1c", value: (second) => second.applied.p99 / 1000 },
+          ], " ms");
+          drawSeries($("bench-throughput"), view.bench.seconds, [
+            { label: "ordered/s", color: "#047857", value: (second) => second.orderedPerSecond },
+          ], "/s");
+        }
+
+        // Lines over the bench's seconds, one per series, on a shared scale from zero.
+        function drawSeries(canvas, seconds, series, unit) {
+          const context = canvas.getContext("2d");
+          context.clearRect(0, 0, canvas.width, canvas.height);
+          const top = Math.max(0.001, ...seconds.flatMap((second) => series.map((line) => line.value(second))));
+          const step = canvas.width / Math.max(30, seconds.length);
+          const y = (value) => canvas.height - 4 - (value / top) * (canvas.height - 22);
+          series.forEach((line, index) => {
+            context.strokeStyle = line.color;
+            context.lineWidth = 2;
+            context.beginPath();
+            seconds.forEach((second, at) => (at === 0 ? context.moveTo : context.lineTo).call(context, at * step, y(line.value(second))));
+            context.stroke();
+            context.fillStyle = line.color;
+            context.fillText(line.label, 120 + index * 110, 12);
+          });
+          context.fillStyle = "#666";
+          context.fillText((top < 10 ? top.toFixed(2) : Math.round(top).toLocaleString("en-US")) + unit, 4, 12);
+        }
+
         async function call(path, body) {
           const response = await fetch(path, body ? { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) } : {});
           const text = await response.text();
@@ -273,11 +367,13 @@ enum DashboardPage {
         });
         $("filter").addEventListener("input", renderEntries);
 
+        // Redrawn at most four times a second, however fast the lines come: a page open costs
+        // the machine (and the cluster sharing it) little.
         let dirty = false;
         function changed() {
           if (dirty) return;
           dirty = true;
-          requestAnimationFrame(() => { dirty = false; render(); });
+          setTimeout(() => { dirty = false; render(); }, 250);
         }
 
         function connect() {
@@ -288,7 +384,11 @@ enum DashboardPage {
             $("connection").textContent = "live";
             $("connection").dataset.state = "live";
           };
-          socket.onmessage = (message) => { apply(JSON.parse(message.data)); changed(); };
+          // A message carries one or more JSON lines.
+          socket.onmessage = (message) => {
+            for (const line of message.data.split("\n")) apply(JSON.parse(line));
+            changed();
+          };
           socket.onclose = () => {
             $("connection").textContent = "disconnected, retrying…";
             $("connection").dataset.state = "disconnected";
@@ -338,6 +438,9 @@ enum DashboardPage {
         li.none { color: #9ca3af; list-style: none; margin-left: -16px; }
         input, select, button { font: inherit; padding: 4px 8px; margin: 2px 4px 2px 0; }
         #filter { margin-bottom: 6px; width: 260px; }
+        #bench tbody th { font-weight: 500; color: #1d232a; }
+        #bench-rates { margin: 6px 0; font-size: 0.9em; color: #4b5563; }
+        #bench-section canvas { margin-top: 6px; }
         .columns { display: grid; grid-template-columns: 1fr 1fr; gap: 24px; }
         pre { background: white; border-radius: 8px; padding: 8px 12px; min-height: 2em; box-shadow: 0 1px 2px #0001; white-space: pre-wrap; }
         """#

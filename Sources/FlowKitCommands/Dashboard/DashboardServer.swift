@@ -52,8 +52,19 @@ package struct DashboardServer: Sendable {
         router.get("/dashboard.js") { _, _ in Self.text(DashboardPage.script, type: "text/javascript; charset=utf-8") }
         router.get("/dashboard.css") { _, _ in Self.text(DashboardPage.style, type: "text/css; charset=utf-8") }
         router.get("/api/snapshot") { [hub] _, _ in Self.text("[" + hub.snapshot.joined(separator: ",") + "]", type: "application/json") }
-        router.get("/api/info") { [nodes, curveNote] _, _ in
-            Self.text(jsonLine(Info(nodes: nodes.map(\.name), curve: curveNote)), type: "application/json")
+        router.get("/api/info") { [nodes, curveNote, hub] _, _ in
+            Self.text(jsonLine(Info(nodes: nodes.map(\.name), curve: curveNote, pages: hub.pages)), type: "application/json")
+        }
+        router.post("/api/bench") { [hub] request, context in
+            let bench: BenchLive
+            do {
+                bench = try await request.decode(as: BenchLive.self, context: context)
+            } catch {
+                throw HTTPError(.badRequest, message: "not a bench line (docs/DASHBOARD.md): \(error)")
+            }
+            if let problem = bench.problem { throw HTTPError(.badRequest, message: "not a bench line: \(problem)") }
+            hub.publish(bench: bench)
+            return Self.text(jsonLine(Info.Pages(pages: hub.pages)), type: "application/json")
         }
         router.post("/api/emit") { request, context in
             let command = try await request.decode(as: EmitRequest.self, context: context)
@@ -85,8 +96,8 @@ package struct DashboardServer: Sendable {
                     for try await _ in inbound {}  // until the page goes away
                 }
                 group.addTask {
-                    for line in snapshot { try await outbound.write(.text(line)) }
-                    for await line in lines { try await outbound.write(.text(line)) }
+                    if !snapshot.isEmpty { try await outbound.write(.text(snapshot.joined(separator: "\n"))) }
+                    for await message in lines { try await outbound.write(.text(message)) }
                 }
                 try await group.next()
                 group.cancelAll()
@@ -110,6 +121,12 @@ package struct DashboardServer: Sendable {
     private struct Info: Encodable {
         var nodes: [String]
         var curve: String?
+        /// Pages open now (each holds the `/live` WebSocket).
+        var pages: Int
+
+        struct Pages: Encodable {
+            var pages: Int
+        }
     }
 
     private struct EmitRequest: Decodable {

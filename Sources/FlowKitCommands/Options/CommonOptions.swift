@@ -115,6 +115,8 @@ package struct LocalClusterFile: Codable, Sendable {
     /// Present when the cluster runs with CURVE: where the client key is, and every server's
     /// public key, so the client commands can connect without flags.
     package var curve: CurveFiles?
+    /// The URL of the web dashboard `flowkit cluster` serves, once it listens.
+    package var dashboard: String?
 
     package struct CurveFiles: Codable, Sendable {
         package var clientSecretKey: String

@@ -6,8 +6,8 @@ import ZeroMQ
 
 /// Shows a cluster as it runs: on a terminal a `top`-like screen redrawn in place twice a second
 /// (and at once when the terminal is resized; `q` or Ctrl-C quits and leaves the terminal as it
-/// was), elsewhere one line per entry and alarm, and a status line when something changed or
-/// every ``repeatStatusAfter`` (or JSON lines).
+/// was), elsewhere one line per entry (up to `entryLinesPerSecond`) and alarm, and a status line
+/// when something changed or every ``repeatStatusAfter`` (or JSON lines).
 package enum LiveView {
     /// Line output repeats an unchanged status line after this long: a log shows the cluster is
     /// still there, without a line a second while nothing happens.
@@ -25,6 +25,7 @@ package enum LiveView {
         format: Format? = nil,
         deadline: ContinuousClock.Instant?,
         heartbeats: Bool = false,
+        entryLinesPerSecond: Int? = nil,
         stop: StopFlag,
         logger: Logger,
         onEvent: @escaping @Sendable (ClusterMonitor.Event) -> Void = { _ in }
@@ -46,6 +47,7 @@ package enum LiveView {
         var lastDraw = ContinuousClock.now - .seconds(1)
         var lastSize = screen?.size
         var statusLines = StatusLineFilter(repeatAfter: repeatStatusAfter)
+        var entryLines = EntryLineLimit(perSecond: entryLinesPerSecond)
         while !stop.isSet {
             if let deadline, ContinuousClock.now >= deadline { break }
             if screen?.quitRequested() == true {
@@ -56,7 +58,15 @@ package enum LiveView {
             for event in buffer.drain() {
                 onEvent(event)
                 switch format {
-                case .lines: view.line(for: event).filter { statusLines.admits($0, at: .now) }.forEach(printFlushed)
+                case .lines:
+                    // Entries past the limit are counted, not formatted.
+                    if case .entries(let entries) = event {
+                        let (shown, summary) = entryLines.admit(entries, at: .now)
+                        (summary.map { [$0] } ?? []).forEach(printFlushed)
+                        view.line(for: .entries(shown)).forEach(printFlushed)
+                    } else {
+                        view.line(for: event).filter { statusLines.admits($0, at: .now) }.forEach(printFlushed)
+                    }
                 case .json:
                     if case .heartbeat = event, !heartbeats { break }
                     MonitorView.json(for: event).forEach(printFlushed)
@@ -94,6 +104,36 @@ package struct StatusLineFilter {
         if let last, last.line == line, now - last.at < repeatAfter { return false }
         last = (line, now)
         return true
+    }
+}
+
+/// At most `perSecond` entry lines a second (none: every one); the rest are counted, and the next
+/// second begins with how many were left out. A log of a cluster under load stays readable, and
+/// printing costs the cluster nothing measurable.
+package struct EntryLineLimit {
+    let perSecond: Int?
+    private var second = ContinuousClock.now
+    private var printed = 0
+    private var skipped = 0
+
+    package init(perSecond: Int?) {
+        self.perSecond = perSecond
+    }
+
+    /// The entries to print now, and the line saying how many the last second left out.
+    package mutating func admit<Item>(_ items: [Item], at now: ContinuousClock.Instant) -> (shown: [Item], summary: String?) {
+        guard let perSecond else { return (items, nil) }
+        var summary: String?
+        if now - second >= .seconds(1) {
+            if skipped > 0 { summary = "… \(skipped) more entries in that second (flowkit monitor prints every one)" }
+            second = now
+            printed = 0
+            skipped = 0
+        }
+        let room = max(0, perSecond - printed)
+        printed += min(room, items.count)
+        skipped += max(0, items.count - room)
+        return (Array(items.prefix(room)), summary)
     }
 }
 

@@ -217,6 +217,13 @@ package actor LocalCluster {
     package func pauseNode(_ id: UInt32) { nodes[id]?.signal(SIGSTOP) }
     package func resumeNode(_ id: UInt32) { nodes[id]?.signal(SIGCONT) }
 
+    /// Records the URL of the dashboard serving this cluster in `cluster.json`.
+    package func setDashboard(_ url: String) throws {
+        guard file != nil else { return }
+        file!.dashboard = url
+        try file!.write(directory: directory)
+    }
+
     /// Stops the nodes, then the coordinators, then etcd, gracefully; removes `cluster.json`.
     package func stop() async {
         for node in nodes.values { await node.stop() }

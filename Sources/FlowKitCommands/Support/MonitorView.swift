@@ -51,13 +51,14 @@ package struct MonitorView {
         let nodes = status?.nodes ?? []
         let maxLag = max(1, nodes.map(\.lag).max() ?? 0)
         top.append(pad("node", 10) + pad("applied", 10) + pad("lag", 22) + pad("state", 9) + pad("instances", 11) + pad("effects", 9) + "digest")
-        // Digests compare only at the same seq: a node behind holds an earlier state.
+        // Digests compare only at the same seq: a node behind holds an earlier state. A digestSeq
+        // of 0 is a busy node's digest still being brought up to date: it describes no one seq.
         var digestsAt: [UInt64: Set<String>] = [:]
-        for node in nodes where node.alive { digestsAt[node.digestSeq, default: []].insert(node.digest) }
+        for node in nodes where node.alive && node.digestSeq > 0 { digestsAt[node.digestSeq, default: []].insert(node.digest) }
         for node in nodes {
             let state = !node.alive ? "DOWN" : node.stalled ? "STALLED" : "alive"
-            let differs = node.alive && (digestsAt[node.digestSeq]?.count ?? 0) > 1
-            let digest = String(node.digest.prefix(16)) + (differs ? "  DIFFERS at this seq" : "")
+            let differs = node.alive && node.digestSeq > 0 && (digestsAt[node.digestSeq]?.count ?? 0) > 1
+            let digest = String(node.digest.prefix(16)) + (differs ? "  DIFFERS at this seq" : node.digestSeq == 0 ? "  (being hashed)" : "")
             top.append(
                 pad(node.name, 10) + pad("\(node.applied)", 10) + pad(pad("\(node.lag)", 7) + Self.bar(node.lag, of: maxLag, width: 14), 22)
                     + pad(state, 9) + pad("\(node.instances)", 11) + pad("\(node.runningEffects)", 9) + digest

@@ -1,3 +1,4 @@
+import FlowKitCommands
 import Histogram
 
 /// The result of one bench step (one offered rate): what `--json` prints, field names stable.
@@ -102,6 +103,11 @@ struct LatencySummary: Codable, Sendable {
         p999 = empty ? 0 : histogram.valueAtPercentile(99.9)
         max = empty ? 0 : histogram.max
         mean = empty ? 0 : (histogram.mean * 10).rounded() / 10
+    }
+
+    /// As a dashboard's bench line carries it.
+    var live: BenchLive.Percentiles {
+        BenchLive.Percentiles(count: count, p50: p50, p90: p90, p99: p99, p999: p999, max: max)
     }
 }
 

@@ -17,17 +17,23 @@ final class BenchRunner: Sendable {
     let baseline: BaselineResult?
     let stop: StopFlag
     let live: Bool
+    /// Where each second goes besides stderr: a web dashboard, if one was named or served.
+    let dashboard: DashboardReporter?
     private let sender = OpenLoopSender()
     private let runTag = String(UInt32.random(in: 0...UInt32.max), radix: 36)
     private let nextRequest = Mutex<UInt64>(1)
 
-    init(base: BenchConfiguration, target: BenchTarget, machine: MachineInfo, baseline: BaselineResult?, stop: StopFlag, live: Bool, logger: Logger) async throws {
+    init(
+        base: BenchConfiguration, target: BenchTarget, machine: MachineInfo, baseline: BaselineResult?, stop: StopFlag, live: Bool,
+        dashboard: DashboardReporter?, logger: Logger
+    ) async throws {
         self.base = base
         self.target = target
         self.machine = machine
         self.baseline = baseline
         self.stop = stop
         self.live = live
+        self.dashboard = dashboard
         let recorder = LatencyRecorder(nodes: target.nodes.count, traceEvery: base.traceEvery)
         self.recorder = recorder
         connections = try await LoadConnections(
@@ -54,8 +60,12 @@ final class BenchRunner: Sendable {
 
         let monitor = StepMonitor()
         let processes = target.processes
-        let monitoring = Task { [recorder, sender, live, target] in
-            await monitor.run(plan: plan, processes: processes, head: target.head, recorder: recorder, sender: sender, live: live)
+        let identity = StepMonitor.Identity(run: runTag, step: index)
+        let monitoring = Task { [recorder, sender, live, target, dashboard] in
+            await monitor.run(
+                plan: plan, processes: processes, head: target.head, recorder: recorder, sender: sender, live: live,
+                dashboard: dashboard, identity: identity
+            )
         }
         let maxOverrun = min(10, max(2, configuration.duration))
         let report = await sender.run(
@@ -96,6 +106,15 @@ final class BenchRunner: Sendable {
             }
             result.hops = HopBreakdown.make(directory: directory, every: every, bench: bench)
         }
+        dashboard?.report(
+            BenchLive(
+                run: runTag, step: index, phase: .done, elapsed: (Double(BenchClock.wallMicros() &- plan.startMicros) / 1e5).rounded() / 10,
+                rate: rate, offered: plan.count, sent: report.sent, acknowledged: outcome.acknowledged,
+                orderedPerSecond: Int(result.throughput.ordered), appliedPerSecond: Int(result.throughput.applied.values.min() ?? 0),
+                lag: result.throughput.lagAtWindowEnd, ordered: result.latency.ordered.live, applied: result.latency.applied.live,
+                passed: result.passed
+            )
+        )
         return result
     }
 

@@ -52,26 +52,52 @@ struct BenchSession {
         var configuration = base
         configuration.nodes = target.nodes.count
         let runner: BenchRunner
+        var page: Task<Void, any Error>?
         do {
             try await target.waitUntilReady()
+            let reporter: DashboardReporter?
+            (reporter, page) = try await showDashboard(target: target)
             runner = try await BenchRunner(
-                base: configuration, target: target, machine: machine, baseline: baseline, stop: stop, live: !command.quiet, logger: logger
+                base: configuration, target: target, machine: machine, baseline: baseline, stop: stop, live: !command.quiet,
+                dashboard: reporter, logger: logger
             )
         } catch {
+            page?.cancel()
             let tails = await target.logTails()
             await target.shutDown()
             throw BenchError(.clusterStart, "\(error)\(tails)")
         }
+        func finish() async {
+            await runner.close()
+            await runner.dashboard?.close()
+            page?.cancel()
+            await target.shutDown()
+        }
         do {
             let passed = try await steps(runner: runner, stop: stop)
-            await runner.close()
-            await target.shutDown()
+            await finish()
             return passed
         } catch {
-            await runner.close()
-            await target.shutDown()
+            await finish()
             throw error
         }
+    }
+
+    /// Where the bench shows each second: the dashboard --dashboard names, the attached cluster's
+    /// own, or one it serves (--serve-dashboard, which it stops at the end); or none.
+    private func showDashboard(target: BenchTarget) async throws -> (DashboardReporter?, Task<Void, any Error>?) {
+        if command.noDashboard { return (nil, nil) }
+        var page: Task<Void, any Error>?
+        var url = command.dashboard ?? target.file.dashboard
+        if let listen = command.serveDashboard, let (host, port) = Dashboard.parse(listen: listen) {
+            let served = try await Dashboard.start(for: target.file, host: host, port: port, logger: logger)
+            page = served.task
+            url = served.url
+            printError("dashboard: \(served.url)" + (Dashboard.warning(host: host).map { " (\($0))" } ?? ""))
+        } else if let url {
+            printError("live on the dashboard at \(url)")
+        }
+        return (url.flatMap(DashboardReporter.init(dashboard:)), page)
     }
 
     private func measureBaseline() async throws -> BaselineResult {

@@ -27,9 +27,10 @@ final class LatencyRecorder: Sendable {
     /// The live line's figures since the previous call.
     struct Interval: Sendable {
         var acknowledged: Int
-        var orderedP99: UInt64
-        var appliedP99: UInt64
-        var applied: [UInt64]
+        var ordered: LatencySummary
+        var applied: LatencySummary
+        /// Each node's applied seq.
+        var appliedSeqs: [UInt64]
     }
 
     private struct Pending {
@@ -169,15 +170,18 @@ final class LatencyRecorder: Sendable {
             }
             return Interval(
                 acknowledged: state.intervalAcknowledged,
-                orderedP99: state.intervalOrdered.totalCount == 0 ? 0 : state.intervalOrdered.valueAtPercentile(99),
-                appliedP99: state.intervalApplied.totalCount == 0 ? 0 : state.intervalApplied.valueAtPercentile(99),
-                applied: state.timelines.map(\.applied)
+                ordered: LatencySummary(state.intervalOrdered),
+                applied: LatencySummary(state.intervalApplied),
+                appliedSeqs: state.timelines.map(\.applied)
             )
         }
     }
 
     /// Replies received so far in this step (acknowledgements and errors).
     var answered: Int { state.withLock { $0.answered } }
+
+    /// Events acknowledged (ordered) so far in this step.
+    var acknowledged: Int { state.withLock { $0.acknowledged } }
 
     /// Acknowledged events not yet applied by every node.
     var appliedPending: Int { state.withLock { $0.pending.count } }

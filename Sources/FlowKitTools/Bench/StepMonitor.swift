@@ -25,8 +25,18 @@ final class StepMonitor: Sendable {
     private let samples = Mutex(Samples())
     private let finished = Atomic<Bool>(false)
 
-    /// Samples until ``finish()``; call from a task of its own.
-    func run(plan: LoadPlan, processes: WatchedProcesses, head: HeadTracker, recorder: LatencyRecorder, sender: OpenLoopSender, live: Bool) async {
+    /// Which step of which run this is, as a dashboard shows it.
+    struct Identity: Sendable {
+        var run: String
+        var step: Int
+    }
+
+    /// Samples until ``finish()``; call from a task of its own. Each second goes to stderr when
+    /// `live`, and to the dashboard when there is one.
+    func run(
+        plan: LoadPlan, processes: WatchedProcesses, head: HeadTracker, recorder: LatencyRecorder, sender: OpenLoopSender, live: Bool,
+        dashboard: DashboardReporter?, identity: Identity
+    ) async {
         var nextSecond = plan.startMicros + 1_000_000
         var tookStart = false
         var tookEnd = false
@@ -59,21 +69,30 @@ final class StepMonitor: Sendable {
             let stats = processes.sample()
             let interval = recorder.interval()
             let currentHead = head.head
-            let lag = interval.applied.map { currentHead > $0 ? currentHead - $0 : 0 }.max() ?? 0
+            let lag = interval.appliedSeqs.map { currentHead > $0 ? currentHead - $0 : 0 }.max() ?? 0
             samples.withLock { samples in
                 for (name, stat) in stats { samples.rss[name, default: []].append(stat.rssBytes) }
                 samples.lag.append(lag)
             }
-            let appliedPerSecond = zip(interval.applied, previousApplied).map { $0 > $1 ? Int($0 - $1) : 0 }.min() ?? 0
-            previousApplied = interval.applied
+            let appliedPerSecond = zip(interval.appliedSeqs, previousApplied).map { $0 > $1 ? Int($0 - $1) : 0 }.min() ?? 0
+            previousApplied = interval.appliedSeqs
+            let elapsed = Double(now - plan.startMicros) / 1e6
+            let offered = min(plan.count, Int(elapsed * plan.rate))
+            dashboard?.report(
+                BenchLive(
+                    run: identity.run, step: identity.step,
+                    phase: now < plan.windowStart ? .warmUp : now < plan.windowEnd ? .measuring : .checking,
+                    elapsed: (elapsed * 10).rounded() / 10, rate: plan.rate, offered: offered, sent: sender.sent, acknowledged: recorder.acknowledged,
+                    orderedPerSecond: interval.acknowledged, appliedPerSecond: appliedPerSecond, lag: lag,
+                    ordered: interval.ordered.live, applied: interval.applied.live
+                )
+            )
             if live {
-                let elapsed = Double(now - plan.startMicros) / 1e6
-                let offered = min(plan.count, Int(elapsed * plan.rate))
                 printError(
                     "[\(BenchFormat.fixed(elapsed, 1))s] offered \(BenchFormat.count(offered))  sent \(BenchFormat.count(sender.sent))"
                         + "  acked \(BenchFormat.count(recorder.answered))  ordered/s \(BenchFormat.count(interval.acknowledged))"
                         + "  applied/s \(BenchFormat.count(appliedPerSecond))  lag \(BenchFormat.count(Int(lag)))"
-                        + "  p99 ordered \(BenchFormat.micros(interval.orderedP99)) applied \(BenchFormat.micros(interval.appliedP99))"
+                        + "  p99 ordered \(BenchFormat.micros(interval.ordered.p99)) applied \(BenchFormat.micros(interval.applied.p99))"
                 )
             }
         }

@@ -13,7 +13,9 @@ struct BenchCommand: AsyncParsableCommand {
             Starts a coordinator and nodes of its own (a fresh temporary directory, ports chosen by the \
             OS) unless --attach names a running 'flowkit cluster'. Events go out open-loop at --rate: each \
             has an intended send time, and latency is measured from it even when the sender falls behind \
-            (the correction for coordinated omission). "Applied on all nodes" is when the last node \
+            (the correction for coordinated omission). Each second's percentiles and throughput also go \
+            to a web dashboard: an attached cluster's own, the one --dashboard names, or one the bench \
+            serves with --serve-dashboard. "Applied on all nodes" is when the last node \
             reported (PROGRESS) that it had applied the event's seq. Raw ZeroMQ between this process and \
             a child is measured first, and every figure is also given as a ratio to it.
 
@@ -23,6 +25,8 @@ struct BenchCommand: AsyncParsableCommand {
             flowkit bench --rate 10000 --duration 20
             flowkit bench --search --json > search.json
             flowkit bench --sweep 5000,10000,20000,50000 --json > sweep.json && flowkit bench plot sweep.json --out latency.svg
+            flowkit bench --serve-dashboard 127.0.0.1:7490 --duration 60    # watch it at http://127.0.0.1:7490/
+            flowkit bench --attach .flowkit/cluster                          # live on the cluster's own dashboard
             """,
         subcommands: [BenchPlotCommand.self]
     )
@@ -87,6 +91,15 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "With --trace: one seq in this many is traced.")
     var traceEvery: UInt64 = 50
 
+    @Option(help: "Show each second on the web dashboard at this URL (e.g. http://127.0.0.1:7480/). With --attach, the cluster's own dashboard is used unless --no-dashboard.")
+    var dashboard: String?
+
+    @Option(help: "Serve a web dashboard of the cluster the bench starts, at host:port (port 0: any free one), showing the bench live.")
+    var serveDashboard: String?
+
+    @Flag(help: "Show the bench on no dashboard, not even an attached cluster's.")
+    var noDashboard = false
+
     @Flag(help: "Skip the raw ZeroMQ baseline.")
     var noBaseline = false
 
@@ -119,6 +132,27 @@ struct BenchCommand: AsyncParsableCommand {
             throw ValidationError("--trace needs a cluster the bench starts (its processes record the hops): drop --attach")
         }
         guard traceEvery >= 1 else { throw ValidationError("--trace-every must be at least 1") }
+        try validateDashboard()
+    }
+
+    private func validateDashboard() throws {
+        if let dashboard {
+            guard let url = URL(string: dashboard), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+                throw ValidationError("--dashboard is the dashboard's URL, e.g. http://127.0.0.1:7480/; got \(dashboard)")
+            }
+        }
+        if let serveDashboard {
+            guard Dashboard.parse(listen: serveDashboard) != nil else {
+                throw ValidationError("--serve-dashboard is host:port, e.g. 127.0.0.1:7480; got \(serveDashboard)")
+            }
+            guard attach == nil else {
+                throw ValidationError("--serve-dashboard serves the cluster the bench starts; an attached cluster has its own (--dashboard names another)")
+            }
+        }
+        guard !(dashboard != nil && serveDashboard != nil) else { throw ValidationError("--dashboard and --serve-dashboard cannot be combined") }
+        guard !(noDashboard && (dashboard != nil || serveDashboard != nil)) else {
+            throw ValidationError("--no-dashboard cannot be combined with --dashboard or --serve-dashboard")
+        }
     }
 
     func sweepRates() throws -> [Double]? {

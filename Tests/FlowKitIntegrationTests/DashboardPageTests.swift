@@ -1,0 +1,198 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FlowKitCluster
+import FlowKitCommands
+import Foundation
+import Testing
+
+/// The dashboard's page used as a person uses it, in headless Chromium over the DevTools protocol:
+/// its forms filled and submitted, a bench watched live, CURVE and a listener beyond loopback.
+extension ClusterProcessTests {
+    /// Emit, cancel, the instance view and the filter, each through the page's own form.
+    @Test func thePagesFormsEmitCancelAndWatchAnInstance() async throws {
+        let chromium = try #require(HeadlessChromium.installedPath, "chromium is not installed (scripts/install-deps installs it)")
+        try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo"] }, clusterDirectory: "cluster") { cluster in
+            let url = try await Self.dashboardURL(cluster)
+            try await DevToolsPage.open(url, chromium: chromium, directory: cluster.directory, runner: cluster.runner) { page in
+                _ = try await page.waitFor("three nodes alive on the page", #"document.querySelectorAll('#nodes tr[data-alive="true"]').length === 3 ? "yes" : null"#)
+
+                try await page.evaluate(Self.submit("state-form", ["state-address": "counter/form"]))
+                try await page.evaluate(Self.submit("emit-form", ["emit-address": "counter/form", "emit-event": #"{"add":{"_0":7}}"#, "emit-node": "node-3"]))
+                let ordered = try await page.waitFor("the emit's answer", Self.text("result", startingWith: "ordered"))
+                #expect(ordered == "ordered at seq 1 (epoch 1)")
+                let seven = try await page.waitFor("the watched instance at 7", Self.text("state", containing: #""count": 7"#))
+                #expect(seven.hasPrefix("counter/form after seq 1"), "\(seven)")
+
+                // The watched instance follows its entries: an emit from elsewhere shows up without asking.
+                let increment = try await cluster.flowkit(["emit", "counter/form", #"{"increment":{}}"#, "--wait", "applied"])
+                #expect(increment.exitCode == 0, "\(increment)")
+                _ = try await page.waitFor("the watched instance at 8", Self.text("state", containing: #""count": 8"#))
+
+                try await page.evaluate(Self.submit("emit-form", ["emit-address": "counter/form", "emit-event": #"{"explode":{}}"#]))
+                let refused = try await page.waitFor("the refusal", Self.text("result", startingWith: "refused"))
+                #expect(refused.contains("explode"), "a refusal names the problem: \(refused)")
+
+                try await page.evaluate(Self.submit("cancel-form", ["cancel-address": "counter/form", "cancel-id": "tick"]))
+                #expect(try await page.waitFor("the cancel's answer", Self.text("result", startingWith: "cancel")) == "cancel ordered at seq 3")
+                let cancelRow = try await page.waitFor(
+                    "the cancel among the entries", #"(document.querySelector('#entries tr[data-seq="3"]') || {}).innerText || null"#
+                )
+                #expect(cancelRow.contains("cancel tick"), "\(cancelRow)")
+                let origin = try await page.evaluate(#"document.querySelector('#entries tr[data-seq="1"]').cells[3].textContent"#)
+                #expect(origin == #""node-3""#, "the first entry came through node-3, as the form asked: \(origin)")
+
+                // The filter keeps one instance's entries.
+                #expect(try await cluster.flowkit(["emit", "counter/other", #"{"increment":{}}"#, "--wait", "applied"]).exitCode == 0)
+                _ = try await page.waitFor("the other instance's entry", #"document.querySelector('#entries tr[data-seq="4"]') ? "yes" : null"#)
+                try await page.evaluate(#"(() => { const f = document.getElementById("filter"); f.value = "counter/form"; f.dispatchEvent(new Event("input")); })()"#)
+                let shown = try await page.evaluate(##"Array.from(document.querySelectorAll("#entries tbody tr")).map((row) => row.dataset.seq).join(",")"##)
+                #expect(shown == #""3,2,1""#, "only counter/form's entries, newest first: \(shown)")
+            }
+        }
+    }
+
+    /// A bench against a running cluster shows on the cluster's own dashboard while it runs, then
+    /// its result; a line that is not a bench's is refused with the reason.
+    @Test func aBenchShowsLiveOnTheClustersDashboard() async throws {
+        let chromium = try #require(HeadlessChromium.installedPath, "chromium is not installed (scripts/install-deps installs it)")
+        try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo"] }, clusterDirectory: "cluster") { cluster in
+            let url = try await Self.dashboardURL(cluster)
+            let file = try String(contentsOfFile: cluster.clusterDirectory + "/cluster.json", encoding: .utf8)
+            #expect(file.contains(#""dashboard" : "\#(url)""#), "cluster.json names the dashboard: \(file)")
+            try await DevToolsPage.open(url, chromium: chromium, directory: cluster.directory, runner: cluster.runner) { page in
+                _ = try await page.waitFor("the page live", #"document.getElementById("connection").dataset.state === "live" ? "yes" : null"#)
+                #expect(try await page.evaluate(#"document.getElementById("bench-section").hidden"#) == "true", "no bench yet, no bench panel")
+                let bench = Task {
+                    try await cluster.flowkit(
+                        ["bench", "--attach", cluster.clusterDirectory, "--rate", "500", "--duration", "5", "--warmup", "1", "--no-baseline",
+                         "--connections", "2", "--instances", "20", "--quiet"],
+                        clusterDir: false, timeout: .seconds(120)
+                    )
+                }
+                let running = try await page.waitFor("the bench measuring, live", Self.text("bench-title", containing: "measuring"), timeout: .seconds(60))
+                #expect(running.contains("500 events/s offered"), "\(running)")
+                let result = try await bench.value
+                #expect(result.exitCode == 0, "\(result)")
+                #expect(result.stderr.contains("live on the dashboard at \(url)"), "\(result.stderr)")
+                let done = try await page.waitFor("the bench's result", Self.text("bench-title", containing: "done"))
+                #expect(done.contains("the end check passed"), "\(done)")
+                let cells = try await page.evaluate(#"Array.from(document.getElementById("bench-applied").cells).map((cell) => cell.textContent).join("|")"#)
+                let figures = cells.trimmingCharacters(in: CharacterSet(charactersIn: "\"")).split(separator: "|").dropFirst().map { Double($0.replacingOccurrences(of: ",", with: "")) }
+                #expect(figures.count == 6 && figures.allSatisfy { ($0 ?? 0) > 0 }, "p50, p90, p99, p99.9, max (ms) and the count: \(cells)")
+                let points = try await page.evaluate("view.bench.seconds.length")
+                #expect((Int(points) ?? 0) >= 4, "a point a second on the charts: \(points)")
+            }
+            let malformed = try await cluster.runner.run(
+                "/usr/bin/curl", ["-sS", "-w", "%{http_code}", "-X", "POST", "-H", "content-type: application/json", "--data", #"{"type":"bench","run":""}"#, url + "api/bench"]
+            )
+            #expect(malformed.stdout.hasSuffix("400") && malformed.stdout.contains("not a bench line"), "\(malformed)")
+        }
+    }
+
+    /// With CURVE the dashboard connects with the cluster's client key and the page says so; a
+    /// dashboard listening beyond loopback warns that it has no authentication, in both commands.
+    @Test func theDashboardWithCurveAndBeyondLoopback() async throws {
+        try await ClusterCommandProcess.run(
+            { ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo", "--curve", "--dashboard", "0.0.0.0:0"] }, clusterDirectory: "cluster"
+        ) { cluster in
+            let printed = try await eventually("the dashboard's line", timeout: .seconds(10), every: .milliseconds(100)) {
+                cluster.process.stdoutText.split(separator: "\n").first { $0.hasPrefix("dashboard: ") }.map(String.init)
+            }
+            #expect(printed.contains("has no authentication"), "\(printed)")
+            let port = try #require(printed.split(separator: ":").dropFirst(3).first.flatMap { Int($0.prefix { $0.isNumber }) })
+            let url = "http://127.0.0.1:\(port)/"
+            let info = try await cluster.runner.run("/usr/bin/curl", ["-sS", url + "api/info"])
+            #expect(info.stdout.contains("CURVE on: this dashboard connects with the cluster's client key"), "\(info)")
+            let emitted = try await cluster.runner.run(
+                "/usr/bin/curl", ["-sS", "-X", "POST", "-H", "content-type: application/json", "--data", #"{"address":"counter/curve","event":"{\"increment\":{}}"}"#, url + "api/emit"]
+            )
+            #expect(emitted.stdout.contains(#""seq":1"#), "an emit through CURVE with the client key: \(emitted)")
+            if let chromium = HeadlessChromium.installedPath {
+                let dom = try await HeadlessChromium(path: chromium, runner: cluster.runner, profile: cluster.directory + "/chromium").dom(url)
+                #expect(dom.contains(#"<span id="curve">CURVE on: this dashboard connects with the cluster's client key</span>"#), "\(dom)")
+            }
+
+            let attached = try await cluster.flowkit(["dashboard", "--listen", "0.0.0.0:0", "--duration", "2"], timeout: .seconds(30))
+            #expect(attached.exitCode == 0, "\(attached)")
+            #expect(attached.stdout.contains("has no authentication"), "flowkit dashboard warns too: \(attached)")
+            let loopback = try await cluster.flowkit(["dashboard", "--listen", "127.0.0.1:0", "--duration", "1"], timeout: .seconds(30))
+            #expect(loopback.exitCode == 0 && loopback.stdout.contains("dashboard: http://127.0.0.1:") && !loopback.stdout.contains("authentication"), "\(loopback)")
+        }
+    }
+
+    /// JavaScript that fills a form's fields and submits it as a click would.
+    static func submit(_ form: String, _ fields: KeyValuePairs<String, String>) -> String {
+        let assignments = fields.map { id, value in
+            "document.getElementById(\(Self.javaScriptString(id))).value = \(Self.javaScriptString(value));"
+        }
+        return "(() => { \(assignments.joined(separator: " ")) document.getElementById(\(javaScriptString(form))).requestSubmit(); })()"
+    }
+
+    /// JavaScript: the element's text when it starts with `prefix`, else null.
+    static func text(_ id: String, startingWith prefix: String) -> String {
+        "(() => { const text = document.getElementById(\(javaScriptString(id))).textContent; return text.startsWith(\(javaScriptString(prefix))) ? text : null; })()"
+    }
+
+    /// JavaScript: the element's text when it contains `part`, else null.
+    static func text(_ id: String, containing part: String) -> String {
+        "(() => { const text = document.getElementById(\(javaScriptString(id))).textContent; return text.includes(\(javaScriptString(part))) ? text : null; })()"
+    }
+
+    static func javaScriptString(_ text: String) -> String {
+        String(decoding: try! JSONSerialization.data(withJSONObject: text, options: [.fragmentsAllowed]), as: UTF8.self)
+    }
+}
+
+/// The hub between the monitor and the pages, alone: what a page is sent under load.
+@Suite struct DashboardHubTests {
+    private func entries(_ seqs: ClosedRange<UInt64>) -> ClusterMonitor.Event {
+        .entries(
+            seqs.map { seq in
+                Entry(seq: seq, epoch: 1, kind: .event, codec: .json, origin: 1, session: 1, submission: seq,
+                      submittedAt: 0, committedAt: 0, address: "counter/a", payload: Array(#"{"increment":{}}"#.utf8))
+            }
+        )
+    }
+
+    /// 20,000 entries in a burst reach a page as at most one send of the newest 50 per 100 ms (the
+    /// next event carries what waited out), and a page that opens gets the latest 500 and the bench.
+    @Test func aPageGetsTheLatestEntriesNotEveryOne() async throws {
+        let hub = DashboardHub()
+        let (_, replay, lines) = hub.join()
+        #expect(replay.isEmpty)
+        hub.publish(entries(1...10))  // the first send goes at once
+        let burst = ContinuousClock.now
+        for start in stride(from: UInt64(11), to: 20_000, by: 100) { hub.publish(entries(start...start + 99)) }
+        let sends = Int((ContinuousClock.now - burst) / .milliseconds(100)) + 1
+        try await Task.sleep(for: .milliseconds(120))
+        hub.publish(entries(20_011...20_020))
+        var received: [String] = []
+        for await message in lines {
+            received += message.split(separator: "\n").map(String.init)  // a message carries one or more lines
+            if message.contains(#""seq":20020"#) { break }
+        }
+        let seqs = received.compactMap { line -> Int? in
+            guard line.contains(#""type":"entry""#), let range = line.range(of: #""seq":"#) else { return nil }
+            return Int(line[range.upperBound...].prefix { $0.isNumber })
+        }
+        #expect(seqs.prefix(10) == Array(1...10)[...], "the first entries at once: \(seqs.prefix(12))")
+        #expect(seqs.suffix(50) == Array(19_971...20_020)[...], "then the newest 50: \(seqs.suffix(3))")
+        #expect(seqs.count <= 10 + 50 * (sends + 1), "at most 50 a send, a send per 100 ms: \(seqs.count) entries in \(sends) × 100 ms")
+        #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count, "in order, each once")
+
+        let bench = BenchLive(
+            run: "r1", step: 1, phase: .measuring, elapsed: 2, rate: 1_000, offered: 2_000, sent: 2_000, acknowledged: 1_990,
+            orderedPerSecond: 1_000, appliedPerSecond: 1_000, lag: 0,
+            ordered: .init(count: 1_000, p50: 500, p90: 900, p99: 1_500, p999: 2_000, max: 2_100), applied: .init(count: 1_000, p50: 700, p90: 1_000, p99: 1_900, p999: 2_500, max: 2_600)
+        )
+        hub.publish(bench: bench)
+        let later = hub.join().snapshot
+        #expect(later.filter { $0.contains(#""type":"entry""#) }.count == 500, "a new page gets the latest 500 entries")
+        #expect(later.last?.contains(#""type":"bench""#) == true && later.last?.contains(#""p99":1900"#) == true, "and the bench's seconds: \(later.last ?? "")")
+        #expect(bench.problem == nil)
+        var bad = bench
+        bad.run = ""
+        #expect(bad.problem == "run must be 1 to 64 bytes")
+    }
+}
