@@ -180,4 +180,31 @@ extension ClusterProcessTests {
         #expect(rates.count == 1 && (rates.first?["redis"] as? [String: Any])?["answered"] as? Int == 4_000, "\(String(describing: summary))")
         #expect(ProcessTable.named("redis-server").isEmpty, "the script stopped every Redis it started")
     }
+
+    /// The dashboard's cost script runs as documented (briefly): one cluster, the bench with the
+    /// page closed and open in Chromium, the table of both sides; nothing it started is left.
+    @Test func dashboardCostScriptRuns() async throws {
+        guard HeadlessChromium.installedPath != nil else {
+            Issue.record("chromium is not installed (scripts/install-deps installs it)")
+            return
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let directory = NSTemporaryDirectory() + "flowkit-dashboard-cost-it-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try await CommandRunner(directory: directory).run(
+            "/usr/bin/env",
+            ["python3", root.appendingPathComponent("Benchmarks/dashboard-cost.py").path, "--pairs", "1", "--duration", "2", "--rates", "1000,2000",
+             "--flowkit", try TestCluster.findBinary(), "--out", directory + "/out"],
+            timeout: .seconds(300)
+        )
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(result.stdout.contains("ordered/s offered 2,000"), "\(result.stdout)")
+        #expect(result.stdout.contains("Chromium CPU % of a core") && result.stdout.contains("every end check passed: yes"), "\(result.stdout)")
+        let benches = try FileManager.default.contentsOfDirectory(atPath: directory + "/out").filter { $0.hasPrefix("bench-") && $0.hasSuffix(".json") }
+        #expect(benches.sorted() == ["bench-1-closed.json", "bench-2-open.json"], "\(benches)")
+        _ = try await eventually("the script's Chromium gone", timeout: .seconds(10), every: .milliseconds(200)) {
+            ProcessTable.named("chromium").isEmpty ? true : nil
+        }
+    }
 }
