@@ -30,6 +30,8 @@ extension ClusterProcessTests {
         struct Resources: Decodable {
             var cpuSeconds: Double
             var peakRSSBytes: UInt64
+            var threads: Int?
+            var switchesPerEvent: Double?
         }
         struct Counts: Decodable {
             var sent: Int
@@ -74,6 +76,8 @@ extension ClusterProcessTests {
         for name in ["coordinator", "node-1", "node-2", "node-3", "bench"] {
             let resources = try #require(result.resources[name], "resources of \(name)")
             #expect(resources.peakRSSBytes > 0)
+            // Each process sleeps and is woken as messages come: a wake-up or so per entry at this rate.
+            #expect((resources.threads ?? 0) > 1 && (resources.switchesPerEvent ?? 0) > 0.01, "threads and context switches of \(name)")
         }
     }
 

@@ -41,12 +41,17 @@ enum BenchReport {
             )
         }
         lines.append("")
-        lines.append(BenchFormat.left("resources (window)", 26) + BenchFormat.right("cpu s", 10) + BenchFormat.right("cpu %", 10) + BenchFormat.right("peak RSS", 12))
+        lines.append(
+            BenchFormat.left("resources (window)", 26) + BenchFormat.right("cpu s", 10) + BenchFormat.right("cpu %", 10) + BenchFormat.right("peak RSS", 12)
+                + BenchFormat.right("threads", 9) + BenchFormat.right("switches/event", 16)
+        )
         for name in orderedNames(result.resources.keys) {
             guard let resources = result.resources[name] else { continue }
             lines.append(
                 "  " + BenchFormat.left(name, 24) + BenchFormat.right(BenchFormat.fixed(resources.cpuSeconds, 2), 10)
                     + BenchFormat.right(BenchFormat.fixed(resources.cpuPercent, 1), 10) + BenchFormat.right(BenchFormat.bytes(resources.peakRSSBytes), 12)
+                    + BenchFormat.right(resources.threads.map(String.init) ?? "", 9)
+                    + BenchFormat.right(resources.switchesPerEvent.map { BenchFormat.fixed($0, 2) } ?? "", 16)
             )
         }
         if !result.memory.isEmpty {

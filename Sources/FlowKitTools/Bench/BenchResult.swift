@@ -120,6 +120,10 @@ struct ProcessResources: Codable, Sendable {
     var cpuPercent: Double
     /// VmHWM: the most resident memory the process ever had.
     var peakRSSBytes: UInt64
+    /// Context switches of all its threads in the window, per entry ordered: a thread that slept and
+    /// was woken (voluntary), or was preempted.
+    var switchesPerEvent: Double?
+    var threads: Int?
 }
 
 /// A node's resident memory sampled every second during a step: flat, or growing?

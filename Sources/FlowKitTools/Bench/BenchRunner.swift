@@ -150,11 +150,15 @@ final class BenchRunner: Sendable {
         for (name, end) in samples.atWindowEnd {
             let start = samples.atWindowStart[name]?.cpuSeconds ?? 0
             let cpu = max(0, end.cpuSeconds - start)
+            let switches = end.contextSwitches &- (samples.atWindowStart[name]?.contextSwitches ?? end.contextSwitches)
+            let events = Double(samples.headAtWindowEnd &- samples.headAtWindowStart)
             resources[name] = ProcessResources(
                 pid: target.processes.pid(of: name) ?? 0,
                 cpuSeconds: (cpu * 100).rounded() / 100,
                 cpuPercent: (cpu / measured * 1_000).rounded() / 10,
-                peakRSSBytes: end.peakRSSBytes
+                peakRSSBytes: end.peakRSSBytes,
+                switchesPerEvent: events > 0 ? (Double(switches) / events * 100).rounded() / 100 : nil,
+                threads: end.threads
             )
         }
         var memory: [String: MemoryTrend] = [:]

@@ -9,6 +9,11 @@ struct ProcessStats: Sendable, Equatable {
     var rssBytes: UInt64
     /// VmHWM: the most resident memory the process has had.
     var peakRSSBytes: UInt64
+    /// Context switches of all its threads so far, voluntary (a thread slept: it waits for work)
+    /// and not (the scheduler took the core): each is a wake-up.
+    var contextSwitches: UInt64
+    /// Threads now.
+    var threads: Int
 
     private static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
@@ -22,17 +27,28 @@ struct ProcessStats: Sendable, Equatable {
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
         guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        var switches: UInt64 = 0
+        for task in tasks {
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8) else { continue }
+            switches += count("voluntary_ctxt_switches:", in: status) + count("nonvoluntary_ctxt_switches:", in: status)
+        }
         return ProcessStats(
             cpuSeconds: (user + system) / ticksPerSecond,
             rssBytes: kilobytes("VmRSS:", in: status),
-            peakRSSBytes: kilobytes("VmHWM:", in: status)
+            peakRSSBytes: kilobytes("VmHWM:", in: status),
+            contextSwitches: switches,
+            threads: tasks.count
         )
     }
 
-    private static func kilobytes(_ key: String, in status: String) -> UInt64 {
+    private static func count(_ key: String, in status: String) -> UInt64 {
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(key) }) else { return 0 }
-        let number = line.dropFirst(key.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { UInt64($0) } ?? 0
-        return number * 1_024
+        return line.dropFirst(key.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { UInt64($0) } ?? 0
+    }
+
+    private static func kilobytes(_ key: String, in status: String) -> UInt64 {
+        count(key, in: status) * 1_024
     }
 }
 

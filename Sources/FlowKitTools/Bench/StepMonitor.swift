@@ -76,20 +76,22 @@ final class StepMonitor: Sendable {
             }
             let appliedPerSecond = zip(interval.appliedSeqs, previousApplied).map { $0 > $1 ? Int($0 - $1) : 0 }.min() ?? 0
             previousApplied = interval.appliedSeqs
-            let elapsed = Double(now - plan.startMicros) / 1e6
-            let offered = min(plan.count, Int(elapsed * plan.rate))
+            // Sent first, then what was due by now: the sender never sends ahead of its plan.
+            let sent = sender.sent
+            let elapsed = Double(BenchClock.wallMicros() - plan.startMicros) / 1e6
+            let offered = elapsed < 0 ? 0 : min(plan.count, Int(elapsed * plan.rate) + 1)  // event i is due at i / rate
             dashboard?.report(
                 BenchLive(
                     run: identity.run, step: identity.step,
                     phase: now < plan.windowStart ? .warmUp : now < plan.windowEnd ? .measuring : .checking,
-                    elapsed: (elapsed * 10).rounded() / 10, rate: plan.rate, offered: offered, sent: sender.sent, acknowledged: recorder.acknowledged,
+                    elapsed: (elapsed * 10).rounded() / 10, rate: plan.rate, offered: offered, sent: sent, acknowledged: recorder.acknowledged,
                     orderedPerSecond: interval.acknowledged, appliedPerSecond: appliedPerSecond, lag: lag,
                     ordered: interval.ordered.live, applied: interval.applied.live
                 )
             )
             if live {
                 printError(
-                    "[\(BenchFormat.fixed(elapsed, 1))s] offered \(BenchFormat.count(offered))  sent \(BenchFormat.count(sender.sent))"
+                    "[\(BenchFormat.fixed(elapsed, 1))s] offered \(BenchFormat.count(offered))  sent \(BenchFormat.count(sent))"
                         + "  acked \(BenchFormat.count(recorder.answered))  ordered/s \(BenchFormat.count(interval.acknowledged))"
                         + "  applied/s \(BenchFormat.count(appliedPerSecond))  lag \(BenchFormat.count(Int(lag)))"
                         + "  p99 ordered \(BenchFormat.micros(interval.ordered.p99)) applied \(BenchFormat.micros(interval.applied.p99))"
