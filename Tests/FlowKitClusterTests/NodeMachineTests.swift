@@ -172,6 +172,17 @@ import ZeroMQ
         #expect(again.request != request.request)
     }
 
+    /// A heartbeat is published after the entries before it: in one batch from the publish socket,
+    /// its head counts them, and it is no gap.
+    @Test func aHeartbeatAfterEntriesInTheSameBatchAsksForNothing() throws {
+        var machine = connected()
+        let heartbeat = HeartbeatMessage(epoch: 3, head: 2, time: 0)
+        let actions = machine.receivePublished([published([entry(1), entry(2)]), Message(parts: heartbeat.frames)], now: 10)
+        #expect(words(actions) == ["apply [1, 2]"])
+        // A heartbeat above what arrived is a gap, asked for at once.
+        #expect(words(machine.receivePublished([Message(parts: HeartbeatMessage(epoch: 3, head: 4, time: 0).frames)], now: 20)) == ["sync"])
+    }
+
     @Test func aNewTermWhoseLogEndsBeforeWhatWasAppliedRejoinsThroughASnapshot() throws {
         var machine = connected(head: 0, joinThroughSnapshot: true)
         _ = machine.receivePublished([published([entry(1), entry(2)])], now: 10)

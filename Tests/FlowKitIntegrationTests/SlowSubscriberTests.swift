@@ -7,13 +7,16 @@ import FlowKitTools
 import Foundation
 import Testing
 
-/// Issue 5: a node whose subscriber may queue only 5 messages (`--subscriber-hwm 5`), frozen
-/// with SIGSTOP while the others take load, loses published entries; it repairs every gap from
-/// the coordinator's log and ends converged.
+/// Issue 5: a node frozen with SIGSTOP while the others take load loses published entries once
+/// every queue on the way is full: its subscription (`--subscriber-hwm 5`), the kernel's socket
+/// buffers at both ends (4 KiB each, instead of the megabytes Linux grows on loopback) and the
+/// coordinator's queue for it (`--publish-hwm 20`). It repairs every gap from the
+/// coordinator's log and ends converged.
 extension ClusterProcessTests {
     @Test func subscriberWithTinyHighWaterMarkRepairsTheGapsItWasForcedToDrop() async throws {
         var options = TestCluster.Options()
-        options.nodeArguments[3] = ["--subscriber-hwm", "5"]
+        options.coordinatorArguments = ["--publish-hwm", "20", "--publish-buffer-bytes", "4096"]
+        options.nodeArguments[3] = ["--subscriber-hwm", "5", "--subscriber-buffer-bytes", "4096"]
         options.nodeMetrics = true
         try await TestCluster.run(nodes: 3, options: options) { cluster in
             let node3 = try #require(cluster.node(3))

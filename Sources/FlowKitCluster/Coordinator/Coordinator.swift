@@ -68,6 +68,8 @@ public final class Coordinator: Sendable {
             // longer one would cost libzmq's subscription trie ~30 bytes of memory per byte of
             // topic, kept after the subscriber leaves, so its sender is disconnected instead.
             try socket.setOption(.maxMessageSize, Self.maxSubscriptionBytes)
+            if let hwm = configuration.publishHighWaterMark { try socket.setOption(.sendHighWaterMark, hwm) }
+            if let bytes = configuration.publishBufferBytes { try socket.setOption(.sendBufferBytes, bytes) }
             return try socket.bind(configuration.publishEndpoint)
         }
         let (sync, syncEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { [configuration] socket in

@@ -33,6 +33,14 @@ public struct CoordinatorConfiguration: Sendable {
     /// A node down (no report) for this long is forgotten: it leaves the status, which then
     /// describes the nodes still there. Its going down was alarmed (`nodeDown`) and logged.
     public var forgetDownNodesAfter: Duration = .seconds(60)
+    /// Messages the publish socket queues for one subscriber that reads slower than entries are
+    /// published; past it that subscriber's are dropped (the node repairs the gap from the log).
+    /// `nil` keeps the transport's (``TransportOptions/highWaterMark``, 100,000).
+    public var publishHighWaterMark: Int32?
+    /// The kernel send buffer (`SO_SNDBUF`) of each subscriber's connection, in bytes; `nil` lets
+    /// the OS size it (on Linux up to 4 MiB, which a stopped subscriber fills before the
+    /// `publishHighWaterMark` queue takes anything).
+    public var publishBufferBytes: Int32?
     /// Entries ordered but not yet durable, beyond which submissions are refused as overloaded.
     public var maxPendingEntries = 100_000
     /// Submissions remembered per session for duplicate detection.

@@ -66,6 +66,7 @@ public final class Node: Sendable {
         let subscriber = try await loop.open(.sub, configuration: socketConfiguration) { socket in
             try transport.applyClient(to: socket, serverKey: coordinatorKey)
             if let hwm = configuration.subscriberHighWaterMark { try socket.setOption(.receiveHighWaterMark, hwm) }
+            if let bytes = configuration.subscriberBufferBytes { try socket.setOption(.receiveBufferBytes, bytes) }
             try socket.subscribe(EntriesMessage.batchTopic)
             try socket.subscribe(ControlTopic.heartbeat)
             for coordinator in coordinators { try socket.connect(coordinator.publish) }

@@ -33,10 +33,14 @@ public struct NodeConfiguration: Sendable {
     public var maxPendingSubmissions = 50_000
     /// No heartbeat for this long means the coordinator is unreachable.
     public var coordinatorTimeout: Duration = .seconds(2)
-    /// The subscriber socket's receive high-water mark, in messages: a node that reads slower than
-    /// the coordinator publishes loses what exceeds it, then repairs the gap from the log.
-    /// `nil` keeps the transport's.
+    /// The subscriber socket's receive high-water mark, in messages: past it libzmq stops reading
+    /// the connection, so what follows queues in the kernel and then at the coordinator, which
+    /// drops what exceeds its `publishHighWaterMark`; the node repairs that gap from the log.
+    /// `nil` keeps the transport's (``TransportOptions/highWaterMark``, 100,000).
     public var subscriberHighWaterMark: Int32?
+    /// The subscription's kernel receive buffer (`SO_RCVBUF`) in bytes; `nil` lets the OS size it
+    /// (on Linux up to megabytes, which a slow node fills before the coordinator queues anything).
+    public var subscriberBufferBytes: Int32?
     /// How often timers run: retries, gap repair, timeouts.
     public var tickInterval: Duration = .milliseconds(50)
     /// Where the node keeps snapshots of its instances, so a restart resumes from the latest one

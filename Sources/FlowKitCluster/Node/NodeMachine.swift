@@ -129,6 +129,8 @@ struct NodeMachine {
                     entries.append(contentsOf: try EntriesMessage(frames: parts).entries)
                 case .heartbeat:
                     let heartbeat = try HeartbeatMessage(frames: parts)
+                    // The entries published before it come first: its head counts them.
+                    actions += deliver(&entries, received: received, now: now)
                     if choice.isReplicated, heartbeat.epoch > link.epoch, case .submit(let frames) = hello {
                         // A leader of a new term publishes; which coordinator it is, its WELCOME says.
                         actions.append(.greetEveryCoordinator(frames))
@@ -142,11 +144,17 @@ struct NodeMachine {
                 logger.warning("bad message on the publish socket", metadata: ["flowkit.error": "\(error)"])
             }
         }
+        return actions + deliver(&entries, received: received, now: now)
+    }
+
+    /// Hands published entries to the follower, in the order they came, and empties `entries`.
+    private mutating func deliver(_ entries: inout [Entry], received: UInt64, now: UInt64) -> [Action] {
+        guard !entries.isEmpty else { return [] }
         if let trace = configuration.trace {
             for entry in entries where trace.samples(entry.seq) { trace.note(entry.seq, .nodeEntriesReceived, at: received) }
         }
-        if !entries.isEmpty { actions += perform(follower.receive(entries, now: now), now: now) }
-        return actions
+        defer { entries = [] }
+        return perform(follower.receive(entries, now: now), now: now)
     }
 
     /// Replies from the coordinator's sync socket, decoded.

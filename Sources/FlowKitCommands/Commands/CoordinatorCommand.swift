@@ -46,6 +46,12 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds a live node may apply nothing while behind the head before it counts as stalled (an alarm). Default 5000.")
     var stallMs: Int?
 
+    @Option(help: "Messages queued for one slow subscriber before its entries are dropped (it repairs the gap from the log). Default 100000.")
+    var publishHwm: Int?
+
+    @Option(help: "The kernel send buffer (SO_SNDBUF) of each subscriber's connection, in bytes. Default: the OS sizes it.")
+    var publishBufferBytes: Int?
+
     @Option(help: "Replicated coordinators: this one's id, one of --coordinators'.")
     var id: String?
 
@@ -122,6 +128,14 @@ struct CoordinatorCommand: AsyncParsableCommand {
         }
         if let timeout = try settings.milliseconds("coordinator", "stall-ms", flag: stallMs) {
             configuration.stallTimeout = timeout
+        }
+        if let hwm = try settings.int("coordinator", "publish-hwm", flag: publishHwm) {
+            guard (0...Int(Int32.max)).contains(hwm) else { throw ValidationError("--publish-hwm must be 0 (no limit) or more; got \(hwm)") }
+            configuration.publishHighWaterMark = Int32(hwm)
+        }
+        if let bytes = try settings.int("coordinator", "publish-buffer-bytes", flag: publishBufferBytes) {
+            guard (1...Int(Int32.max)).contains(bytes) else { throw ValidationError("--publish-buffer-bytes must be 1 or more; got \(bytes)") }
+            configuration.publishBufferBytes = Int32(bytes)
         }
         configuration.replication = try replication(settings: settings)
         if let own = configuration.replication.flatMap({ $0.coordinators[$0.id] }), submit == nil, publish == nil, sync == nil {

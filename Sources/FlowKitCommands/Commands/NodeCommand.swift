@@ -44,8 +44,11 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds between local snapshots (with --data-dir). Default 10000.")
     var snapshotMs: Int?
 
-    @Option(help: "The subscriber's receive high-water mark in messages: beyond it, published entries are dropped for this node, which repairs the gap from the log.")
+    @Option(help: "Messages the subscription queues before the node stops reading it (then the kernel's buffers and the coordinator's --publish-hwm queue, and past that the coordinator drops entries for this node, which repairs the gap from the log). Default 100000.")
     var subscriberHwm: Int?
+
+    @Option(help: "The subscription's kernel receive buffer (SO_RCVBUF) in bytes. Default: the OS sizes it.")
+    var subscriberBufferBytes: Int?
 
     @Option(help: "The largest event a client or effect may submit, in bytes. Default 1048576 (1 MiB); set the coordinator's the same.")
     var maxEventBytes: Int?
@@ -78,7 +81,12 @@ struct NodeCommand: AsyncParsableCommand {
         configuration.dataDirectory = settings.string("node", "data-dir", flag: dataDir)
         configuration.advertisedEndpoint = settings.string("node", "advertise", flag: advertise)
         if let hwm = try settings.int("node", "subscriber-hwm", flag: subscriberHwm) {
-            configuration.subscriberHighWaterMark = Int32(clamping: hwm)
+            guard (0...Int(Int32.max)).contains(hwm) else { throw ValidationError("--subscriber-hwm must be 0 (no limit) or more; got \(hwm)") }
+            configuration.subscriberHighWaterMark = Int32(hwm)
+        }
+        if let bytes = try settings.int("node", "subscriber-buffer-bytes", flag: subscriberBufferBytes) {
+            guard (1...Int(Int32.max)).contains(bytes) else { throw ValidationError("--subscriber-buffer-bytes must be 1 or more; got \(bytes)") }
+            configuration.subscriberBufferBytes = Int32(bytes)
         }
         if let bytes = try settings.int("node", "max-event-bytes", flag: maxEventBytes) {
             configuration.limits.maxEventBytes = bytes

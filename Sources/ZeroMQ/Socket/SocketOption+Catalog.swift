@@ -7,6 +7,12 @@ extension SocketOption where Value == Int32 {
     /// `ZMQ_RCVHWM`: the most messages queued from one peer before libzmq stops reading
     /// that connection. `0` means no limit. Default 1000. *Before bind/connect.*
     public static var receiveHighWaterMark: Self { Self(rawValue: ZMQ_RCVHWM, name: "ZMQ_RCVHWM") }
+    /// `ZMQ_SNDBUF`: the kernel's send buffer of each connection (`SO_SNDBUF`), in bytes;
+    /// `-1` keeps the OS's (on Linux, which then sizes it as the connection needs). *Before bind/connect.*
+    public static var sendBufferBytes: Self { Self(rawValue: ZMQ_SNDBUF, name: "ZMQ_SNDBUF") }
+    /// `ZMQ_RCVBUF`: the kernel's receive buffer of each connection (`SO_RCVBUF`), in bytes;
+    /// `-1` keeps the OS's. *Before bind/connect.*
+    public static var receiveBufferBytes: Self { Self(rawValue: ZMQ_RCVBUF, name: "ZMQ_RCVBUF") }
 }
 
 extension SocketOption where Value == Int64 {
