@@ -48,9 +48,9 @@ import Testing
         var link = link()
         _ = link.welcome(epoch: 3, head: 9, applied: 9, isJoining: false, now: 1)
         // Duplicates may name the older term that ordered them.
-        #expect(link.ack(epoch: 2, head: 9, duplicatesOnly: true, applied: 9) == [.noteHead(9)])
+        #expect(link.ack(epoch: 2, head: 9, duplicatesOnly: true, applied: 9) == [.noteAnnouncedHead(9)])
         #expect(link.epoch == 3)
-        #expect(link.ack(epoch: 4, head: 10, duplicatesOnly: false, applied: 9) == [.newTerm(4, previous: 3), .reconnect, .noteHead(10)])
+        #expect(link.ack(epoch: 4, head: 10, duplicatesOnly: false, applied: 9) == [.newTerm(4, previous: 3), .reconnect, .noteAnnouncedHead(10)])
     }
 
     @Test func aSilentCoordinatorIsGreetedAgainEveryFewTimeouts() {

@@ -93,4 +93,44 @@ import Testing
         #expect(done == [.restore(seq: 100, instances: [instance], then: entries([101, 102]))])
         #expect(follower.applied == 102)
     }
+
+    /// An ACK and the publication of what it acknowledges leave the coordinator together, on two
+    /// connections; the ACK often arrives first. Its head is not a gap until the grace passes.
+    @Test func anAcknowledgedHeadWaitsForThePublicationBeforeAnythingIsFetched() {
+        var follower = LogFollower(retryAfter: 1_000_000, publicationGrace: 100)
+        _ = follower.receive(entries(1...2), now: 0)
+        #expect(follower.noteAnnouncedHead(5, now: 10).isEmpty)
+        #expect(follower.knownHead == 5)
+        #expect(follower.tick(now: 50).isEmpty)
+        // The publication arrives: applied, and nothing was ever fetched.
+        #expect(follower.receive(entries(3...5), now: 60) == [.apply(entries(3...5))])
+        #expect(follower.tick(now: 1_000).isEmpty)
+    }
+
+    @Test func anAcknowledgedHeadWhosePublicationIsLostIsFetchedOnceTheGracePasses() {
+        var follower = LogFollower(retryAfter: 1_000_000, publicationGrace: 100)
+        _ = follower.receive(entries(1...2), now: 0)
+        _ = follower.noteAnnouncedHead(4, now: 10)
+        _ = follower.noteAnnouncedHead(6, now: 80)
+        #expect(follower.tick(now: 109).isEmpty)
+        // The oldest announcement is overdue: everything up to the newest head is fetched.
+        #expect(ranges(follower.tick(now: 110)) == [3...6])
+    }
+
+    @Test func aGapBelowAnArrivedEntryIsFetchedAtOnceWhateverWasAnnounced() {
+        var follower = LogFollower(retryAfter: 1_000_000, publicationGrace: 100)
+        _ = follower.receive(entries(1...2), now: 0)
+        _ = follower.noteAnnouncedHead(9, now: 1)
+        // 3 and 4 were lost on the publish socket (5 came after them on the same connection).
+        let actions = follower.receive(entries([5]), now: 2)
+        #expect(ranges(actions) == [3...4])
+    }
+
+    @Test func aHeartbeatConfirmsAnAnnouncedHeadAtOnce() {
+        var follower = LogFollower(retryAfter: 1_000_000, publicationGrace: 100)
+        _ = follower.receive(entries(1...2), now: 0)
+        _ = follower.noteAnnouncedHead(9, now: 1)
+        // A heartbeat is published after the entries before it, on the same connection.
+        #expect(ranges(follower.noteHead(9, now: 3)) == [3...9])
+    }
 }

@@ -37,8 +37,18 @@ struct LogFollower {
     private var snapshot: PendingSnapshot?
     private var heldDuringSnapshot: [Entry] = []
     private var nextRequest: UInt64 = 1
+    /// Heads that only an acknowledgement announced, with when, in increasing order: their entries
+    /// are published at the moment they are acknowledged, on another connection, and usually arrive
+    /// an instant later. They are repaired only once ``publicationGrace`` has passed.
+    private var announced: [(head: UInt64, at: UInt64)] = []
+    /// The highest seq known to exist from the publish socket's own order (entries, heartbeats),
+    /// a welcome or a range reply: a gap below it is a loss, repaired at once.
+    private var confirmedHead: UInt64
     /// Microseconds before an unanswered request is sent again.
     let retryAfter: UInt64
+    /// Microseconds an entry announced by an acknowledgement is given to arrive on the publish
+    /// socket before it is fetched from the sync socket.
+    let publicationGrace: UInt64
     /// The most entries one range request asks for.
     let rangeSize: UInt32
     /// The most range requests in flight at once. With two, the coordinator reads and sends the
@@ -49,13 +59,16 @@ struct LogFollower {
     init(
         applied: UInt64 = 0,
         retryAfter: UInt64 = 1_000_000,
+        publicationGrace: UInt64 = 100_000,
         rangeSize: UInt32 = 10_000,
         maxRequestsInFlight: Int = 2,
         maxEarly: Int = 100_000
     ) {
         precondition(maxRequestsInFlight >= 1, "a follower needs at least one range request in flight")
         stream = OrderedStream(applied: applied, maxEarly: maxEarly)
+        confirmedHead = applied
         self.retryAfter = retryAfter
+        self.publicationGrace = publicationGrace
         self.rangeSize = rangeSize
         self.maxRequestsInFlight = maxRequestsInFlight
     }
@@ -72,20 +85,40 @@ struct LogFollower {
             return []
         }
         let ready = stream.receive(entries)
+        confirmedHead = max(confirmedHead, stream.knownHead)
         // The next ranges are asked for before these are applied: the coordinator reads and sends
         // them while this replica applies.
         return repairIfNeeded(now: now) + release(ready)
     }
 
-    /// A heartbeat or an ack revealed the coordinator's head.
+    /// A heartbeat or a welcome revealed the coordinator's head: what is missing below it is
+    /// fetched now.
     mutating func noteHead(_ head: UInt64, now: UInt64) -> [Action] {
         stream.noteHead(head)
+        confirmedHead = max(confirmedHead, head)
         return snapshot == nil ? repairIfNeeded(now: now) : []
     }
+
+    /// An acknowledgement named the coordinator's head. The entries up to it were published as
+    /// they were acknowledged and are probably on their way: what is still missing after
+    /// ``publicationGrace`` is fetched (at a later arrival or tick), not at once. Fetching at once
+    /// cost a range request for nearly every commit under load, for entries that arrived anyway.
+    mutating func noteAnnouncedHead(_ head: UInt64, now: UInt64) -> [Action] {
+        guard head > max(stream.knownHead, confirmedHead) else { return [] }
+        stream.noteHead(head)
+        if announced.count == Self.maxAnnounced { announced.removeLast() }
+        announced.append((head, now))
+        return []
+    }
+
+    /// The most announced heads remembered; past it the newest is replaced, which keeps the
+    /// earlier time and so fetches no later than it would have.
+    private static let maxAnnounced = 64
 
     mutating func receive(_ range: RangeMessage, now: UInt64) -> [Action] {
         repairs.removeAll { $0.request == range.request }
         stream.noteHead(range.head)
+        confirmedHead = max(confirmedHead, range.head)
         return receive(range.entries, now: now)
     }
 
@@ -105,6 +138,7 @@ struct LogFollower {
         let held = heldDuringSnapshot
         heldDuringSnapshot = []
         var ready = stream.reset(to: chunk.seq)
+        confirmedHead = max(confirmedHead, chunk.seq)
         ready.append(contentsOf: stream.receive(held))
         return [.restore(seq: chunk.seq, instances: pending.instances, then: ready)] + repairIfNeeded(now: now)
     }
@@ -146,7 +180,18 @@ struct LogFollower {
         let applied = stream.applied
         repairs.removeAll { $0.range.upperBound <= applied }
         if let oldest = repairs.first, now - oldest.sentAt >= retryAfter { repairs = [] }
-        guard let missing = stream.missing else { return [] }
+        guard var missing = stream.missing else {
+            announced.removeAll()
+            return []
+        }
+        // Announced heads whose entries arrived are done; the rest wait out their grace.
+        announced.removeAll { $0.head <= applied }
+        if let oldest = announced.first, now - min(now, oldest.at) >= publicationGrace {
+            announced.removeAll()
+            confirmedHead = max(confirmedHead, stream.knownHead)
+        }
+        guard missing.lowerBound <= confirmedHead else { return [] }
+        missing = missing.lowerBound...min(missing.upperBound, confirmedHead)
         var actions: [Action] = []
         // The first missing seq not covered by a request in flight. A reply can hold fewer entries
         // than asked (the coordinator caps a range by bytes), which leaves a hole before the next

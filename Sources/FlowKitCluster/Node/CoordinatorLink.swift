@@ -17,6 +17,9 @@ struct CoordinatorLink {
         case helloAgain
         /// The coordinator's head is at least this.
         case noteHead(UInt64)
+        /// An ACK says the coordinator's head is at least this: its entries are being published
+        /// at the same moment, on the other connection.
+        case noteAnnouncedHead(UInt64)
         /// A first welcome into a cluster with a log: join through a snapshot.
         case joinThroughSnapshot
     }
@@ -83,7 +86,7 @@ struct CoordinatorLink {
     /// tells of a new term. A new term is handled before the ACK's answers, so an ack from a
     /// coordinator that lost what this node applied is answered only once the node has rejoined.
     mutating func ack(epoch: UInt32, head: UInt64, duplicatesOnly: Bool, applied: UInt64) -> [Action] {
-        (duplicatesOnly ? [] : noteTerm(epoch, head: head, applied: applied)) + [.noteHead(head)]
+        (duplicatesOnly ? [] : noteTerm(epoch, head: head, applied: applied)) + [.noteAnnouncedHead(head)]
     }
 
     /// The node dropped and re-made its connections.

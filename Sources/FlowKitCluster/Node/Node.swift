@@ -87,7 +87,16 @@ public final class Node: Sendable {
                 }
             )
         }
-        let (client, clientEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { socket in
+        var clientConfiguration = socketConfiguration
+        if let trace = configuration.trace {
+            clientConfiguration.onSent = { message in
+                guard let (_, body) = RouterEnvelope.split(message), case .emitted(_, let seq, _, _)? = try? ClientReply(frames: body),
+                    trace.samples(seq)
+                else { return }
+                trace.note(seq, .nodeAnswerSent, at: WallClock.micros())
+            }
+        }
+        let (client, clientEndpoint) = try await loop.open(.router, configuration: clientConfiguration) { socket in
             try transport.applyServer(to: socket)
             return try socket.bind(configuration.clientEndpoint)
         }

@@ -277,6 +277,8 @@ struct NodeMachine {
                 )
             case .noteHead(let head):
                 actions += perform(follower.noteHead(head, now: now), now: now)
+            case .noteAnnouncedHead(let head):
+                actions += perform(follower.noteAnnouncedHead(head, now: now), now: now)
             case .joinThroughSnapshot:
                 logger.info("joining through a snapshot")
                 actions += perform(follower.startSnapshot(now: now), now: now)

@@ -22,6 +22,10 @@ extension AsyncSocket {
         /// `EHOSTUNREACH` from a ROUTER with `ROUTER_MANDATORY` whose peer has gone. The
         /// message is dropped and the queue keeps moving. Keep it short and non-blocking.
         public var onUndeliverable: (@Sendable (Message, ZMQError) -> Void)?
+        /// Called on the I/O thread for each message as libzmq accepts it, for tracing where a
+        /// message waits: in this socket's queue, or after it. `nil` (the default) costs nothing.
+        /// Keep it short and non-blocking.
+        public var onSent: (@Sendable (Message) -> Void)?
 
         /// - Parameters:
         ///   - receiveBufferCapacity: The inbound buffer bound, in messages.
@@ -30,13 +34,15 @@ extension AsyncSocket {
         ///   - sendBatchLimit: Messages written per loop turn.
         ///   - closeLinger: The default linger on close.
         ///   - onUndeliverable: The hook for dropped messages.
+        ///   - onSent: The hook for messages libzmq accepted.
         public init(
             receiveBufferCapacity: Int = 8192,
             receiveBatchLimit: Int = 512,
             sendQueueCapacity: Int = 8192,
             sendBatchLimit: Int = 512,
             closeLinger: Duration? = nil,
-            onUndeliverable: (@Sendable (Message, ZMQError) -> Void)? = nil
+            onUndeliverable: (@Sendable (Message, ZMQError) -> Void)? = nil,
+            onSent: (@Sendable (Message) -> Void)? = nil
         ) {
             precondition(receiveBufferCapacity > 0 && sendQueueCapacity > 0, "capacities must be positive")
             precondition(receiveBatchLimit > 0 && sendBatchLimit > 0, "batch limits must be positive")
@@ -46,6 +52,7 @@ extension AsyncSocket {
             self.sendBatchLimit = sendBatchLimit
             self.closeLinger = closeLinger
             self.onUndeliverable = onUndeliverable
+            self.onSent = onSent
         }
     }
 

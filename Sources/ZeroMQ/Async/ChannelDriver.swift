@@ -120,6 +120,7 @@ final class ChannelDriver: LoopDriver {
             self.frameIndex = frameIndex
         }
         var budget = channel.configuration.sendBatchLimit
+        let onSent = channel.configuration.onSent
         var completed = 0
         var sent = 0
         defer {
@@ -139,6 +140,7 @@ final class ChannelDriver: LoopDriver {
                 switch try socket.send(message, from: frameIndex, dontWait: true, socket: handle) {
                 case .complete:
                     sent += 1
+                    onSent?(message)
                 case .wouldBlock(let frame):
                     frameIndex = frame
                     sendBlocked = true
