@@ -34,12 +34,13 @@ package struct CoordinatorTargetOptions: ParsableArguments {
     /// Resolves the endpoints from flags, then `section` of the settings, then the local cluster.
     package func endpoints(settings: Settings, section: String, clusterDir: String = LocalClusterFile.defaultDirectory) throws -> CoordinatorEndpoints {
         if let submit = settings.string(section, "coordinator", flag: coordinator) {
-            let (publish, sync) = try Self.neighbours(of: submit)
-            return CoordinatorEndpoints(
-                submit: submit,
-                publish: settings.string(section, "coordinator-publish", flag: coordinatorPublish) ?? publish,
-                sync: settings.string(section, "coordinator-sync", flag: coordinatorSync) ?? sync
-            )
+            let publish = settings.string(section, "coordinator-publish", flag: coordinatorPublish)
+            let sync = settings.string(section, "coordinator-sync", flag: coordinatorSync)
+            // The next two ports are a convention, needed only for what is not given (an ipc://
+            // submit endpoint has no port, and needs both).
+            if let publish, let sync { return CoordinatorEndpoints(submit: submit, publish: publish, sync: sync) }
+            let neighbours = try Self.neighbours(of: submit)
+            return CoordinatorEndpoints(submit: submit, publish: publish ?? neighbours.publish, sync: sync ?? neighbours.sync)
         }
         let file = try LocalClusterFile.read(directory: clusterDir)
         return CoordinatorEndpoints(submit: file.coordinator.submit, publish: file.coordinator.publish, sync: file.coordinator.sync)
@@ -59,7 +60,7 @@ package struct CoordinatorTargetOptions: ParsableArguments {
     /// The publish and sync endpoints by convention: the two ports after `submit`'s.
     package static func neighbours(of submit: String) throws -> (publish: String, sync: String) {
         guard let colon = submit.lastIndex(of: ":"), let port = Int(submit[submit.index(after: colon)...]) else {
-            throw ValidationError("--coordinator must be tcp://host:port; got \(submit)")
+            throw ValidationError("--coordinator must be tcp://host:port unless --coordinator-publish and --coordinator-sync are both given; got \(submit)")
         }
         let base = submit[..<colon]
         return ("\(base):\(port + 1)", "\(base):\(port + 2)")
