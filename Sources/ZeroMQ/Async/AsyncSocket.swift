@@ -145,10 +145,33 @@ public final class AsyncSocket: Sendable {
         return try await withCheckedThrowingContinuation { continuation in
             loop.queue.submit { core in
                 guard let driver = core?.driver(for: channel) else {
-                    continuation.resume(throwing: ZMQError.closed("AsyncSocket.perform"))
+                    let native = core?.setup(for: channel) != nil
+                    continuation.resume(
+                        throwing: native
+                            ? ZMQError(.invalidArgument, message: "the socket is carried by FlowKit's ZMTP engine, which has no libzmq socket; use configure(_:)", operation: "AsyncSocket.perform")
+                            : ZMQError.closed("AsyncSocket.perform")
+                    )
                     return
                 }
                 continuation.resume(with: Swift.Result(catching: { try body(driver.socket) }))
+            }
+        }
+    }
+
+    /// Runs a synchronous operation on the socket, on the I/O thread, whichever engine carries it
+    /// (subscribe, connect, disconnect, set an option).
+    /// - Parameter body: The operation; it must not keep the socket.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, or ``ZMQError/Code/socketClosed``.
+    public func configure<Result: Sendable>(_ body: @escaping @Sendable (any SocketSetup) throws -> Result) async throws -> Result {
+        let channel = self.channel
+        return try await withCheckedThrowingContinuation { continuation in
+            loop.queue.submit { core in
+                guard let setup = core?.setup(for: channel) else {
+                    continuation.resume(throwing: ZMQError.closed("AsyncSocket.configure"))
+                    return
+                }
+                continuation.resume(with: Swift.Result(catching: { try body(setup) }))
             }
         }
     }
@@ -161,7 +184,7 @@ public final class AsyncSocket: Sendable {
         let channel = self.channel
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             loop.queue.submit { core in
-                core?.driver(for: channel)?.close(linger: linger, reason: .closed("AsyncSocket.close"))
+                core?.close(channel, linger: linger, reason: .closed("AsyncSocket.close"))
                 continuation.resume()
             }
         }

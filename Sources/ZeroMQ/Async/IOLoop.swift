@@ -124,6 +124,48 @@ public final class IOLoop: TaskExecutor, Sendable {
         }
     }
 
+    /// Creates a socket carried by `engine` on the loop thread, runs `configure` on it there, and
+    /// returns the handle with whatever `configure` returned.
+    ///
+    /// With ``SocketEngine/native`` the socket is FlowKit's own ZMTP engine: TCP endpoints and the
+    /// NULL mechanism only, and the options ``SocketSetup`` names; it talks to libzmq peers (and
+    /// pyzmq, and any ZMTP 3 implementation) like a libzmq socket of the same type.
+    /// - Parameters:
+    ///   - type: The socket pattern.
+    ///   - engine: Which implementation carries the socket.
+    ///   - configuration: Buffer bounds and hooks for the handle.
+    ///   - configure: Sets options and binds/connects, on the loop thread.
+    /// - Returns: The handle and `configure`'s result.
+    /// - Throws: ``ZMQError`` from socket creation or `configure`; ``ZMQError/Code/loopStopped``.
+    public func open<Result: Sendable>(
+        _ type: SocketType,
+        engine: SocketEngine,
+        configuration: AsyncSocket.Configuration = AsyncSocket.Configuration(),
+        _ configure: @escaping @Sendable (any SocketSetup) throws -> Result
+    ) async throws -> (AsyncSocket, Result) {
+        if engine == .libzmq {
+            return try await open(type, configuration: configuration) { (socket: Socket) in try configure(socket) }
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.submit { [self] core in
+                guard let core else {
+                    continuation.resume(throwing: ZMQError(.loopStopped, message: "the I/O loop has stopped", operation: "IOLoop.open(\(type))"))
+                    return
+                }
+                let channel = SocketChannel(type: type, configuration: configuration)
+                let driver = ZMTPDriver(type: type, channel: channel, logger: logger)
+                do {
+                    let result = try configure(driver)
+                    core.add(driver)
+                    continuation.resume(returning: (AsyncSocket(loop: self, channel: channel), result))
+                } catch {
+                    driver.close(linger: .zero, reason: .closed("IOLoop.open"))
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
     /// Creates a socket on the loop thread and configures it (see the generic overload).
     /// - Returns: The handle.
     public func open(

@@ -51,9 +51,19 @@ extension LoopCore {
                 timeout = timeout < 0 ? wait : min(timeout, wait)
             }
         }
+        engineEntries.removeAll(keepingCapacity: true)
+        for engine in engines {
+            let start = pollSet.count
+            if engine.addPollEntries(to: &pollSet) { anyReady = true }
+            engineEntries.append(start..<pollSet.count)
+            if let deadline = engine.deadline {
+                let wait = max(0, Int((deadline - now).milliseconds) + 1)
+                timeout = timeout < 0 ? wait : min(timeout, wait)
+            }
+        }
         if anyReady || timeoutZero {
             // Busy: do not sleep. Only sockets not yet asked need a look at their fds.
-            guard quiescentPolled else { return queue.wakeup.isSignalled }
+            guard quiescentPolled || !engines.isEmpty else { return queue.wakeup.isSignalled }
             timeout = 0
         }
         while pollSet.withUnsafeMutableBufferPointer({ Glibc.poll($0.baseAddress, nfds_t($0.count), Int32(timeout)) }) < 0 {

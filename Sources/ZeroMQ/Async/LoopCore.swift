@@ -16,6 +16,10 @@ final class LoopCore {
     let logger: Logger
     let queue: LoopCommandQueue
     private(set) var drivers: [any LoopDriver] = []
+    /// The sockets carried by FlowKit's ZMTP engine; their descriptors follow the drivers' in
+    /// `pollSet`, at `engineEntries`.
+    private(set) var engines: [ZMTPDriver] = []
+    var engineEntries: [Range<Int>] = []
     /// What each driver (in `drivers` order at the last wait) is ready for.
     var readiness: [Int16] = []
     /// The `poll()` set: the wakeup eventfd, then the `ZMQ_FD` of each driver with interest.
@@ -36,6 +40,23 @@ final class LoopCore {
     /// Adds a socket to the poll set.
     func add(_ driver: any LoopDriver) {
         drivers.append(driver)
+    }
+
+    /// Adds a socket of the ZMTP engine to the poll set.
+    func add(_ engine: ZMTPDriver) {
+        engines.append(engine)
+    }
+
+    /// The socket serving `channel`, as its configure closure saw it, if it is still open.
+    func setup(for channel: SocketChannel) -> (any SocketSetup)? {
+        if let driver = driver(for: channel) { return driver.socket }
+        return engines.first { $0.channel === channel && !$0.isFinished }
+    }
+
+    /// Closes the socket serving `channel`, whichever engine carries it.
+    func close(_ channel: SocketChannel, linger: Duration?, reason: ZMQError) {
+        driver(for: channel)?.close(linger: linger, reason: reason)
+        engines.first { $0.channel === channel }?.close(linger: linger, reason: reason)
     }
 
     /// The driver serving `channel`, if it is still open.
@@ -68,6 +89,7 @@ final class LoopCore {
             let wakeupSignalled = waitForReadiness(timeoutZero: immediate || localWork)
             immediate = false
             let polled = drivers
+            let polledEngines = engines
             var pass = 0
             repeat {
                 // Pass 0 handles what the wait reported; later passes run work the loop
@@ -88,9 +110,14 @@ final class LoopCore {
                     let revents = pass == 0 ? readiness[index] : 0
                     if driver.service(revents: revents, now: now) { immediate = true }
                 }
+                for (index, engine) in polledEngines.enumerated() where !engine.isFinished {
+                    let results = pass == 0 && index < engineEntries.count ? pollSet[engineEntries[index]] : []
+                    if engine.service(results, now: now) { immediate = true }
+                }
                 pass += 1
             } while pass < 16 && queue.wakeup.takeLocalSignal()
             drivers.removeAll { $0.isFinished }
+            engines.removeAll { $0.isFinished }
         }
         closeAll(linger: linger)
     }
@@ -99,6 +126,8 @@ final class LoopCore {
         let reason = ZMQError(.socketClosed, message: "the I/O loop stopped", operation: "IOLoop.shutdown")
         for driver in drivers { driver.close(linger: linger, reason: reason) }
         drivers.removeAll()
+        for engine in engines { engine.close(linger: linger, reason: reason) }
+        engines.removeAll()
         let leftover = queue.close()
         for command in leftover.commands { command(nil) }
         // Tasks that chose the loop as executor still have to finish: run what is queued

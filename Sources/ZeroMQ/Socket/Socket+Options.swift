@@ -34,22 +34,16 @@ extension Socket {
         return value
     }
 
-    /// Subscribes a SUB socket to messages whose first frame starts with `prefix`.
-    /// - Parameter prefix: The topic prefix; `""` subscribes to everything.
-    public func subscribe(_ prefix: String) throws {
-        try setOption(.subscribe, Array(prefix.utf8))
-    }
-
-    /// Subscribes a SUB socket to a binary prefix.
+    /// Subscribes a SUB socket to a binary prefix (``SocketSetup/subscribe(_:)`` takes text).
     /// - Parameter prefix: The prefix bytes; empty subscribes to everything.
     public func subscribe(bytes prefix: [UInt8]) throws {
         try setOption(.subscribe, prefix)
     }
 
-    /// Removes one subscription made with ``subscribe(_:)``.
+    /// Removes one subscription made with ``subscribe(bytes:)``.
     /// - Parameter prefix: The same prefix as subscribed.
-    public func unsubscribe(_ prefix: String) throws {
-        try setOption(.unsubscribe, Array(prefix.utf8))
+    public func unsubscribe(bytes prefix: [UInt8]) throws {
+        try setOption(.unsubscribe, prefix)
     }
 
     /// The last endpoint bound or connected (`ZMQ_LAST_ENDPOINT`), with the real port.

@@ -52,6 +52,11 @@ struct ZMTPSession {
     private var partialBytes = 0
     /// What the owner asked to send before the handshake ended.
     private var early: [Outgoing] = []
+    /// Where each queued message ends, in bytes ever encoded, to count ``queuedMessages``.
+    private var messageEnds: [Int] = []
+    private var messageEndsHead = 0
+    private var encodedBytes = 0
+    private var writtenBytes = 0
 
     private enum Outgoing {
         case message(Message)
@@ -61,6 +66,7 @@ struct ZMTPSession {
     init(_ options: Options) {
         self.options = options
         outbound.append(contentsOf: ZMTPGreeting().encoded)
+        encodedBytes = ZMTPGreeting.size
         var metadata = ZMTPMetadata([("Socket-Type", Array(options.socketType.name.utf8))])
         if options.socketType.sendsIdentity { metadata.properties.append(.init(name: "Identity", value: options.identity)) }
         encodeFrame(ZMTPCommand.ready(metadata).body[...], more: false, command: true)
@@ -238,16 +244,30 @@ struct ZMTPSession {
         encodeFrame(ZMTPCommand.ping(ttl: tenths, context: []).body[...], more: false, command: true)
     }
 
+    /// Whether bytes from the peer wait to be read by ``nextEvent()``.
+    var hasPendingInput: Bool { !inbound.isEmpty }
+
     /// Whether bytes wait to be written.
     var hasOutbound: Bool { !outbound.isEmpty }
 
     /// The number of bytes waiting to be written.
     var outboundCount: Int { outbound.count }
 
+    /// Messages sent and not wholly written yet (those held for the handshake included), for a
+    /// high-water mark.
+    var queuedMessages: Int { messageEnds.count - messageEndsHead + early.count }
+
     /// Hands the bytes waiting to be written to `write`, which returns how many it wrote.
     mutating func withOutbound(_ write: (UnsafeRawBufferPointer) -> Int) {
         guard hasOutbound else { return }
-        outbound.consume(max(0, outbound.withUnsafeBytes(write)))
+        let written = max(0, outbound.withUnsafeBytes(write))
+        outbound.consume(written)
+        writtenBytes += written
+        while messageEndsHead < messageEnds.count, messageEnds[messageEndsHead] <= writtenBytes { messageEndsHead += 1 }
+        if messageEndsHead == messageEnds.count {
+            messageEnds.removeAll(keepingCapacity: true)
+            messageEndsHead = 0
+        }
     }
 
     private mutating func encode(_ message: Message) {
@@ -255,6 +275,7 @@ struct ZMTPSession {
         for (index, frame) in message.enumerated() {
             encodeFrame(frame.bytesView, more: index < last, command: false)
         }
+        messageEnds.append(encodedBytes)
     }
 
     private mutating func encodeSubscription(_ prefix: [UInt8], subscribe: Bool) {
@@ -276,5 +297,6 @@ struct ZMTPSession {
             outbound.append(UInt8(body.count))
         }
         outbound.append(contentsOf: body)
+        encodedBytes += (long ? 9 : 2) + body.count
     }
 }
