@@ -132,11 +132,40 @@ struct NativeEngineTests {
         }
     }
 
+    @Test("a native DEALER drops a peer that stops answering heartbeats, or never greets, and dials again")
+    func silentPeersAreDropped() async throws {
+        try await withLoop { _, loop in
+            let (listener, port) = try TCPSocket.listen(host: "127.0.0.1", port: 0)
+            defer { close(listener) }
+            let (dealer, _) = try await loop.open(.dealer, engine: .native) { socket in
+                try socket.setOption(.heartbeatInterval, .milliseconds(50))
+                try socket.setOption(.heartbeatTimeout, .milliseconds(200))
+                try socket.setOption(.handshakeInterval, .milliseconds(300))
+                try socket.setOption(.reconnectInterval, .milliseconds(20))
+                try socket.connect("tcp://127.0.0.1:\(port)")
+            }
+            // First peer: shakes hands, then reads nothing more (the PINGs go unanswered).
+            let first = ZMTPStream(fileDescriptor: try ZMTPInteropTests.accept(listener), session: ZMTPSession(.init(socketType: .router)))
+            #expect(try ZMTPInteropTests.nextEvent(first) == .ready(peerType: .dealer, identity: []))
+            let second = try ZMTPInteropTests.accept(listener)
+            #expect(try !ZMTPInteropTests.serve(first, for: .milliseconds(500)), "the dealer closed the silent connection")
+            // Second peer: never sends its greeting.
+            defer { close(second) }
+            let third = ZMTPStream(fileDescriptor: try ZMTPInteropTests.accept(listener), session: ZMTPSession(.init(socketType: .router)))
+            #expect(try ZMTPInteropTests.nextEvent(third) == .ready(peerType: .dealer, identity: []))
+            try await dealer.send(["after two redials"])
+            #expect(try ZMTPInteropTests.nextEvent(third) == .message(["after two redials"]))
+        }
+    }
+
     @Test("what the engine does not do is refused by name: other transports, unknown options; an incompatible peer gets nowhere")
     func refusals() async throws {
         try await withLoop { _, loop in
             await #expect(throws: ZMQError.self) {
                 _ = try await loop.open(.router, engine: .native) { try $0.bind("ipc:///tmp/flowkit-native") }
+            }
+            await #expect(throws: ZMQError.self) {
+                _ = try await loop.open(.req, engine: .native) { try $0.connect("tcp://127.0.0.1:9") }
             }
             let error = await #expect(throws: ZMQError.self) {
                 _ = try await loop.open(.router, engine: .native) { try $0.setOption(.xpubVerbose, true) }

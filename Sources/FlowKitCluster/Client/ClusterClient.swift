@@ -65,10 +65,7 @@ public final class ClusterClient: Sendable {
     ) async throws {
         let context = try ZMQContext()
         let loop = try IOLoop(context: context, name: "client-io", logger: logger)
-        let socket = try await loop.open(.dealer) { socket in
-            try transport.applyClient(to: socket, serverKey: serverPublicKey)
-            try socket.connect(endpoint)
-        }
+        let socket = try await transport.openClient(.dealer, on: loop, connecting: [endpoint], serverKey: serverPublicKey)
         self.context = context
         self.loop = loop
         self.transport = transport

@@ -25,9 +25,10 @@ extension Coordinator {
         let (lastSeq, lastEpoch) = try await CoordinatorStandby.logEnd(writer)
         let applied = await replica.applied
 
-        let fetches = try await loop.open(.dealer) { [configuration] socket in
-            try configuration.transport.applyClient(to: socket, serverKey: configuration.transport.curve?.keyPair.publicKey)
-        }
+        // Connected later, to whichever coordinator leads.
+        let fetches = try await configuration.transport.openClient(
+            .dealer, on: loop, connecting: [], serverKey: configuration.transport.curve?.keyPair.publicKey
+        )
         let standby = CoordinatorStandby(
             copy: StandbyCopy(id: replication.id, durable: lastSeq, lastEpoch: lastEpoch, committed: applied),
             writer: writer, socket: fetches, replica: replica, applied: applied, logger: logger

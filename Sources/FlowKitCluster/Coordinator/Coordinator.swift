@@ -56,26 +56,24 @@ public final class Coordinator: Sendable {
     private func bind(on loop: IOLoop) async throws -> Sockets {
         let transport = configuration.transport
         let socketConfiguration = AsyncSocket.Configuration(receiveBufferCapacity: 4_096, sendQueueCapacity: 65_536)
-        let (submit, submitEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { [configuration] socket in
-            try transport.applyServer(to: socket)
-            return try socket.bind(configuration.submitEndpoint)
-        }
+        let (submit, submitEndpoint) = try await transport.openServer(
+            .router, on: loop, configuration: socketConfiguration, binding: configuration.submitEndpoint
+        )
         // XPUB, so the coordinator learns which topics are wanted: instance runs are published only
         // while someone subscribes to an address prefix.
-        let (publish, publishEndpoint) = try await loop.open(.xpub, configuration: socketConfiguration) { [configuration] socket in
-            try transport.applyServer(to: socket)
+        let (publish, publishEndpoint) = try await transport.openServer(
+            .xpub, on: loop, configuration: socketConfiguration, binding: configuration.publishEndpoint
+        ) { [configuration] socket in
             // A publish socket only receives subscriptions, each one topic: an address at most. A
             // longer one would cost libzmq's subscription trie ~30 bytes of memory per byte of
             // topic, kept after the subscriber leaves, so its sender is disconnected instead.
             try socket.setOption(.maxMessageSize, Self.maxSubscriptionBytes)
             if let hwm = configuration.publishHighWaterMark { try socket.setOption(.sendHighWaterMark, hwm) }
             if let bytes = configuration.publishBufferBytes { try socket.setOption(.sendBufferBytes, bytes) }
-            return try socket.bind(configuration.publishEndpoint)
         }
-        let (sync, syncEndpoint) = try await loop.open(.router, configuration: socketConfiguration) { [configuration] socket in
-            try transport.applyServer(to: socket)
-            return try socket.bind(configuration.syncEndpoint)
-        }
+        let (sync, syncEndpoint) = try await transport.openServer(
+            .router, on: loop, configuration: socketConfiguration, binding: configuration.syncEndpoint
+        )
         return Sockets(
             submit: submit, publish: publish, sync: sync,
             endpoints: CoordinatorEndpoints(submit: submitEndpoint, publish: publishEndpoint, sync: syncEndpoint)

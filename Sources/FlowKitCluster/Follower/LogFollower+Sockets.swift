@@ -35,17 +35,12 @@ extension IOLoop {
         transport: TransportOptions,
         serverKey: CurveKey?
     ) async throws -> (subscriber: AsyncSocket, sync: AsyncSocket) {
-        let subscriber = try await open(.sub) { socket in
-            try transport.applyClient(to: socket, serverKey: serverKey)
+        let subscriber = try await transport.openClient(.sub, on: self, connecting: [endpoints.publish], serverKey: serverKey) { socket in
             try socket.subscribe(EntriesMessage.batchTopic)
             try socket.subscribe(ControlTopic.heartbeat)
-            try socket.connect(endpoints.publish)
         }
         do {
-            let sync = try await open(.dealer) { socket in
-                try transport.applyClient(to: socket, serverKey: serverKey)
-                try socket.connect(endpoints.sync)
-            }
+            let sync = try await transport.openClient(.dealer, on: self, connecting: [endpoints.sync], serverKey: serverKey)
             return (subscriber, sync)
         } catch {
             await subscriber.close(linger: .zero)

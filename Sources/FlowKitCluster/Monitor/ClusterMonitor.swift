@@ -79,11 +79,12 @@ public final class ClusterMonitor: Sendable {
         seesEveryEntry = topics.isEmpty
         let subscriptions = (topics.isEmpty ? [EntriesMessage.batchTopic] : topics)
             + [ControlTopic.heartbeat, ControlTopic.status, ControlTopic.alarm]
-        socket = try await loop.open(.sub, configuration: AsyncSocket.Configuration(receiveBufferCapacity: 1_024)) { socket in
-            try transport.applyClient(to: socket, serverKey: serverPublicKey)
+        socket = try await transport.openClient(
+            .sub, on: loop, configuration: AsyncSocket.Configuration(receiveBufferCapacity: 1_024),
+            connecting: publishEndpoints, serverKey: serverPublicKey
+        ) { socket in
             try socket.setOption(.receiveHighWaterMark, receiveHighWaterMark)
             for topic in subscriptions { try socket.subscribe(topic) }
-            for endpoint in publishEndpoints { try socket.connect(endpoint) }
         }
     }
 

@@ -63,28 +63,22 @@ public final class Node: Sendable {
         // submits to one at a time (CoordinatorChoice), through a socket of its own.
         let coordinators = CoordinatorChoice(coordinator: configuration.coordinator, others: configuration.otherCoordinators, timeout: .seconds(1)).coordinators
         // Subscribe first, so nothing published from here on is missed.
-        let subscriber = try await loop.open(.sub, configuration: socketConfiguration) { socket in
-            try transport.applyClient(to: socket, serverKey: coordinatorKey)
+        let subscriber = try await transport.openClient(
+            .sub, on: loop, configuration: socketConfiguration, connecting: coordinators.map(\.publish), serverKey: coordinatorKey
+        ) { socket in
             if let hwm = configuration.subscriberHighWaterMark { try socket.setOption(.receiveHighWaterMark, hwm) }
             if let bytes = configuration.subscriberBufferBytes { try socket.setOption(.receiveBufferBytes, bytes) }
             try socket.subscribe(EntriesMessage.batchTopic)
             try socket.subscribe(ControlTopic.heartbeat)
-            for coordinator in coordinators { try socket.connect(coordinator.publish) }
         }
         var submits: [AsyncSocket] = []
         var syncs: [AsyncSocket] = []
         for coordinator in coordinators {
             submits.append(
-                try await loop.open(.dealer, configuration: socketConfiguration) { socket in
-                    try transport.applyClient(to: socket, serverKey: coordinatorKey)
-                    try socket.connect(coordinator.submit)
-                }
+                try await transport.openClient(.dealer, on: loop, configuration: socketConfiguration, connecting: [coordinator.submit], serverKey: coordinatorKey)
             )
             syncs.append(
-                try await loop.open(.dealer, configuration: socketConfiguration) { socket in
-                    try transport.applyClient(to: socket, serverKey: coordinatorKey)
-                    try socket.connect(coordinator.sync)
-                }
+                try await transport.openClient(.dealer, on: loop, configuration: socketConfiguration, connecting: [coordinator.sync], serverKey: coordinatorKey)
             )
         }
         var clientConfiguration = socketConfiguration
@@ -96,10 +90,9 @@ public final class Node: Sendable {
                 trace.note(seq, .nodeAnswerSent, at: WallClock.micros())
             }
         }
-        let (client, clientEndpoint) = try await loop.open(.router, configuration: clientConfiguration) { socket in
-            try transport.applyServer(to: socket)
-            return try socket.bind(configuration.clientEndpoint)
-        }
+        let (client, clientEndpoint) = try await transport.openServer(
+            .router, on: loop, configuration: clientConfiguration, binding: configuration.clientEndpoint
+        )
         let sockets = NodeSockets(client: client, clientEndpoint: clientEndpoint, submit: submits, subscriber: subscriber, sync: syncs)
         let core = NodeCore(configuration: configuration, registry: registry, logger: logger, sockets: sockets)
         await core.start()

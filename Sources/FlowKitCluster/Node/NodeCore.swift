@@ -104,7 +104,7 @@ actor NodeCore {
         logger.warning("dropping the connections to the coordinator, as asked; reconnecting")
         for (index, endpoints) in machine.choice.coordinators.enumerated() {
             for (socket, endpoint) in [(sockets.submit[index], endpoints.submit), (sockets.subscriber, endpoints.publish), (sockets.sync[index], endpoints.sync)] {
-                _ = try? await socket.perform { socket in
+                _ = try? await socket.configure { socket in
                     try socket.disconnect(endpoint)
                     try socket.connect(endpoint)
                 }

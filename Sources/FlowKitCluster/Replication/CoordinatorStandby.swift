@@ -55,9 +55,13 @@ actor CoordinatorStandby {
         let endpoint = leader?.endpoints.sync
         if endpoint != connected {
             let (old, new) = (connected, endpoint)
-            _ = try? await socket.perform { socket in
-                if let old { try socket.disconnect(old) }
-                if let new { try socket.connect(new) }
+            do {
+                try await socket.configure { socket in
+                    if let old { try socket.disconnect(old) }
+                    if let new { try socket.connect(new) }
+                }
+            } catch {
+                logger.warning("could not follow the leader's sync endpoint", metadata: ["flowkit.error": "\(error)"])
             }
             connected = endpoint
         }

@@ -1,6 +1,10 @@
 import Logging
 import ZeroMQ
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The socket options every FlowKit socket gets, set before bind or connect as libzmq requires.
 ///
 /// ROUTER sockets deliberately leave `ZMQ_ROUTER_MANDATORY` off: a reply to a peer that has gone,
@@ -22,23 +26,65 @@ public struct TransportOptions: Sendable {
     public var highWaterMark: Int32 = 100_000
     /// CURVE encryption and authentication; `nil` (the default, for loopback) sends plain text.
     public var curve: CurveSecurity?
+    /// Which ZMTP implementation carries the sockets: FlowKit's own (the default), which reads and
+    /// writes on each process's I/O loop thread, or libzmq. Sockets with CURVE on, or with an
+    /// endpoint other than `tcp://`, always use libzmq. The environment variable
+    /// `FLOWKIT_ENGINE=libzmq` changes the default (child processes inherit it).
+    public var engine: SocketEngine = TransportOptions.defaultEngine
+
+    /// `FLOWKIT_ENGINE` from the environment when it names an engine, else ``SocketEngine/native``.
+    public static var defaultEngine: SocketEngine {
+        guard let value = getenv("FLOWKIT_ENGINE") else { return .native }
+        return SocketEngine(rawValue: String(cString: value)) ?? .native
+    }
 
     public init() {}
 
-    /// The options of a socket that binds: a CURVE server when CURVE is on.
-    func applyServer(to socket: Socket) throws {
-        try apply(to: socket)
-        if let curve { try socket.configureCurveServer(CurveServerOptions(keyPair: curve.keyPair)) }
+    /// The engine for a socket with these endpoints.
+    public func engine(for endpoints: [String]) -> SocketEngine {
+        curve == nil && endpoints.allSatisfy { $0.hasPrefix("tcp://") } ? engine : .libzmq
     }
 
-    /// The options of a socket that connects to a server with the given public key.
-    func applyClient(to socket: Socket, serverKey: CurveKey?) throws {
-        try apply(to: socket)
-        guard let curve else { return }
-        guard let serverKey else {
+    /// Opens a socket that binds to `endpoint`, a CURVE server when CURVE is on, with every
+    /// FlowKit option set; `configure` adds the socket's own before the bind.
+    /// - Returns: The socket and the endpoint bound.
+    func openServer(
+        _ type: SocketType,
+        on loop: IOLoop,
+        configuration: AsyncSocket.Configuration,
+        binding endpoint: String,
+        _ configure: @escaping @Sendable (any SocketSetup) throws -> Void = { _ in }
+    ) async throws -> (AsyncSocket, String) {
+        try await loop.open(type, engine: engine(for: [endpoint]), configuration: configuration) { [self] socket in
+            try apply(to: socket)
+            if let curve, let socket = socket as? Socket { try socket.configureCurveServer(CurveServerOptions(keyPair: curve.keyPair)) }
+            try configure(socket)
+            return try socket.bind(endpoint)
+        }
+    }
+
+    /// Opens a socket that connects to `endpoints`, servers with the given public key, with every
+    /// FlowKit option set; `configure` adds the socket's own before the connects.
+    func openClient(
+        _ type: SocketType,
+        on loop: IOLoop,
+        configuration: AsyncSocket.Configuration = AsyncSocket.Configuration(),
+        connecting endpoints: [String],
+        serverKey: CurveKey?,
+        _ configure: @escaping @Sendable (any SocketSetup) throws -> Void = { _ in }
+    ) async throws -> AsyncSocket {
+        if curve != nil, serverKey == nil {
             throw CurveSecurityError("CURVE is on but the server's public key is unknown: pass it (e.g. --server-key)")
         }
-        try socket.configureCurveClient(CurveClientOptions(keyPair: curve.keyPair, serverPublicKey: serverKey))
+        let (socket, _) = try await loop.open(type, engine: engine(for: endpoints), configuration: configuration) { [self] socket in
+            try apply(to: socket)
+            if let curve, let serverKey, let socket = socket as? Socket {
+                try socket.configureCurveClient(CurveClientOptions(keyPair: curve.keyPair, serverPublicKey: serverKey))
+            }
+            try configure(socket)
+            for endpoint in endpoints { try socket.connect(endpoint) }
+        }
+        return socket
     }
 
     /// Starts the ZAP handler that enforces the allow-list, when CURVE is on.
@@ -47,7 +93,7 @@ public struct TransportOptions: Sendable {
         return try await ZAPHandler.start(on: loop, allowing: curve.allowedClients, logger: logger)
     }
 
-    func apply(to socket: Socket) throws {
+    func apply(to socket: any SocketSetup) throws {
         try socket.setOption(.maxMessageSize, maxMessageBytes)
         try socket.setOption(.linger, linger)
         try socket.setOption(.heartbeatInterval, heartbeatInterval)

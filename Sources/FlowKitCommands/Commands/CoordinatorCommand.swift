@@ -143,6 +143,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
             (configuration.submitEndpoint, configuration.publishEndpoint, configuration.syncEndpoint) = (own.submit, own.publish, own.sync)
         }
         configuration.transport.curve = try curve.security(settings: settings, section: "coordinator")
+        configuration.transport.engine = try common.engine(settings: settings)
         configuration.trace = tracing.trace(name: "coordinator")
         let coordinator = Coordinator(configuration: configuration, registry: FlowKitCLI.registry, logger: logger)
         do {

@@ -95,6 +95,7 @@ struct NodeCommand: AsyncParsableCommand {
             configuration.snapshotInterval = interval
         }
         configuration.transport.curve = try curve.security(settings: settings, section: "node")
+        configuration.transport.engine = try common.engine(settings: settings)
         configuration.trace = tracing.trace(name: configuration.name)
         if configuration.transport.curve != nil {
             guard let key = settings.string("node", "coordinator-key", flag: coordinatorKey) else {

@@ -2,6 +2,7 @@ import ArgumentParser
 import FlowKitCluster
 import Foundation
 import Logging
+import ZeroMQ
 
 /// `--config` and `--log-level`, shared by the commands that run a process.
 package struct CommonOptions: ParsableArguments {
@@ -13,8 +14,20 @@ package struct CommonOptions: ParsableArguments {
     @Option(help: "Log level: trace, debug, info, notice, warning, error or critical. Also $FLOWKIT_LOG_LEVEL.")
     package var logLevel: String?
 
+    @Option(help: "Which ZMTP implementation carries the sockets: native (FlowKit's own, on the process's I/O loop thread) or libzmq. CURVE and endpoints other than tcp:// always use libzmq. Also $FLOWKIT_ENGINE. Default: native.")
+    package var engine: String?
+
     package func settings() throws -> Settings {
         try Settings(path: configPath)
+    }
+
+    /// The `engine` setting.
+    package func engine(settings: Settings) throws -> SocketEngine {
+        let text = settings.string(nil, "engine", flag: engine) ?? SocketEngine.native.rawValue
+        guard let engine = SocketEngine(rawValue: text.lowercased()) else {
+            throw ValidationError("--engine must be native or libzmq; got \"\(text)\"")
+        }
+        return engine
     }
 
     /// Bootstraps swift-log to standard error at the chosen level and returns a logger.

@@ -42,16 +42,17 @@ final class LoadConnections: Sendable {
         )
         func open(_ node: NodeEndpoint) async throws -> AsyncSocket {
             let curve = transport.curve
-            return try await loop.open(.dealer, configuration: configuration) { socket in
+            let (socket, _) = try await loop.open(.dealer, engine: transport.engine(for: [node.endpoint]), configuration: configuration) { socket in
                 try socket.setOption(.sendHighWaterMark, transport.highWaterMark)
                 try socket.setOption(.receiveHighWaterMark, transport.highWaterMark)
                 try socket.setOption(.linger, .zero)
                 try socket.setOption(.maxMessageSize, transport.maxMessageBytes)
-                if let curve, let serverKey = node.serverKey {
+                if let curve, let serverKey = node.serverKey, let socket = socket as? Socket {
                     try socket.configureCurveClient(ZeroMQ.CurveClientOptions(keyPair: curve.keyPair, serverPublicKey: serverKey))
                 }
                 try socket.connect(node.endpoint)
             }
+            return socket
         }
         var emitters: [AsyncSocket] = []
         for index in 0..<connections { emitters.append(try await open(nodes[index % nodes.count])) }

@@ -146,6 +146,13 @@ public final class IOLoop: TaskExecutor, Sendable {
         if engine == .libzmq {
             return try await open(type, configuration: configuration) { (socket: Socket) in try configure(socket) }
         }
+        guard type != .req, type != .rep else {
+            throw ZMQError(
+                .invalidArgument,
+                message: "FlowKit's ZMTP engine does not implement REQ and REP (their envelopes and lockstep); use DEALER and ROUTER, or the libzmq engine",
+                operation: "IOLoop.open(\(type))"
+            )
+        }
         return try await withCheckedThrowingContinuation { continuation in
             queue.submit { [self] core in
                 guard let core else {

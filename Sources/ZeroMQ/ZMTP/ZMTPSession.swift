@@ -16,7 +16,8 @@ struct ZMTPSession {
         var socketType: SocketType
         /// This side's routing id, announced for DEALER, ROUTER and REQ (may be empty).
         var identity: [UInt8] = []
-        /// The largest message accepted, over all its frames; `nil` for no limit.
+        /// The largest frame accepted (data or command); `nil` for no limit. libzmq's
+        /// `ZMQ_MAXMSGSIZE` also applies to each frame, not to a message's sum.
         var maxMessageBytes: Int?
 
         init(socketType: SocketType, identity: [UInt8] = [], maxMessageBytes: Int? = nil) {
@@ -47,9 +48,8 @@ struct ZMTPSession {
 
     private var inbound = ByteQueue()
     private var outbound = ByteQueue()
-    /// Frames of a message whose last frame has not arrived yet, and their size.
+    /// Frames of a message whose last frame has not arrived yet.
     private var partialFrames: [Frame] = []
-    private var partialBytes = 0
     /// What the owner asked to send before the handshake ended.
     private var early: [Outgoing] = []
     /// Where each queued message ends, in bytes ever encoded, to count ``queuedMessages``.
@@ -126,7 +126,6 @@ struct ZMTPSession {
                 if frame.more { continue }
                 let message = Message(frames: partialFrames)
                 partialFrames.removeAll(keepingCapacity: true)
-                partialBytes = 0
                 if let event = subscription(in: message) { return event }
                 return .message(message)
             }
@@ -206,13 +205,12 @@ struct ZMTPSession {
         } else {
             size = UInt64(inbound[1])
         }
-        if let limit = options.maxMessageBytes, size > UInt64(max(0, limit - partialBytes)) {
-            throw ZMTPError(.tooLarge, "a frame of \(size) bytes takes its message past the \(limit)-byte limit")
+        if let limit = options.maxMessageBytes, size > UInt64(max(0, limit)) {
+            throw ZMTPError(.tooLarge, "a frame of \(size) bytes is over the \(limit)-byte limit")
         }
         guard UInt64(inbound.count - headerSize) >= size else { return nil }
         let body = inbound[headerSize..<(headerSize + Int(size))]
         inbound.consume(headerSize + Int(size))
-        if !command { partialBytes += Int(size) }
         return RawFrame(more: more, command: command, body: body)
     }
 
