@@ -33,7 +33,7 @@ import Synchronization
         case nodeAcknowledged = "node.acknowledged"
         /// The origin node handed its EMITTED to the client socket.
         case nodeAnswered = "node.answered"
-        /// The client socket handed that EMITTED to libzmq (which writes it to the connection).
+        /// The client socket handed that EMITTED to its engine (which writes it to the connection).
         case nodeAnswerSent = "node.answerSent"
         /// A node read the ENTRIES message that carried it.
         case nodeEntriesReceived = "node.entriesReceived"

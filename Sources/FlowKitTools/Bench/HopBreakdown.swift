@@ -36,7 +36,7 @@ struct HopBreakdown: Codable, Sendable {
         ("coordinator: committed → ACK sent", .stage(.coordinatorCommitted), .stage(.coordinatorAcknowledged)),
         ("coordinator → node (ACK or ENTRIES read)", .stage(.coordinatorAcknowledged), .stage(.nodeAcknowledged)),
         ("node: ACK → EMITTED queued", .stage(.nodeAcknowledged), .stage(.nodeAnswered)),
-        ("node: EMITTED queued → to libzmq", .stage(.nodeAnswered), .stage(.nodeAnswerSent)),
+        ("node: EMITTED queued → to the engine", .stage(.nodeAnswered), .stage(.nodeAnswerSent)),
         ("node → bench (EMITTED read)", .stage(.nodeAnswerSent), .benchAnswered),
         ("ordered, end to end", .benchIntended, .benchAnswered),
         ("coordinator: committed → ENTRIES sent", .stage(.coordinatorCommitted), .stage(.coordinatorPublished)),

@@ -93,7 +93,7 @@ final class LoadConnections: Sendable {
         }
     }
 
-    /// Emits still queued in the bench, not yet handed to libzmq.
+    /// Emits still queued in the bench, not yet handed to the engine.
     var queuedOutgoing: Int { emitters.reduce(0) { $0 + $1.statistics.queuedOutgoing } }
 
     func close() async {

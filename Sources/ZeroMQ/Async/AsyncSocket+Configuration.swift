@@ -18,11 +18,11 @@ extension AsyncSocket {
         /// (the default) keeps the socket's own `LINGER` option, which is 0 unless you set
         /// it (see ``ZMQContext/Configuration/blocky``).
         public var closeLinger: Duration?
-        /// Called on the I/O thread for each message libzmq refused for good, such as
+        /// Called on the I/O thread for each message the engine refused for good, such as
         /// `EHOSTUNREACH` from a ROUTER with `ROUTER_MANDATORY` whose peer has gone. The
         /// message is dropped and the queue keeps moving. Keep it short and non-blocking.
         public var onUndeliverable: (@Sendable (Message, ZMQError) -> Void)?
-        /// Called on the I/O thread for each message as libzmq accepts it, for tracing where a
+        /// Called on the I/O thread for each message as the engine accepts it, for tracing where a
         /// message waits: in this socket's queue, or after it. `nil` (the default) costs nothing.
         /// Keep it short and non-blocking.
         public var onSent: (@Sendable (Message) -> Void)?
@@ -34,7 +34,7 @@ extension AsyncSocket {
         ///   - sendBatchLimit: Messages written per loop turn.
         ///   - closeLinger: The default linger on close.
         ///   - onUndeliverable: The hook for dropped messages.
-        ///   - onSent: The hook for messages libzmq accepted.
+        ///   - onSent: The hook for messages the engine accepted.
         public init(
             receiveBufferCapacity: Int = 8192,
             receiveBatchLimit: Int = 512,
@@ -60,14 +60,15 @@ extension AsyncSocket {
     public struct Statistics: Sendable, Hashable {
         /// Messages the I/O thread has received.
         public var received: Int
-        /// Messages the I/O thread has handed to libzmq.
+        /// Messages the I/O thread has handed to the engine (libzmq, or the ZMTP engine's
+        /// connection buffers).
         public var sent: Int
-        /// Messages dropped because libzmq refused them for good (see
+        /// Messages dropped because the engine refused them for good (see
         /// ``Configuration/onUndeliverable``).
         public var undeliverable: Int
         /// Received messages waiting for the consumer (never above the buffer capacity).
         public var bufferedIncoming: Int
-        /// Messages queued for sending and not yet handed to libzmq.
+        /// Messages queued for sending and not yet handed to the engine.
         public var queuedOutgoing: Int
     }
 }
