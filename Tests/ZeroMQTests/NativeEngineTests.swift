@@ -132,6 +132,36 @@ struct NativeEngineTests {
         }
     }
 
+    @Test("a native DEALER whose peer stops reading keeps the rest queued past the high-water mark, and delivers it all in order")
+    func dealerBackpressure() async throws {
+        try await withLoop { _, loop in
+            let (listener, port) = try TCPSocket.listen(host: "127.0.0.1", port: 0)
+            defer { close(listener) }
+            let (dealer, _) = try await loop.open(.dealer, engine: .native) { socket in
+                try socket.setOption(.sendHighWaterMark, 5)
+                try socket.connect("tcp://127.0.0.1:\(port)")
+            }
+            // (A small receive buffer on the peer would stall loopback TCP in its silly-window
+            // avoidance; enough messages to fill the kernel's buffers do the same job.)
+            let peer = ZMTPStream(fileDescriptor: try ZMTPInteropTests.accept(listener), session: ZMTPSession(.init(socketType: .router)))
+            #expect(try ZMTPInteropTests.nextEvent(peer) == .ready(peerType: .dealer, identity: []))
+            // More than the kernel's buffers hold, fewer than the socket's queue (so no send waits).
+            let count = 6_000
+            let body = [UInt8](repeating: 9, count: 4_000)
+            for index in 0..<count { try await dealer.send([Frame("\(index)"), Frame(body)]) }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(dealer.statistics.queuedOutgoing > 0, "the dealer holds what its peer cannot take")
+            for index in 0..<count {
+                let event = try ZMTPInteropTests.nextEvent(peer)
+                guard case .message(let message) = event, message[0].string == "\(index)" else {
+                    Issue.record("message \(index): \(event)")
+                    return
+                }
+            }
+            #expect(dealer.statistics.undeliverable == 0)
+        }
+    }
+
     @Test("a native DEALER drops a peer that stops answering heartbeats, or never greets, and dials again")
     func silentPeersAreDropped() async throws {
         try await withLoop { _, loop in

@@ -254,10 +254,16 @@ final class ZMTPDriver: SocketSetup {
             pollSet.append(pollfd(fd: peer.stream.fileDescriptor, events: events, revents: 0))
             registered.append(.peer(peer))
         }
-        return (backlog && reading) || (channel.hasOutbound && hasReadyPeer)
+        return (backlog && reading) || (channel.hasOutbound && canRoute)
     }
 
-    private var hasReadyPeer: Bool { peers.contains { $0.isReady } }
+    /// Whether queued messages can go anywhere now. A DEALER (and the other load-balancing types)
+    /// needs a peer past its handshake and under the high-water mark, and leaves its messages
+    /// queued otherwise (libzmq's DEALER blocks the same way); the others route or drop.
+    private var canRoute: Bool {
+        guard type == .dealer || type == .push || type == .pair else { return type.canSend }
+        return peers.contains { $0.isReady && !$0.stream.isClosed && $0.stream.session.queuedMessages < sendHighWaterMark }
+    }
 
     /// Handles a turn: `results` are the poll entries added by ``addPollEntries(to:)`` (their
     /// `revents` all 0 when the turn came from a wakeup).
@@ -414,7 +420,9 @@ final class ZMTPDriver: SocketSetup {
                 case .dropped(let error):
                     undeliverable(message, error)
                 case .noPeer:
-                    // Cannot happen: takeRoutable only takes when a peer is ready.
+                    // Every peer went away during this batch (takeRoutable saw one ready): what is
+                    // left of the batch is reported undeliverable, not lost silently.
+                    undeliverable(message, ZMQError(errno: EHOSTUNREACH, operation: "send(\(type))"))
                     blocked = true
                 }
                 completed += 1
@@ -427,14 +435,9 @@ final class ZMTPDriver: SocketSetup {
         return budget == 0 && channel.hasOutbound
     }
 
-    /// Takes messages from the channel if they can go anywhere now. A DEALER with no peer past
-    /// its handshake, or whose peers are all at the high-water mark, leaves them queued (libzmq's
-    /// DEALER blocks the same way); the other types drop what they cannot deliver.
+    /// Takes messages from the channel if they can go anywhere now (see ``canRoute``).
     private func takeRoutable(max: Int) -> [Message] {
-        if type == .dealer || type == .req || type == .push || type == .pair {
-            guard peers.contains(where: { $0.isReady && $0.stream.session.queuedMessages < sendHighWaterMark }) else { return [] }
-        }
-        return channel.takeOutbound(max: max)
+        canRoute ? channel.takeOutbound(max: max) : []
     }
 
     private enum Placement {
@@ -460,12 +463,17 @@ final class ZMTPDriver: SocketSetup {
             }
             return .placed
         default:
-            for offset in 0..<peers.count {
-                let peer = peers[(roundRobin + offset) % peers.count]
-                guard peer.isReady, !peer.stream.isClosed, peer.stream.session.queuedMessages < sendHighWaterMark else { continue }
-                roundRobin = (roundRobin + offset + 1) % peers.count
-                peer.stream.session.send(message)
-                return .placed
+            // The next peer under the high-water mark, else (the batch was taken while one was
+            // under it) the next one at all: the mark may be passed by one batch, never by more.
+            for respectingMark in [true, false] {
+                for offset in 0..<peers.count {
+                    let peer = peers[(roundRobin + offset) % peers.count]
+                    guard peer.isReady, !peer.stream.isClosed else { continue }
+                    if respectingMark, peer.stream.session.queuedMessages >= sendHighWaterMark { continue }
+                    roundRobin = (roundRobin + offset + 1) % peers.count
+                    peer.stream.session.send(message)
+                    return .placed
+                }
             }
             return .noPeer
         }
