@@ -32,7 +32,7 @@ public struct TransportOptions: Sendable {
     /// `FLOWKIT_ENGINE=libzmq` changes the default (child processes inherit it).
     public var engine: SocketEngine = TransportOptions.defaultEngine
 
-    /// `FLOWKIT_ENGINE` from the environment when it names an engine, else ``SocketEngine/native``.
+    /// `FLOWKIT_ENGINE` from the environment when it names an engine, else `SocketEngine.native`.
     public static var defaultEngine: SocketEngine {
         guard let value = getenv("FLOWKIT_ENGINE") else { return .native }
         return SocketEngine(rawValue: String(cString: value)) ?? .native
