@@ -51,4 +51,69 @@ struct LoopExecutorTests {
             #expect(!loop.queue.wakeup.isLoopThread)
         }
     }
+
+    @Test("a sleep on the loop resumes on its thread, not before its deadline, in deadline order")
+    func sleepUntilDeadline() async throws {
+        try await withLoop { _, loop in
+            let start = ContinuousClock.now
+            let order = try await withThrowingTaskGroup(of: Int.self) { group in
+                // Queued out of order: each wakes at its own deadline.
+                for (index, micros) in [(2, 3_000), (0, 300), (1, 1_500)] {
+                    group.addTask(executorPreference: loop) {
+                        let deadline = start + .microseconds(micros)
+                        try await loop.sleep(until: deadline)
+                        #expect(ContinuousClock.now >= deadline)
+                        #expect(loop.queue.wakeup.isLoopThread)
+                        return index
+                    }
+                }
+                var order: [Int] = []
+                for try await index in group { order.append(index) }
+                return order
+            }
+            #expect(order == [0, 1, 2])
+            // A deadline already past resumes at once.
+            try await loop.sleep(until: start)
+        }
+    }
+
+    @Test("a cancelled sleep throws CancellationError at once; a loop that stops fails its sleepers")
+    func sleepCancelledOrStopped() async throws {
+        try await withLoop { _, loop in
+            let far = ContinuousClock.now + .seconds(600)
+            let sleeper = Task(executorPreference: loop) { try await loop.sleep(until: far) }
+            try await Task.sleep(for: .milliseconds(20))
+            sleeper.cancel()
+            let cancelled = try await withTimeout(.seconds(5), "the cancelled sleep") { await sleeper.result }
+            #expect(throws: CancellationError.self) { try cancelled.get() }
+
+            let stranded = Task { try await loop.sleep(until: far) }
+            try await Task.sleep(for: .milliseconds(20))
+            await loop.shutdown()
+            let stopped = try await withTimeout(.seconds(5), "the sleep of a stopped loop") { await stranded.result }
+            #expect(throws: ZMQError.self) { try stopped.get() }
+            await #expect(throws: ZMQError.self) { try await loop.sleep(until: far) }
+        }
+    }
+
+    @Test("a sleep whose cancel reached the loop first is refused on arrival; a late cancel is harmless")
+    func sleepCancelledBeforeItArrives() async throws {
+        var timers = LoopTimers()
+        let early = LoopTimers.Sleep(deadline: .now + .seconds(600))
+        early.markCancelled()
+        timers.cancel(early)  // the cancel overtook the sleep: nothing to remove yet
+        await #expect(throws: CancellationError.self) {
+            try await withUnsafeThrowingContinuation { timers.add(early, continuation: $0) }
+        }
+        #expect(timers.nextDeadline == nil)
+
+        let due = LoopTimers.Sleep(deadline: .now)
+        try await withUnsafeThrowingContinuation { continuation in
+            timers.add(due, continuation: continuation)
+            timers.fire(now: .now)
+        }
+        due.markCancelled()
+        timers.cancel(due)  // ended already: nothing left behind
+        #expect(timers.nextDeadline == nil)
+    }
 }

@@ -155,11 +155,13 @@ public final class Coordinator: Sendable {
             group.addTask { await replica.run() }
             group.addTask { await core.receiveReports() }
             group.addTask { await syncServer.run() }
-            group.addTask { [configuration] in
-                await every(configuration.heartbeatInterval) { await core.heartbeat() }
+            // Timed by the loop, on its thread: a heartbeat costs the idle coordinator one
+            // wake-up, not a pool thread's and then the loop's.
+            group.addTask(executorPreference: loop) { [configuration] in
+                await every(configuration.heartbeatInterval, on: loop) { await core.heartbeat() }
             }
-            group.addTask { [configuration] in
-                await every(configuration.statusInterval) { await core.publishStatus() }
+            group.addTask(executorPreference: loop) { [configuration] in
+                await every(configuration.statusInterval, on: loop) { await core.publishStatus() }
             }
             if let snapshots = storage.snapshots {
                 let compactor = Compactor(

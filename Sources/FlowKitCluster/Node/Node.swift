@@ -134,7 +134,7 @@ public final class Node: Sendable {
                 while let batch = try? await client.receiveBatch(max: 1_024) { await core.receiveFromClients(batch) }
             }
             group.addTask(executorPreference: loop) {
-                await every(configuration.tickInterval) { await core.tick() }
+                await every(configuration.tickInterval, on: loop) { await core.tick() }
             }
             await stop.wait()
             logger.info("node stopping")

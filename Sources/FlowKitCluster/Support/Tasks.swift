@@ -1,4 +1,5 @@
 import Synchronization
+import ZeroMQ
 
 /// Runs `body` every `interval` until the task is cancelled.
 func every(_ interval: Duration, _ body: () async -> Void) async {
@@ -9,6 +10,25 @@ func every(_ interval: Duration, _ body: () async -> Void) async {
             return
         }
         await body()
+    }
+}
+
+/// Runs `body` every `interval` until the task is cancelled or the loop stops, timed by the I/O
+/// loop itself (``IOLoop/sleep(until:)``): a task that prefers the loop wakes on its thread in the
+/// turn the tick falls in, where `Task.sleep` would wake a thread of the pool first and hand the
+/// task over. Ticks keep to a grid (`interval` after the previous tick, not after `body`).
+func every(_ interval: Duration, on loop: IOLoop, _ body: () async -> Void) async {
+    var next = ContinuousClock.now + interval
+    while !Task.isCancelled {
+        do {
+            try await loop.sleep(until: next)
+        } catch {
+            return
+        }
+        await body()
+        next += interval
+        // Fell behind by more than a tick (the process was stopped): start from now.
+        if next < .now { next = .now + interval }
     }
 }
 

@@ -184,6 +184,37 @@ public final class IOLoop: TaskExecutor, Sendable {
         return socket
     }
 
+    /// Suspends the calling task until `deadline`, timed by the loop's own wait, to the
+    /// microsecond.
+    ///
+    /// A task that prefers the loop as its executor resumes on the loop thread in the turn the
+    /// deadline falls in, together with whatever the sockets brought: no other thread wakes
+    /// (`Task.sleep` wakes one of Swift's pool and hands the task back). That makes it the way to
+    /// pace work that sends on the loop's sockets, such as an open-loop load generator.
+    /// - Parameter deadline: When to resume; a past deadline resumes in the loop's next turn.
+    /// - Throws: `CancellationError` if the task is cancelled; ``ZMQError/Code/loopStopped`` if the
+    ///   loop stops first.
+    public func sleep(until deadline: ContinuousClock.Instant) async throws {
+        try Task.checkCancellation()
+        let sleep = LoopTimers.Sleep(deadline: deadline)
+        let queue = self.queue
+        try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+                queue.submit { core in
+                    guard let core else {
+                        continuation.resume(throwing: ZMQError(.loopStopped, message: "the I/O loop has stopped", operation: "IOLoop.sleep"))
+                        return
+                    }
+                    core.timers.add(sleep, continuation: continuation)
+                }
+            }
+        } onCancel: {
+            // Marked first: a cancel that overtakes the sleep in the loop's queue finds it marked.
+            sleep.markCancelled()
+            queue.submit { core in core?.timers.cancel(sleep) }
+        }
+    }
+
     /// Closes every socket of the loop with `linger` and ends its thread; waits for both.
     ///
     /// Tasks running on the loop as their executor move to the global executor.

@@ -30,7 +30,9 @@ extension LoopCore {
         pollSet.append(pollfd(fd: queue.wakeup.fileDescriptor, events: Int16(POLLIN), revents: 0))
         var anyReady = false
         var quiescentPolled = false
-        var timeout = timeoutZero ? 0 : -1
+        // The earliest deadline of a sleeper, a driver or an engine: the wait ends by then.
+        var earliest = timers.nextDeadline
+        func noteDeadline(_ deadline: ContinuousClock.Instant) { earliest = min(earliest ?? deadline, deadline) }
         for (index, driver) in drivers.enumerated() {
             let interest = driver.interest(now: now)
             interests.append(interest)
@@ -46,29 +48,40 @@ extension LoopCore {
             }
             if ready != 0 { anyReady = true }
             readiness.append(ready)
-            if let deadline = driver.deadline {
-                let wait = max(0, Int((deadline - now).milliseconds) + 1)
-                timeout = timeout < 0 ? wait : min(timeout, wait)
-            }
+            if let deadline = driver.deadline { noteDeadline(deadline) }
         }
         engineEntries.removeAll(keepingCapacity: true)
+        engineReady.removeAll(keepingCapacity: true)
         for engine in engines {
             let start = pollSet.count
-            if engine.addPollEntries(to: &pollSet) { anyReady = true }
+            let ready = engine.addPollEntries(to: &pollSet)
+            if ready { anyReady = true }
+            engineReady.append(ready)
             engineEntries.append(start..<pollSet.count)
-            if let deadline = engine.deadline {
-                let wait = max(0, Int((deadline - now).milliseconds) + 1)
-                timeout = timeout < 0 ? wait : min(timeout, wait)
-            }
+            if let deadline = engine.deadline { noteDeadline(deadline) }
         }
+        let timerSlot = deadlineTimer.map { timer in
+            pollSet.append(pollfd(fd: timer.fileDescriptor, events: Int16(POLLIN), revents: 0))
+            return pollSet.count - 1
+        }
+        // How long to sleep; nil: until something happens. With the deadline timer, the poll
+        // itself never times out (see DeadlineTimer).
+        var timeout: Duration? = timeoutZero ? .zero : nil
         if anyReady || timeoutZero {
             // Busy: do not sleep. Only sockets not yet asked need a look at their fds.
             guard quiescentPolled || !engines.isEmpty else { return queue.wakeup.isSignalled }
-            timeout = 0
+            timeout = .zero
+        } else if let earliest {
+            if let deadlineTimer {
+                deadlineTimer.arm(atLatest: earliest, now: now)
+            } else {
+                timeout = max(.zero, earliest - now)
+            }
         }
-        while pollSet.withUnsafeMutableBufferPointer({ Glibc.poll($0.baseAddress, nfds_t($0.count), Int32(timeout)) }) < 0 {
+        while poll(timeout: timeout) < 0 {
             guard errno == EINTR else { break }
         }
+        if let deadlineTimer, let timerSlot { deadlineTimer.clear(revents: pollSet[timerSlot].revents) }
         for (slot, index) in pollOwners.enumerated() where pollSet[slot + 1].revents != 0 {
             let interest = interests[index]
             var ready = readiness[index] | (interest & pollIn)
@@ -78,6 +91,16 @@ extension LoopCore {
             readiness[index] = ready
         }
         return pollSet[0].revents != 0 || queue.wakeup.isSignalled
+    }
+
+    /// Polls ``pollSet`` for at most `timeout` (nil: no limit; otherwise rounded up to a
+    /// millisecond, which only a system without the deadline timer uses).
+    private func poll(timeout: Duration?) -> Int32 {
+        let milliseconds = timeout.map { timeout -> Int32 in
+            let (seconds, attoseconds) = timeout.components
+            return Int32(clamping: seconds * 1_000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+        } ?? -1
+        return pollSet.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), milliseconds) }
     }
 
     /// `ZMQ_EVENTS` of a driver's socket; on error (e.g. `ETERM`) everything, so the

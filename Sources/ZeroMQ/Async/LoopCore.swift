@@ -20,6 +20,8 @@ final class LoopCore {
     /// `pollSet`, at `engineEntries`.
     private(set) var engines: [ZMTPDriver] = []
     var engineEntries: [Range<Int>] = []
+    /// Whether each engine (in `engines` order at the last wait) said it had work without waiting.
+    var engineReady: [Bool] = []
     /// What each driver (in `drivers` order at the last wait) is ready for.
     var readiness: [Int16] = []
     /// The `poll()` set: the wakeup eventfd, then the `ZMQ_FD` of each driver with interest.
@@ -28,6 +30,12 @@ final class LoopCore {
     var pollOwners: [Int] = []
     /// Each driver's interest in the current turn.
     var interests: [Int16] = []
+    /// Tasks sleeping until a deadline (``IOLoop/sleep(until:)``).
+    var timers = LoopTimers()
+    /// Wakes the poll at the earliest deadline (a sleeper's, a driver's retry, an engine's
+    /// housekeeping), so the poll carries no timeout; `nil` where the system has no timer
+    /// descriptor, and the poll times out instead.
+    let deadlineTimer = DeadlineTimer()
     private let executor: UnownedTaskExecutor
 
     init(context: ZMQContext, queue: LoopCommandQueue, executor: UnownedTaskExecutor, logger: Logger) {
@@ -88,6 +96,8 @@ final class LoopCore {
             let localWork = queue.wakeup.takeLocalSignal()
             let wakeupSignalled = waitForReadiness(timeoutZero: immediate || localWork)
             immediate = false
+            // Sleepers woken here queue their jobs on this loop: the passes below run them.
+            timers.fire(now: .now)
             let polled = drivers
             let polledEngines = engines
             var pass = 0
@@ -95,9 +105,11 @@ final class LoopCore {
                 // Pass 0 handles what the wait reported; later passes run work the loop
                 // queued for itself (jobs of tasks on this executor, their sends) without
                 // waiting again, which saves several syscalls per message round trip.
+                var commandsRan = false
                 if pass > 0 || localWork || wakeupSignalled {
                     if pass == 0, wakeupSignalled { queue.wakeup.reset() }
                     let work = queue.drain()
+                    commandsRan = !work.commands.isEmpty
                     for command in work.commands { command(self) }
                     for job in work.jobs { job.runSynchronously(on: executor) }
                     if work.stop {
@@ -111,7 +123,16 @@ final class LoopCore {
                     if driver.service(revents: revents, now: now) { immediate = true }
                 }
                 for (index, engine) in polledEngines.enumerated() where !engine.isFinished {
-                    let results = pass == 0 && index < engineEntries.count ? pollSet[engineEntries[index]] : []
+                    let waited = pass == 0 && index < engineEntries.count
+                    let results = waited ? pollSet[engineEntries[index]] : []
+                    // An engine is served when something is there for it: a descriptor ready,
+                    // work it reported before the wait, a request from its channel (messages to
+                    // send, room to read), its housekeeping due, or a command (which may have
+                    // changed anything). Serving every socket in every pass cost a node a fifth
+                    // of its loop thread.
+                    let due = engine.channel.takeServiceRequest() || commandsRan
+                        || (waited && (engineReady[index] || results.contains { $0.revents != 0 } || engine.isHousekeepingDue(now)))
+                    guard due else { continue }
                     if engine.service(results, now: now) { immediate = true }
                 }
                 pass += 1
@@ -128,6 +149,7 @@ final class LoopCore {
         drivers.removeAll()
         for engine in engines { engine.close(linger: linger, reason: reason) }
         engines.removeAll()
+        timers.failAll(ZMQError(.loopStopped, message: "the I/O loop stopped", operation: "IOLoop.sleep"))
         let leftover = queue.close()
         for command in leftover.commands { command(nil) }
         // Tasks that chose the loop as executor still have to finish: run what is queued

@@ -12,7 +12,8 @@ extension SocketChannel {
             // Suspended senders go first, so a trySend never overtakes a waiting send.
             guard state.sendWaiters.isEmpty else { return 0 }
             let room = configuration.sendQueueCapacity - state.queuedOutbound
-            guard room > 0 else { return 0 }
+            guard room > 0, !messages.isEmpty else { return 0 }
+            requestService()
             if messages.count <= room {
                 state.outbound.append(contentsOf: messages)
                 return messages.count
@@ -28,6 +29,7 @@ extension SocketChannel {
             if let reason = state.closedReason { throw reason }
             guard state.sendWaiters.isEmpty, state.queuedOutbound < configuration.sendQueueCapacity else { return false }
             state.outbound.append(message)
+            requestService()
             return true
         }
     }
@@ -41,6 +43,7 @@ extension SocketChannel {
             if let reason = state.closedReason { return .failed(reason) }
             if state.sendWaiters.isEmpty, fits(messages.count, in: state) {
                 state.outbound.append(contentsOf: messages)
+                requestService()
                 return .queued
             }
             if Task.isCancelled { return .failed(CancellationError()) }
@@ -96,6 +99,7 @@ extension SocketChannel {
                 state.outbound.append(contentsOf: first.messages)
                 admitted.append(first.continuation)
             }
+            if !admitted.isEmpty { requestService() }
             return admitted
         }
         for continuation in admitted { continuation.resume() }

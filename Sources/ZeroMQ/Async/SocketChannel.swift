@@ -45,10 +45,25 @@ final class SocketChannel: Sendable {
     let receivedCount = Atomic<Int>(0)
     let sentCount = Atomic<Int>(0)
     let undeliverableCount = Atomic<Int>(0)
+    /// Set when the loop has work for this channel that no descriptor will report: messages
+    /// queued to send, or room made for reading again. The ZMTP engine serves a socket in a
+    /// loop turn only when its descriptors are ready or this is set, not every socket every turn.
+    private let serviceRequested = Atomic<Bool>(false)
 
     init(type: SocketType, configuration: AsyncSocket.Configuration) {
         self.type = type
         self.configuration = configuration
+    }
+
+    /// Asks the loop to serve this channel in its next pass. Set before the loop is signalled,
+    /// so a loop that sees the signal sees the request.
+    func requestService() {
+        serviceRequested.store(true, ordering: .releasing)
+    }
+
+    /// Takes the request made by ``requestService()``.
+    func takeServiceRequest() -> Bool {
+        serviceRequested.load(ordering: .relaxed) && serviceRequested.exchange(false, ordering: .acquiringAndReleasing)
     }
 
     // MARK: Loop side
@@ -159,6 +174,7 @@ final class SocketChannel: Sendable {
     private func resumeReadingIfRoom(_ state: inout State) -> Bool {
         guard state.readPaused, state.inbound.count <= configuration.receiveBufferCapacity / 2 else { return false }
         state.readPaused = false
+        requestService()
         return true
     }
 

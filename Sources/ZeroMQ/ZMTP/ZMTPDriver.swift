@@ -230,6 +230,22 @@ final class ZMTPDriver: SocketSetup {
         peers.isEmpty && dialers.isEmpty ? nil : nextHousekeeping
     }
 
+    /// Whether heartbeats, timeouts and redials are due a look.
+    func isHousekeepingDue(_ now: ContinuousClock.Instant) -> Bool {
+        nextHousekeeping.map { now >= $0 } ?? true
+    }
+
+    /// Where every driver's housekeeping ticks are counted from, so the sockets of a loop keep
+    /// time together: one wake-up a tick for all of them, not one per socket.
+    private static let tickOrigin = ContinuousClock.now
+
+    /// The first tick of `interval` after `now`, on a grid shared by every driver.
+    static func nextTick(after now: ContinuousClock.Instant, every interval: Duration) -> ContinuousClock.Instant {
+        let elapsed = now - tickOrigin
+        let ticks = max(0, Int64((elapsed / interval).rounded(.down))) + 1
+        return tickOrigin + interval * ticks
+    }
+
     /// How often housekeeping runs: fine enough for the shortest interval configured.
     private var housekeepingTick: Duration {
         var tick = Duration.milliseconds(100)
@@ -296,9 +312,9 @@ final class ZMTPDriver: SocketSetup {
         }
         if !incoming.isEmpty { channel.deliver(incoming) }
         let more = send(now: now)
-        if nextHousekeeping.map({ now >= $0 }) ?? true {
+        if isHousekeepingDue(now) {
             keepTime(now: now)
-            nextHousekeeping = now + housekeepingTick
+            nextHousekeeping = Self.nextTick(after: now, every: housekeepingTick)
         }
         peers.removeAll { peer in
             guard peer.stream.isClosed else { return false }

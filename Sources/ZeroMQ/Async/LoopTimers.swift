@@ -1,0 +1,71 @@
+import Synchronization
+
+/// The tasks sleeping on an I/O loop (``IOLoop/sleep(until:)``), earliest deadline first. Lives on
+/// the loop's thread, in its ``LoopCore``.
+struct LoopTimers {
+    /// One task's sleep: its deadline, and whether its task was cancelled. The cancel handler marks
+    /// it before it asks the loop to remove it, so a sleep whose cancel reaches the loop first is
+    /// refused when it arrives, and a cancel that comes after the sleep ended leaves nothing behind.
+    final class Sleep: Sendable {
+        let deadline: ContinuousClock.Instant
+        private let cancelled = Atomic<Bool>(false)
+
+        init(deadline: ContinuousClock.Instant) {
+            self.deadline = deadline
+        }
+
+        var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+
+        func markCancelled() {
+            cancelled.store(true, ordering: .releasing)
+        }
+    }
+
+    private struct Sleeper {
+        var sleep: Sleep
+        var continuation: UnsafeContinuation<Void, any Error>
+    }
+
+    /// Sorted by deadline; few at a time, so an array.
+    private var sleepers: [Sleeper] = []
+
+    /// The earliest deadline, if any task sleeps.
+    var nextDeadline: ContinuousClock.Instant? { sleepers.first?.sleep.deadline }
+
+    mutating func add(_ sleep: Sleep, continuation: UnsafeContinuation<Void, any Error>) {
+        if sleep.isCancelled {
+            continuation.resume(throwing: CancellationError())
+            return
+        }
+        var low = 0
+        var high = sleepers.count
+        while low < high {
+            let middle = (low + high) / 2
+            if sleepers[middle].sleep.deadline <= sleep.deadline { low = middle + 1 } else { high = middle }
+        }
+        sleepers.insert(Sleeper(sleep: sleep, continuation: continuation), at: low)
+    }
+
+    /// Wakes `sleep` with a `CancellationError`, if it still sleeps.
+    mutating func cancel(_ sleep: Sleep) {
+        guard let index = sleepers.firstIndex(where: { $0.sleep === sleep }) else { return }
+        sleepers.remove(at: index).continuation.resume(throwing: CancellationError())
+    }
+
+    /// Wakes every sleep whose deadline has passed; their tasks are queued on their executors.
+    mutating func fire(now: ContinuousClock.Instant) {
+        var due = 0
+        while due < sleepers.count, sleepers[due].sleep.deadline <= now { due += 1 }
+        guard due > 0 else { return }
+        let woken = sleepers[..<due]
+        sleepers.removeFirst(due)
+        for sleeper in woken { sleeper.continuation.resume() }
+    }
+
+    /// Wakes every sleep with `error`: the loop stops.
+    mutating func failAll(_ error: any Error) {
+        let all = sleepers
+        sleepers.removeAll()
+        for sleeper in all { sleeper.continuation.resume(throwing: error) }
+    }
+}
