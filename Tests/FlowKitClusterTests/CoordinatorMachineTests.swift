@@ -169,6 +169,24 @@ import ZeroMQ
         #expect(committed.contains { if case .replicate(let entries) = $0 { entries.count == 3 } else { false } })
     }
 
+    @Test func aNodeThatLearnsFromTheEntriesGetsNoAckForWhatWasOrdered() throws {
+        var machine = machine()
+        let info = NodeInfo(name: "node-1", clientEndpoint: "tcp://127.0.0.1:1", flows: ["counter"], pid: 1, ackOrdered: false)
+        _ = machine.receive([fromNode(HelloMessage(node: 1, session: 7, info: info).frames)], now: 1)
+        let group = try commit(in: machine.receive([submit(1...2)], now: 2))
+        let committed = machine.committed(group, now: 3)
+        #expect(try acks(in: committed).isEmpty)
+        #expect(committed.contains { if case .publish(_, 2) = $0 { true } else { false } }, "the entries tell it")
+        // A retry is a duplicate, and that is acknowledged.
+        #expect(try acks(in: machine.receive([submit(2...2)], now: 4)).flatMap(\.acks).map(\.status) == [.duplicate])
+        // Another process of node 1, not welcomed yet, is acknowledged as before.
+        let other = SubmitMessage(origin: 1, session: 8, submissions: [
+            Submission(submission: 1, kind: .event, codec: .json, submittedAt: 0, address: "counter/a", payload: Array(#"{"increment":{}}"#.utf8))
+        ])
+        let next = try commit(in: machine.receive([fromNode(other.frames)], now: 5))
+        #expect(try acks(in: machine.committed(next, now: 6)).flatMap(\.acks).map(\.seq) == [3])
+    }
+
     @Test func oneCommitAtATimeWhatArrivesMeanwhileFormsTheNextGroup() throws {
         var machine = machine()
         let first = try commit(in: machine.receive([submit(1...2)], now: 1))

@@ -126,6 +126,18 @@ import ZeroMQ
         #expect(machine.receiveFromCoordinator([Message(parts: ack.frames)], now: 30).isEmpty)
     }
 
+    @Test func itsOwnEntryIsTheCoordinatorsAnswerSoTheNodeDoesNotProbeIt() throws {
+        var machine = machine(replicated: true)
+        _ = machine.receiveFromCoordinator(
+            [Message(parts: WelcomeMessage(epoch: 3, head: 0, info: CoordinatorInfo(firstSeq: 1, dedupWindow: 100)).frames)], from: 0, now: 1
+        )
+        let submission = try submitted(machine.receiveFromClients([emit(7, wait: .ordered)], now: 10))[0]
+        // No ACK comes for what was ordered (the node asks for none): the entry answers.
+        let own = entry(1, submission: submission.submission, origin: 1, session: 77)
+        #expect(words(machine.receivePublished([published([own])], now: 20)) == ["apply [1]", "emitted 7 at 1 applied"])
+        #expect(!words(machine.tick(now: 20 + 2 * second)).contains("submit"), "no HELLO to probe a coordinator that answered")
+    }
+
     @Test func aGapIsRepairedFromTheSyncSocketAndAppliedInOrder() throws {
         var machine = connected()
         #expect(words(machine.receivePublished([published([entry(1)])], now: 10)) == ["apply [1]"])

@@ -91,6 +91,26 @@ import Testing
         #expect(group.acks.byPeer.map { $0.acks.map(\.seq) } == [[1, 2, 4], [3]])
     }
 
+    @Test func aNodeThatLearnsFromTheEntriesHearsOnlyOfDuplicatesAndRefusals() throws {
+        var intake = intake(Sequencer(epoch: 3, durableHead: 0))
+        var answers = SubmissionIntake.Answers()
+        intake.take(submit(1...2), from: nodeA, acknowledgeOrdered: false, now: 1, answers: &answers)
+        intake.take(submit(2...2), from: nodeA, acknowledgeOrdered: false, now: 1, answers: &answers)
+        intake.take(submit(1...1, address: "nosuch/a", session: 10), from: nodeA, acknowledgeOrdered: false, now: 1, answers: &answers)
+        #expect(answers.immediate.byPeer.flatMap(\.acks).map(\.status) == [.refused])
+        let group = try takeGroup(&intake)
+        #expect(group.entries.map(\.seq) == [1, 2])
+        #expect(group.acks.byPeer.flatMap(\.acks) == [.init(submission: 2, seq: 2, status: .duplicate)], "the retry is a duplicate, told")
+        #expect(group.unacknowledged.byPeer.flatMap(\.acks).map(\.seq) == [1, 2])
+
+        // Should the log refuse the group, the node hears of every submission in it.
+        struct DiskFull: Error {}
+        let failure = intake.failed(group, error: DiskFull(), now: 2)
+        #expect(failure.refused.byPeer.map(\.peer) == [nodeA])
+        #expect(failure.refused.byPeer.flatMap(\.acks).map(\.submission) == [2, 1, 2])
+        #expect(failure.refused.byPeer.flatMap(\.acks).allSatisfy { $0.status == .refused })
+    }
+
     @Test func tooMuchWaitingForTheLogIsRefusedAsOverloaded() {
         var intake = intake(maxPending: 2)
         var answers = SubmissionIntake.Answers()

@@ -46,6 +46,13 @@ extension CoordinatorMachine {
         return actions
     }
 
+    /// Whether the ACKs for `message` list what it got ordered: yes, unless its node's process
+    /// (the same session) said in its HELLO that it learns that from the entries.
+    func acknowledgesOrdered(_ message: SubmitMessage) -> Bool {
+        guard let member = oversight.membership.members[message.origin], member.session == message.session else { return true }
+        return member.info.ackOrdered ?? true
+    }
+
     /// A node's report, decoded: its progress, and digests to compare with the others'.
     mutating func report(_ report: NodeReportMessage, now: UInt64) -> [Action] {
         oversight.membership.report(report, head: committedHead, now: now).map(raise)

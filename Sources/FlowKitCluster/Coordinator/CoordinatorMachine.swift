@@ -134,7 +134,9 @@ struct CoordinatorMachine {
     ) {
         let orderedBefore = intake.pending.entries.count
         let refusedBefore = answers.refusals.count
-        intake.take(message, from: peer, committed: committedHead, now: now, answers: &answers)
+        intake.take(
+            message, from: peer, committed: committedHead, acknowledgeOrdered: acknowledgesOrdered(message), now: now, answers: &answers
+        )
         for refusal in answers.refusals[refusedBefore...] {
             counters.count(refused: refusal.code)
             refusals.note(refusal, now: now, logger: logger)

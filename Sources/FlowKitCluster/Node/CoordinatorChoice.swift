@@ -58,7 +58,8 @@ struct CoordinatorChoice {
         waiting = .welcome(since: now)
     }
 
-    /// The coordinator answered on the submit socket (a WELCOME, an ACK).
+    /// The coordinator answered: a WELCOME or an ACK on the submit socket, or an entry of one of
+    /// the node's submissions.
     mutating func answered() {
         waiting = .nothing
     }

@@ -7,9 +7,10 @@ import ZeroMQ
 extension NodeCore {
     // MARK: Reports and digests
 
-    /// Hashes the instances changed since their last digest, on the background thread: the loop
-    /// thread only copies their states. One batch at a time, within the digest budget; none while
-    /// the node is far behind (its digests would describe states long past).
+    /// Hashes the instances changed since their last digest, on the background thread, for the
+    /// next report: the loop thread only copies their states. One batch at a time, within the
+    /// digest budget; none while the node is far behind (its digests would describe states long
+    /// past).
     func hashChangedInstances() {
         guard !hashing, machine.follower.knownHead - min(machine.follower.knownHead, machine.follower.applied) <= Self.catchingUpLag else { return }
         let jobs = replicas.takeDigestJobs()

@@ -34,7 +34,8 @@ actor NodeCore {
             name: configuration.name,
             clientEndpoint: configuration.advertisedEndpoint ?? sockets.clientEndpoint,
             flows: registry.names,
-            pid: ProcessInfo.processInfo.processIdentifier
+            pid: ProcessInfo.processInfo.processIdentifier,
+            ackOrdered: false
         )
         self.machine = NodeMachine(
             configuration: configuration, registry: registry, session: UInt64.random(in: 1...UInt64.max), info: info,
@@ -91,12 +92,11 @@ actor NodeCore {
         perform(machine.submitFromEffect(address: address, kind: kind, codec: codec, payload: payload, now: WallClock.micros()))
     }
 
-    /// Retries, repairs, timeouts, reports, snapshots and hashing; run every tick.
+    /// Retries, repairs, timeouts, reports and snapshots; run every tick.
     func tick() {
         let now = WallClock.micros()
         perform(machine.tick(now: now))
         saveLocalSnapshotIfDue(now: now)
-        hashChangedInstances()
     }
 
     /// Disconnects from the coordinators' sockets and connects again.
@@ -147,6 +147,9 @@ actor NodeCore {
                 reply(.status(request: request, json: JSONFrame.encode(status())), to: peer)
             case .report:
                 sendReport(now: WallClock.micros())
+                // What changed since is hashed once per report, for the next one: an instance that
+                // changes all the time is hashed once a report, not once a tick.
+                hashChangedInstances()
                 configuration.trace?.flush()
             }
         }

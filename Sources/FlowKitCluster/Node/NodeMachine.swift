@@ -222,8 +222,10 @@ struct NodeMachine {
         var actions: [Action] = [.apply(entries)]
         link.applied(epoch: entries[entries.count - 1].epoch)
         for entry in entries where isOwn(entry) {
-            // Its ENTRIES often arrive before its ACK: it is ordered either way.
+            // The node asks for no ACK of what is ordered (NodeInfo.ackOrdered): its entry is the
+            // answer, and it often overtakes an ACK anyway.
             if let acknowledged = submissions.acknowledge(entry.submission) {
+                choice.answered()
                 actions += answer(acknowledged, seq: entry.seq, epoch: entry.epoch)
                 traceAnswer(acknowledged, seq: entry.seq, learntAt: now, now: now)
             }

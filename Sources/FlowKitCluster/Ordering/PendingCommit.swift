@@ -4,6 +4,9 @@ struct PendingCommit {
     var entries: [Entry] = []
     /// Acknowledgements to send once the group is durable.
     var acks = PendingAcks()
+    /// What was ordered for nodes that learn it from the entries (``NodeInfo/ackOrdered``): sent
+    /// only as refusals, should the log refuse the group.
+    var unacknowledged = PendingAcks()
 
     var isEmpty: Bool { entries.isEmpty && acks.isEmpty }
     var lastSeq: UInt64? { entries.last?.seq }

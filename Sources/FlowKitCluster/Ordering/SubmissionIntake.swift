@@ -58,10 +58,21 @@ struct SubmissionIntake {
     /// Ordered submissions join the pending group with their acknowledgements; the rest are
     /// answered in `answers`.
     ///
-    /// - Parameter committed: The commit point: a duplicate of an entry past it is acknowledged
-    ///   with the pending group, once that is committed, not at once. With one coordinator it is
-    ///   the durable head; replicated, the point every in-sync coordinator holds.
-    mutating func take(_ message: SubmitMessage, from peer: RouterEnvelope, committed: UInt64 = .max, now: UInt64, answers: inout Answers) {
+    /// - Parameters:
+    ///   - committed: The commit point: a duplicate of an entry past it is acknowledged with the
+    ///     pending group, once that is committed, not at once. With one coordinator it is the
+    ///     durable head; replicated, the point every in-sync coordinator holds.
+    ///   - acknowledgeOrdered: Whether the submitter hears of its ordered submissions in an ACK;
+    ///     `false` for a node that learns of them from their entries. Duplicates and refusals are
+    ///     always acknowledged.
+    mutating func take(
+        _ message: SubmitMessage,
+        from peer: RouterEnvelope,
+        committed: UInt64 = .max,
+        acknowledgeOrdered: Bool = true,
+        now: UInt64,
+        answers: inout Answers
+    ) {
         let epoch = sequencer.epoch
         for submission in message.submissions {
             let admitted: Admission.Admitted
@@ -80,7 +91,12 @@ struct SubmissionIntake {
             switch sequencer.order(ordered, origin: message.origin, session: message.session, now: now) {
             case .ordered(let entry):
                 pending.add(entry)
-                pending.acks.add(.init(submission: submission.submission, seq: entry.seq, status: .ordered), to: peer, epoch: epoch)
+                let ack = AckMessage.Ack(submission: submission.submission, seq: entry.seq, status: .ordered)
+                if acknowledgeOrdered {
+                    pending.acks.add(ack, to: peer, epoch: epoch)
+                } else {
+                    pending.unacknowledged.add(ack, to: peer, epoch: epoch)
+                }
             case .duplicate(let seq, let orderedIn):
                 answers.duplicates += 1
                 let ack = AckMessage.Ack(submission: submission.submission, seq: seq ?? 0, status: .duplicate)
@@ -126,7 +142,8 @@ struct SubmissionIntake {
         let isFirst = logFailure == nil
         logFailure = (reason, now + logRetryInterval)
         var refused = PendingAcks()
-        for (peer, _, acks) in group.acks.byPeer + later.acks.byPeer {
+        let owed = [group.acks, group.unacknowledged, later.acks, later.unacknowledged]
+        for (peer, _, acks) in owed.flatMap(\.byPeer) {
             for ack in acks {
                 refused.add(.init(submission: ack.submission, seq: 0, status: .refused, reason: .internalError), to: peer, epoch: sequencer.epoch)
             }

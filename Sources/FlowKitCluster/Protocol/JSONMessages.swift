@@ -64,12 +64,17 @@ enum JSONFrame {
     public var flows: [String]
     /// The process id, for operators.
     public var pid: Int32
+    /// Whether the node's ACKs list its submissions that were ordered. `false` from a node that
+    /// learns their seqs from their entries, as every FlowKit node does: its ACKs then carry only
+    /// duplicates and refusals, and an event costs one message less. Absent means `true`.
+    public var ackOrdered: Bool?
 
-    public init(name: String, clientEndpoint: String, flows: [String], pid: Int32) {
+    public init(name: String, clientEndpoint: String, flows: [String], pid: Int32, ackOrdered: Bool? = nil) {
         self.name = name
         self.clientEndpoint = clientEndpoint
         self.flows = flows
         self.pid = pid
+        self.ackOrdered = ackOrdered
     }
 }
 
