@@ -70,7 +70,7 @@ final class BenchRunner: Sendable {
         let maxOverrun = min(10, max(2, configuration.duration))
         let report = await sender.run(
             plan: plan, payload: configuration.payload(), codec: configuration.payloadCodec,
-            sockets: connections.emitters, tick: UInt64(configuration.sendTick), maxOverrun: maxOverrun, stop: stop,
+            sockets: connections.emitters, loop: connections.loop, tick: UInt64(configuration.sendTick), maxOverrun: maxOverrun, stop: stop,
             recordSendTimes: configuration.traceEvery != nil
         )
         // Every emit is answered within the node's emit timeout (10 s): ordered, or an error.

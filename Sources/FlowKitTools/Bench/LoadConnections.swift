@@ -3,8 +3,11 @@ import FlowKitCommands
 import Logging
 import ZeroMQ
 
-/// The bench's sockets: `connections` DEALERs that carry EMITs, round-robin over the nodes, and one
-/// DEALER per node that carries a WATCH for its PROGRESS reports.
+/// The bench's sockets: `connections` DEALERs that carry EMITs, round-robin over the nodes; the
+/// first one to each node also carries the WATCH for its PROGRESS reports (a node with no EMIT
+/// connection, when there are fewer connections than nodes, gets a DEALER for the WATCH alone).
+/// A node applying a batch then answers its emits and reports its progress on that connection in
+/// one write, and the bench reads them in one.
 ///
 /// All of them live on one ``IOLoop`` (one thread) in one context, and their replies are handled on
 /// that thread, between polls (`Task(executorPreference:)`): no thread hop between a reply's arrival
@@ -22,8 +25,10 @@ final class LoadConnections: Sendable {
     let loop: IOLoop
     /// The EMIT sockets, connection `c` to node `c mod nodes`.
     let emitters: [AsyncSocket]
-    /// One WATCH socket per node.
+    /// The socket carrying each node's WATCH: its first EMIT socket, or one of its own.
     let watchers: [AsyncSocket]
+    /// Sockets that carry only a WATCH, closed with the rest.
+    private let watchOnly: [AsyncSocket]
     private let readers: [Task<Void, Never>]
     private let watchRequest: UInt64 = 1 << 62
 
@@ -56,28 +61,31 @@ final class LoadConnections: Sendable {
         }
         var emitters: [AsyncSocket] = []
         for index in 0..<connections { emitters.append(try await open(nodes[index % nodes.count])) }
-        var watchers: [AsyncSocket] = []
-        for node in nodes { watchers.append(try await open(node)) }
+        var watchOnly: [AsyncSocket] = []
+        for node in nodes.dropFirst(connections) { watchOnly.append(try await open(node)) }
+        let watchers = Array(emitters.prefix(nodes.count)) + watchOnly
         self.emitters = emitters
         self.watchers = watchers
+        self.watchOnly = watchOnly
 
         var readers: [Task<Void, Never>] = []
-        for socket in emitters {
+        for socket in emitters + watchOnly {
+            // The node whose PROGRESS this socket carries, if it carries a WATCH.
+            let node = watchers.firstIndex { $0 === socket }
             readers.append(Task(executorPreference: loop) {
                 while let batch = try? await socket.receiveBatch() {
                     let arrival = BenchClock.wallMicros()
-                    let replies = batch.compactMap { try? ClientReply(frames: $0.frames.map(\.bytes)) }
-                    recorder.record(replies: replies, arrival: arrival)
-                }
-            })
-        }
-        for (node, socket) in watchers.enumerated() {
-            readers.append(Task(executorPreference: loop) {
-                while let batch = try? await socket.receiveBatch() {
+                    var replies: [ClientReply] = []
+                    replies.reserveCapacity(batch.count)
                     for message in batch {
-                        guard case .progress(_, let applied, let time)? = try? ClientReply(frames: message.frames.map(\.bytes)) else { continue }
-                        recorder.record(node: node, applied: applied, time: time)
+                        guard let reply = try? ClientReply(frames: message.frames.map(\.bytes)) else { continue }
+                        if case .progress(_, let applied, let time) = reply {
+                            if let node { recorder.record(node: node, applied: applied, time: time) }
+                        } else {
+                            replies.append(reply)
+                        }
                     }
+                    if !replies.isEmpty { recorder.record(replies: replies, arrival: arrival) }
                 }
             })
         }
@@ -97,7 +105,7 @@ final class LoadConnections: Sendable {
     var queuedOutgoing: Int { emitters.reduce(0) { $0 + $1.statistics.queuedOutgoing } }
 
     func close() async {
-        for socket in emitters + watchers { await socket.close(linger: .zero) }
+        for socket in emitters + watchOnly { await socket.close(linger: .zero) }
         for reader in readers { await reader.value }
         await loop.shutdown(linger: .zero)
         await context.terminate()

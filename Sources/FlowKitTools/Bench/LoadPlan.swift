@@ -67,12 +67,4 @@ enum BenchClock {
         clock_gettime(CLOCK_REALTIME, &time)
         return UInt64(time.tv_sec) * 1_000_000 + UInt64(time.tv_nsec) / 1_000
     }
-
-    /// Sleeps the calling thread (never a cooperative one) for `micros`.
-    static func sleep(micros: UInt64) {
-        guard micros > 0 else { return }
-        var request = timespec(tv_sec: Int(micros / 1_000_000), tv_nsec: Int(micros % 1_000_000) * 1_000)
-        var remaining = timespec()
-        while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }
-    }
 }

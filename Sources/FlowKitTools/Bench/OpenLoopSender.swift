@@ -4,8 +4,13 @@ import Foundation
 import Synchronization
 import ZeroMQ
 
-/// Sends a step's events open-loop, on a thread of its own: event `i` leaves at `start + i / rate`
-/// whatever the replies do, so a slow cluster cannot slow the offered load down.
+/// Sends a step's events open-loop, on the I/O loop of the bench's sockets: event `i` leaves at
+/// `start + i / rate` whatever the replies do, so a slow cluster cannot slow the offered load down.
+///
+/// The sender is a task on the loop's thread, paced by ``IOLoop/sleep(until:)``: it wakes when the
+/// next event is due (to the microsecond), queues what is due, and the loop writes it in the same
+/// turn, between reading replies. One thread wakes per round, as in a C load generator on `ppoll`;
+/// a sender thread of its own would wake two (itself, then the loop to write).
 ///
 /// When the sender falls behind (its thread was descheduled, or a socket's queue was full) it sends
 /// what is due at once, and latency is still measured from each event's *intended* time. That is
@@ -30,27 +35,34 @@ final class OpenLoopSender: Sendable {
     /// Events handed to a socket so far in the current step.
     var sent: Int { sentCount.load(ordering: .relaxed) }
 
-    /// Runs the plan on a new thread and returns when every event is sent, the overrun limit is
-    /// reached, or `stop` is set.
+    /// Runs the plan on `loop`, the loop of `sockets`, and returns when every event is sent, the
+    /// overrun limit is reached, or `stop` is set.
     ///
     /// - Parameter tick: The shortest sleep between two rounds of sending, in microseconds: each
     ///   round sends everything due. Shorter ticks send closer to the intended times but wake the
-    ///   thread more often (a cost the cluster shares on a small machine); the delay is counted in
+    ///   loop more often (a cost the cluster shares on a small machine); the delay is counted in
     ///   the latencies either way.
     func run(
-        plan: LoadPlan, payload: [UInt8], codec: PayloadCodec, sockets: [AsyncSocket], tick: UInt64, maxOverrun: Double, stop: StopFlag,
-        recordSendTimes: Bool = false
+        plan: LoadPlan, payload: [UInt8], codec: PayloadCodec, sockets: [AsyncSocket], loop: IOLoop, tick: UInt64, maxOverrun: Double,
+        stop: StopFlag, recordSendTimes: Bool = false
     ) async -> Report {
         sentCount.store(0, ordering: .relaxed)
-        return await onDedicatedThread(named: "bench-sender") { [self] in
-            send(plan: plan, payload: payload, codec: codec, sockets: sockets, tick: tick, maxOverrun: maxOverrun, stop: stop, recordSendTimes: recordSendTimes)
-        }
+        return await Task(executorPreference: loop) { [self] in
+            await send(
+                plan: plan, payload: payload, codec: codec, sockets: sockets, loop: loop, tick: tick, maxOverrun: maxOverrun, stop: stop,
+                recordSendTimes: recordSendTimes
+            )
+        }.value
     }
 
     private func send(
-        plan: LoadPlan, payload: [UInt8], codec: PayloadCodec, sockets: [AsyncSocket], tick: UInt64, maxOverrun: Double, stop: StopFlag,
-        recordSendTimes: Bool
-    ) -> Report {
+        plan: LoadPlan, payload: [UInt8], codec: PayloadCodec, sockets: [AsyncSocket], loop: IOLoop, tick: UInt64, maxOverrun: Double,
+        stop: StopFlag, recordSendTimes: Bool
+    ) async -> Report {
+        /// Sleeps on the loop for `micros`; the loop reads and writes meanwhile.
+        func sleep(micros: UInt64) async {
+            try? await loop.sleep(until: .now + .microseconds(micros))
+        }
         var sentAt = recordSendTimes ? [UInt64](repeating: 0, count: plan.count) : []
         let payloadFrame = Frame(payload)
         let headers = plan.addresses.map { address in
@@ -98,13 +110,13 @@ final class OpenLoopSender: Sendable {
             sentCount.store(sent, ordering: .relaxed)
             if next >= plan.count, !blocked, backlogs.allSatisfy(\.isEmpty) { break }
             if blocked || next < due {
-                if blocked { BenchClock.sleep(micros: 100) }
+                if blocked { await sleep(micros: 100) }
                 continue
             }
             // Sleep until the next event is due, at least a tick (the kernel adds ~50 µs of slack).
             let wake = plan.intended(next)
             let now2 = BenchClock.wallMicros()
-            BenchClock.sleep(micros: min(max(wake > now2 ? wake - now2 : 0, tick), max(tick, 2_000)))
+            await sleep(micros: min(max(wake > now2 ? wake - now2 : 0, tick), max(tick, 2_000)))
         }
         let unsentInBacklog = backlogs.reduce(0) { $0 + $1.count }
         // Events never sent are not counted as sent for their instance.
