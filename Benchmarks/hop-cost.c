@@ -9,6 +9,12 @@
 //   cc -O2 -o /tmp/hop-cost Benchmarks/hop-cost.c -lzmq
 //   /tmp/hop-cost zmq 20000 5000      # transport, round trips, rate per second (0: unpaced)
 //   /tmp/hop-cost tcp 20000 5000
+//   FLOWKIT=.build/release/flowkit /tmp/hop-cost flowkit 20000 5000
+//
+// `flowkit` keeps the libzmq DEALER client and makes the echo server FlowKit's own: a ROUTER on
+// an I/O loop with the ZMTP engine, echoing from a task on the loop (`flowkit bench-peer
+// loop-echo`), the path of a node's client socket. The echo side's CPU is printed on its own, so
+// it compares with the C echo servers of the other two modes.
 //
 // libzmq carries each message through its I/O thread on both sides (the application thread
 // hands it over a pipe and an eventfd), so a round trip wakes four threads twice where plain
@@ -111,10 +117,11 @@ static double seconds(struct timeval t) { return (double)t.tv_sec + (double)t.tv
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: %s zmq|tcp ROUNDTRIPS RATE (0: unpaced)\n", argv[0]);
+        fprintf(stderr, "usage: %s zmq|tcp|flowkit ROUNDTRIPS RATE (0: unpaced)\n", argv[0]);
         return 64;
     }
-    const int zmq = strcmp(argv[1], "zmq") == 0;
+    const int flowkit = strcmp(argv[1], "flowkit") == 0;
+    const int zmq = flowkit || strcmp(argv[1], "zmq") == 0;
     const int count = atoi(argv[2]);
     const double rate = atof(argv[3]);
     uint64_t *rtt = calloc((size_t)count, sizeof *rtt);
@@ -133,6 +140,15 @@ int main(int argc, char **argv) {
     }
     pid_t child = fork();
     if (child == 0) {
+        if (flowkit) {
+            // Every round trip, the warm-up and the closing one.
+            char total[32];
+            snprintf(total, sizeof total, "%d", count + 1001);
+            const char *binary = getenv("FLOWKIT") ? getenv("FLOWKIT") : "flowkit";
+            execlp(binary, binary, "bench-peer", "loop-echo", endpoint, total, (char *)NULL);
+            perror("exec flowkit");
+            _exit(2);
+        }
         if (zmq) zmq_echo(endpoint); else tcp_echo(listener);
     }
 
@@ -199,11 +215,11 @@ int main(int argc, char **argv) {
     const double child_system = seconds(children.ru_stime) * share;
     const double switches = (double)(after_self.ru_nvcsw - before_self.ru_nvcsw + (children.ru_nvcsw) * share);
     printf(
-        "%s rate %.0f/s: rtt p50 %.1f µs p99 %.1f µs | cpu per round trip %.1f µs (user %.1f, system %.1f) | voluntary switches per round trip %.1f\n",
+        "%s rate %.0f/s: rtt p50 %.1f µs p99 %.1f µs | cpu per round trip %.1f µs (user %.1f, system %.1f; the echo side %.1f) | voluntary switches per round trip %.1f\n",
         argv[1], rate, rtt[count / 2] / 1e3, rtt[(size_t)(count * 0.99)] / 1e3,
         (self_user + self_system + child_user + child_system) / count * 1e6,
         (self_user + child_user) / count * 1e6, (self_system + child_system) / count * 1e6,
-        switches / count
+        (child_user + child_system) / count * 1e6, switches / count
     );
     return 0;
 }

@@ -185,6 +185,29 @@ extension ClusterProcessTests {
         #expect(ProcessTable.named("redis-server").isEmpty, "the script stopped every Redis it started")
     }
 
+    /// `Benchmarks/hop-cost.c` builds and runs as its header says, in each mode: the libzmq and TCP
+    /// echoes in C, and FlowKit's own (`flowkit bench-peer loop-echo`, a ROUTER on an I/O loop with
+    /// the ZMTP engine), each answering every round trip and exiting.
+    @Test(arguments: ["zmq", "tcp", "flowkit"])
+    func hopCostRunsInEachMode(mode: String) async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let directory = NSTemporaryDirectory() + "flowkit-hop-cost-it-\(getpid())-\(mode)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let runner = CommandRunner(directory: directory)
+        let compiled = try await runner.run(
+            "/usr/bin/cc", ["-O2", "-o", directory + "/hop-cost", root.appendingPathComponent("Benchmarks/hop-cost.c").path, "-lzmq"],
+            timeout: .seconds(120)
+        )
+        try #require(compiled.exitCode == 0, "\(compiled)")
+        let result = try await runner.run(
+            "/usr/bin/env", ["FLOWKIT=\(try TestCluster.findBinary())", directory + "/hop-cost", mode, "500", "2000"], timeout: .seconds(60)
+        )
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(result.stdout.contains("\(mode) rate 2000/s: rtt p50"), "\(result)")
+        #expect(result.stdout.contains("the echo side"), "\(result)")
+    }
+
     /// The dashboard's cost script runs as documented (briefly): one cluster, the bench with the
     /// page closed and open in Chromium, the table of both sides; nothing it started is left.
     @Test func dashboardCostScriptRuns() async throws {
