@@ -61,7 +61,8 @@ extension ClusterProcessTests {
         try await tmux.keys("q")
         let afterQ = try await eventually("the shell after q", timeout: .seconds(10), every: .milliseconds(200)) {
             let screen = try await tmux.capture()
-            return screen.contains("exit=") ? screen : nil
+            // The command line itself shows `exit=$?`: wait for the status the shell printed.
+            return screen.contains(/exit=\d/) ? screen : nil
         }
         #expect(afterQ.contains("exit=0"), "\(afterQ)")
         #expect(!afterQ.contains("latest entries:"), "the alternate screen is gone:\n\(afterQ)")
@@ -77,7 +78,7 @@ extension ClusterProcessTests {
         try await tmux.keys("C-c")
         let afterCtrlC = try await eventually("the shell after Ctrl-C", timeout: .seconds(10), every: .milliseconds(200)) {
             let screen = try await tmux.capture()
-            return screen.contains("stopped=") ? screen : nil
+            return screen.contains(/stopped=\d/) ? screen : nil
         }
         #expect(!afterCtrlC.contains("latest entries:"), "the alternate screen is gone:\n\(afterCtrlC)")
         _ = try await eventually("the settings written", timeout: .seconds(5)) { FileManager.default.fileExists(atPath: settings.afterCtrlC) ? true : nil }
