@@ -232,7 +232,7 @@ import ZeroMQ
         var machine = machine()
         let hello = HelloMessage(node: 2, session: 9, info: NodeInfo(name: "node-2", clientEndpoint: "tcp://127.0.0.1:2", flows: ["counter"], pid: 2))
         _ = machine.receive([fromNode(hello.frames)], now: 0)
-        let status = machine.status(now: 3_000_000, changedDigests: [:], instances: 0)
+        let status = machine.status(now: 3_000_000, instances: 0)
         let published = status.compactMap { if case .publish(let frames, 0) = $0 { frames } else { nil } }
         let alarms = published.compactMap { try? AlarmMessage(frames: $0).alarm }
         #expect(alarms.map(\.kind) == [.nodeDown])

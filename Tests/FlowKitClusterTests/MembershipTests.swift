@@ -3,29 +3,43 @@ import Testing
 
 @Suite struct MembershipTests {
     @Test func differentDigestsAfterTheSameEntryAreADivergence() {
-        var membership = Membership(timeout: 1_000)
-        #expect(membership.compare(address: "counter/a", instance: InstanceDigest(seq: 7, digest: "aa"), reporter: "node-1") == nil)
-        #expect(membership.compare(address: "counter/a", instance: InstanceDigest(seq: 7, digest: "aa"), reporter: "node-2") == nil)
-        let divergence = membership.compare(address: "counter/a", instance: InstanceDigest(seq: 7, digest: "bb"), reporter: "node-3")
-        #expect(divergence == Membership.Divergence(address: "counter/a", seq: 7, digests: ["node-1": "aa", "node-3": "bb"]))
-        #expect(membership.divergenceCount == 1)
+        var references = DigestReferences()
+        #expect(references.compare(address: "counter/a", instance: InstanceDigest(seq: 7, digest: "aa"), reporter: "node-1") == nil)
+        #expect(references.compare(address: "counter/a", instance: InstanceDigest(seq: 7, digest: "aa"), reporter: "node-2") == nil)
+        let divergence = references.compare(address: "counter/a", instance: InstanceDigest(seq: 7, digest: "bb"), reporter: "node-3")
+        #expect(divergence == DigestReferences.Divergence(address: "counter/a", seq: 7, digests: ["node-1": "aa", "node-3": "bb"]))
         // The same digest at another seq is a state of its own.
-        #expect(membership.compare(address: "counter/a", instance: InstanceDigest(seq: 8, digest: "bb"), reporter: "node-3") == nil)
+        #expect(references.compare(address: "counter/a", instance: InstanceDigest(seq: 8, digest: "bb"), reporter: "node-3") == nil)
+    }
+
+    /// A whole report at once, as the coordinator compares them off its loop: the divergences come
+    /// back in address order, and the machine counts and alarms each.
+    @Test func aReportsDivergencesAreFoundInAddressOrderAndCounted() {
+        let check = DivergenceCheck()
+        let first = ["counter/b": InstanceDigest(seq: 3, digest: "aa"), "counter/a": InstanceDigest(seq: 2, digest: "aa"), "counter/c": InstanceDigest(seq: 4, digest: "aa")]
+        #expect(check.compare(first, reporter: "node-1").isEmpty)
+        let second = ["counter/c": InstanceDigest(seq: 4, digest: "bb"), "counter/a": InstanceDigest(seq: 2, digest: "bb"), "counter/b": InstanceDigest(seq: 3, digest: "aa")]
+        let found = check.compare(second, reporter: "coordinator")
+        #expect(found.map(\.address) == ["counter/a", "counter/c"])
+        #expect(check.compare(["counter/b": InstanceDigest(seq: 3, digest: "zz")], reporter: "node-1").isEmpty, "a replica never diverges from itself")
+        var membership = Membership(timeout: 1_000)
+        membership.noteDivergences(found.count)
+        #expect(membership.status(epoch: 1, head: 0, firstSeq: 1, entriesPerSecond: 0, now: 0).divergences == 2)
     }
 
     /// The oldest references go once the capacity is reached, one by one, so a full table costs
     /// the same per digest as an empty one (it once shifted the whole table per digest).
     @Test func theOldestReferencesGoFirstOnceTheTableIsFull() {
-        var membership = Membership(timeout: 1_000, referenceCapacity: 1_000)
+        var references = DigestReferences(capacity: 1_000)
         for seq in 1...100_000 as ClosedRange<UInt64> {
-            _ = membership.compare(address: "load/\(seq % 10)", instance: InstanceDigest(seq: seq, digest: "aa"), reporter: "node-1")
+            _ = references.compare(address: "load/\(seq % 10)", instance: InstanceDigest(seq: seq, digest: "aa"), reporter: "node-1")
         }
         // Forgotten: a different digest becomes the new reference, not a divergence.
-        #expect(membership.compare(address: "load/1", instance: InstanceDigest(seq: 1, digest: "bb"), reporter: "node-2") == nil)
+        #expect(references.compare(address: "load/1", instance: InstanceDigest(seq: 1, digest: "bb"), reporter: "node-2") == nil)
         // Still remembered: the last 1,000.
-        #expect(membership.compare(address: "load/0", instance: InstanceDigest(seq: 100_000, digest: "bb"), reporter: "node-2") != nil)
+        #expect(references.compare(address: "load/0", instance: InstanceDigest(seq: 100_000, digest: "bb"), reporter: "node-2") != nil)
         // (99,001 made room for the new reference above.)
-        #expect(membership.compare(address: "load/2", instance: InstanceDigest(seq: 99_002, digest: "bb"), reporter: "node-2") != nil)
+        #expect(references.compare(address: "load/2", instance: InstanceDigest(seq: 99_002, digest: "bb"), reporter: "node-2") != nil)
     }
 }
 

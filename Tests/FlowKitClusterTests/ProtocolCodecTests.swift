@@ -88,6 +88,46 @@ import Testing
         }
     }
 
+    /// A node's digests travel in binary, a frame of their own; the JSON's are read too, and a
+    /// digest a node would never write (not 32 lowercase hex digits) travels as written.
+    @Test func nodeReportsCarryTheirDigestsInBinaryAndReadThemFromEither() throws {
+        let hex = String(repeating: "0f", count: 16)
+        var report = NodeReport(
+            name: "node-1", digest: hex, digests: ["counter/a": InstanceDigest(seq: 7, digest: hex), "kv/ü": InstanceDigest(seq: 9, digest: hex)],
+            instances: 2, runningEffects: 0, effectsLost: 0, pendingSubmissions: 0, connected: true, digestSeq: 9
+        )
+        let message = NodeReportMessage(node: 1, applied: 9, time: 5, report: report)
+        let frames = message.frames
+        #expect(frames.count == 3)
+        #expect(!String(decoding: frames[1], as: UTF8.self).contains("counter/a"), "the digests are not in the JSON")
+        // Each: the address as a short string, the seq, the 16 bytes.
+        #expect(frames[2].count == (2 + 9 + 8 + 16) + (2 + 5 + 8 + 16))
+        #expect(try NodeReportMessage(frames: frames) == message)
+
+        // Written by another implementation: the digests in the JSON, or in both frames.
+        var inJSON = frames
+        inJSON.removeLast()
+        inJSON[1] = JSONFrame.encode(report)
+        #expect(try NodeReportMessage(frames: inJSON) == message)
+        report.digests = ["counter/b": InstanceDigest(seq: 1, digest: hex)]
+        var both = frames
+        both[1] = JSONFrame.encode(report)
+        #expect(try NodeReportMessage(frames: both).report.digests.keys.sorted() == ["counter/a", "counter/b", "kv/ü"])
+        report.digests = ["counter/a": InstanceDigest(seq: 1, digest: hex)]
+        both[1] = JSONFrame.encode(report)
+        #expect(throws: ProtocolError.self) { try NodeReportMessage(frames: both) }
+
+        report.digests = ["counter/a": InstanceDigest(seq: 1, digest: "ABC")]
+        let odd = NodeReportMessage(node: 1, applied: 9, time: 5, report: report)
+        #expect(odd.frames.count == 2)
+        #expect(try NodeReportMessage(frames: odd.frames) == odd)
+
+        // Cut anywhere but between the two digests (after 35 or 31 bytes, in either order).
+        for cut in 1..<frames[2].count where cut != 35 && cut != 31 {
+            #expect(throws: ProtocolError.self) { try NodeReportMessage(frames: [frames[0], frames[1], Array(frames[2].prefix(cut))]) }
+        }
+    }
+
     @Test func truncatedRecordsAreRefusedNotTrapped() throws {
         let frames = SubmitMessage(origin: 1, session: 1, submissions: [
             Submission(submission: 1, kind: .event, codec: .json, submittedAt: 0, address: "counter/a", payload: [1, 2, 3]),

@@ -25,7 +25,7 @@ import Testing
         var ids: [String] = []
         var reported: [UInt64: String] = [:]
         func report() {
-            for (_, digest) in replicas.takeChanged() { reported[digest.seq] = digest.digest }
+            for (_, digest) in replicas.takeChanged() { reported[digest.seq] = digest.digest.description }
         }
         // A large state (hashing it takes a while), then small steps reported in quick succession:
         // the budget defers some of them.
@@ -69,7 +69,7 @@ import Testing
         // The instance moves on while its job is out, and a status query hashes it at once.
         replicas.apply(entry(2, id: "b"), runEffects: false)
         let exact = replicas.combinedDigest(exact: true)
-        let results = try jobs.map { ReplicaSet.DigestResult(address: $0.address, seq: $0.seq, generation: $0.generation, digest: try $0.hash()) }
+        let results = ReplicaSet.hash(jobs).results
         #expect(results[0].digest == (try StateDigest(of: LedgerFlow.State(ids: ["a"]))), "the job hashed the state it copied")
         replicas.finishDigestJobs(results, hashingMicros: 10)
         #expect(replicas.combinedDigest(exact: false) == exact, "the older digest did not replace the newer one")
@@ -79,7 +79,7 @@ import Testing
         replicas.apply(entry(3, id: "c"), runEffects: false)
         let stale = replicas.takeDigestJobs()
         try replicas.importStates([])
-        let staleResults = try stale.map { ReplicaSet.DigestResult(address: $0.address, seq: $0.seq, generation: $0.generation, digest: try $0.hash()) }
+        let staleResults = ReplicaSet.hash(stale).results
         replicas.finishDigestJobs(staleResults, hashingMicros: 10)
         #expect(replicas.takeChanged(hashing: false).isEmpty)
     }
@@ -100,8 +100,53 @@ import Testing
         let jobs = replicas.takeDigestJobs()
         #expect(jobs.map(\.seq) == [2])
         #expect(replicas.combinedDigest(exact: true) == reference.combinedDigest(exact: true))
-        let results = try jobs.map { ReplicaSet.DigestResult(address: $0.address, seq: $0.seq, generation: $0.generation, digest: try $0.hash()) }
-        replicas.finishDigestJobs(results, hashingMicros: 10)
+        replicas.finishDigestJobs(ReplicaSet.hash(jobs).results, hashingMicros: 10)
+        #expect(replicas.combinedDigest(exact: false) == reference.combinedDigest(exact: true))
+    }
+
+    /// A round hashes every instance changed before it began once, a slice at a time, one slice out
+    /// at a time; an instance that changes again meanwhile waits for the next round. Folded in
+    /// slice by slice, the digests come to what hashing everything at once gives.
+    @Test func aRoundHashesEachChangedInstanceOnceASliceAtATime() throws {
+        var registry = FlowRegistry()
+        registry.register(CounterFlow.self, as: "counter")
+        let replicas = ReplicaSet(registry: registry, logger: Logger(label: "test"))
+        let reference = ReplicaSet(registry: registry, logger: Logger(label: "test"))
+        func increment(_ seq: UInt64, _ key: Int) {
+            let entry = Entry(
+                seq: seq, epoch: 1, kind: .event, codec: .json, origin: 1, session: 1, submission: seq, submittedAt: 0, committedAt: 0,
+                address: "counter/\(key)", payload: Array(#"{"increment":{}}"#.utf8)
+            )
+            replicas.apply(entry, runEffects: false)
+            reference.apply(entry, runEffects: false)
+        }
+        let count = ReplicaSet.digestSlice * 2 + 50
+        for key in 0..<count { increment(UInt64(key + 1), key) }
+        replicas.startDigestRound()
+        var hashed: [Address] = []
+        var seq = UInt64(count)
+        while true {
+            let slice = replicas.nextDigestSlice()
+            guard !slice.isEmpty else { break }
+            #expect(slice.count <= ReplicaSet.digestSlice)
+            #expect(replicas.nextDigestSlice().isEmpty, "one slice out at a time")
+            // The first instance of the slice changes while the slice is out.
+            seq += 1
+            increment(seq, Int(slice[0].address.key)!)
+            hashed += slice.map(\.address)
+            replicas.finishDigestJobs(ReplicaSet.hash(slice).results, hashingMicros: 1)
+        }
+        #expect(hashed.count == count)
+        #expect(Set(hashed).count == count, "each instance once in the round")
+        #expect(replicas.takeChanged(hashing: false).count == count)
+        // What changed during the round is the next round's.
+        replicas.startDigestRound()
+        var next = 0
+        while case let slice = replicas.nextDigestSlice(), !slice.isEmpty {
+            next += slice.count
+            replicas.finishDigestJobs(ReplicaSet.hash(slice).results, hashingMicros: 1)
+        }
+        #expect(next == 3)
         #expect(replicas.combinedDigest(exact: false) == reference.combinedDigest(exact: true))
     }
 }

@@ -34,6 +34,8 @@ actor CoordinatorCore: SyncSource {
     /// NODE_REPORTs read from the submit socket, for ``receiveReports()`` to decode.
     let reportIntake: AsyncStream<(RouterEnvelope, [[UInt8]])>.Continuation
     let reports: AsyncStream<(RouterEnvelope, [[UInt8]])>
+    /// Compares the replicas' digests, off the loop (see ``DigestReferences``).
+    let divergence = DivergenceCheck()
 
     init(
         machine: CoordinatorMachine,
@@ -80,19 +82,25 @@ actor CoordinatorCore: SyncSource {
         machine.noteSubscriptions(messages)
     }
 
-    /// Decodes NODE_REPORTs off the ordering path and takes in what they say, until cancelled.
+    /// Decodes NODE_REPORTs and compares their digests off the ordering path, and takes in what
+    /// they say, until cancelled.
     nonisolated func receiveReports() async {
         for await (peer, body) in reports {
             do {
-                await note(try NodeReportMessage(frames: body))
+                var report = try NodeReportMessage(frames: body)
+                let found = divergence.compare(report.report.digests, reporter: report.report.name)
+                // The machine keeps the report for the status; the digests are done with.
+                report.report.digests = [:]
+                await note(report, divergences: found)
             } catch {
                 await reject(error, from: peer)
             }
         }
     }
 
-    func note(_ report: NodeReportMessage) {
-        perform(machine.report(report, now: WallClock.micros()))
+    func note(_ report: NodeReportMessage, divergences: [DigestReferences.Divergence] = []) {
+        let now = WallClock.micros()
+        perform(machine.report(report, now: now) + machine.diverged(divergences))
     }
 
     func reject(_ error: any Error, from peer: RouterEnvelope) {
@@ -104,9 +112,25 @@ actor CoordinatorCore: SyncSource {
     }
 
     func publishStatus() async {
-        let changed = await replica.takeChangedDigests()
-        let instances = await replica.instanceCount
-        perform(machine.status(now: WallClock.micros(), changedDigests: changed, instances: instances))
+        let (changed, instances) = await replica.takeChangedDigests()
+        perform(machine.status(now: WallClock.micros(), instances: instances))
+        guard !changed.isEmpty else { return }
+        // Compared with the nodes' digests on the background thread: a thousand of them are
+        // milliseconds of work, which the order and the answers do not wait for. Whatever
+        // diverged is alarmed from the loop.
+        let (check, loop) = (divergence, submitSocket.loop)
+        BackgroundWork.shared.start { [weak self] in
+            var digests: [String: InstanceDigest] = [:]
+            digests.reserveCapacity(changed.count)
+            for (address, digest) in changed { digests[address.description] = digest.wire }
+            let found = check.compare(digests, reporter: "coordinator")
+            guard !found.isEmpty else { return }
+            Task(executorPreference: loop) { await self?.diverged(found) }
+        }
+    }
+
+    func diverged(_ divergences: [DigestReferences.Divergence]) {
+        perform(machine.diverged(divergences))
     }
 
     func noteQuarantined(_ seqs: [UInt64]) {

@@ -53,28 +53,29 @@ extension CoordinatorMachine {
         return member.info.ackOrdered ?? true
     }
 
-    /// A node's report, decoded: its progress, and digests to compare with the others'.
+    /// A node's report, decoded: its progress (its digests are compared off the loop, by a
+    /// ``DivergenceCheck``).
     mutating func report(_ report: NodeReportMessage, now: UInt64) -> [Action] {
-        oversight.membership.report(report, head: committedHead, now: now).map(raise)
+        oversight.membership.report(report, head: committedHead, now: now)
+        return []
     }
 
-    /// Every status interval: alarms for nodes gone down, stalled or diverged, then the status.
+    /// Divergences a ``DivergenceCheck`` found: counted, and each published as an ALARM.
+    mutating func diverged(_ divergences: [DigestReferences.Divergence]) -> [Action] {
+        oversight.membership.noteDivergences(divergences.count)
+        return divergences.map(raise)
+    }
+
+    /// Every status interval: alarms for nodes gone down or stalled, then the status.
     ///
-    /// - Parameters:
-    ///   - changedDigests: The coordinator replica's digests that changed since the last status.
-    ///   - instances: How many instances the coordinator's replica holds.
-    mutating func status(now: UInt64, changedDigests: [String: InstanceDigest], instances: Int) -> [Action] {
+    /// - Parameter instances: How many instances the coordinator's replica holds.
+    mutating func status(now: UInt64, instances: Int) -> [Action] {
         configuration.trace?.flush()
         let head = committedHead
         let seconds = Double(now &- oversight.lastStatus.time) / 1_000_000
         let rate = seconds > 0 ? Double(head - min(head, oversight.lastStatus.head)) / seconds : 0
         oversight.lastStatus = (now, head)
         var actions: [Action] = []
-        for (address, digest) in changedDigests.sorted(by: { $0.key < $1.key }) {
-            if let divergence = oversight.membership.compare(address: address, instance: digest, reporter: "coordinator") {
-                actions.append(raise(divergence))
-            }
-        }
         let liveness = oversight.membership.takeChangesInLiveness(now: now)
         for member in liveness.down {
             let message = "\(member.info.name) (node \(member.id)) has not reported for \(configuration.nodeTimeout); it counts as down"
@@ -150,7 +151,7 @@ extension CoordinatorMachine {
         oversight.unannouncedQuarantine = Alarm(kind: .entryQuarantined, message: message, seq: seqs.first)
     }
 
-    func raise(_ divergence: Membership.Divergence) -> Action {
+    func raise(_ divergence: DigestReferences.Divergence) -> Action {
         counters.divergences.add(1)
         let message = "replicas diverged at \(divergence.address) after seq \(divergence.seq): "
             + divergence.digests.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")

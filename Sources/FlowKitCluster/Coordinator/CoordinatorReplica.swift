@@ -68,23 +68,28 @@ actor CoordinatorReplica {
         applied = seq
     }
 
-    /// Digests computed since the last call, to compare with the nodes' reports; starts hashing
-    /// what changed since, on the background thread, for the next call.
-    func takeChangedDigests() -> [String: InstanceDigest] {
-        var result: [String: InstanceDigest] = [:]
-        for (address, digest) in replicas.takeChanged(hashing: false) { result[address.description] = digest }
-        let jobs = replicas.takeDigestJobs()
-        if !jobs.isEmpty {
-            BackgroundWork.shared.start { [weak self] in
-                let (results, micros) = ReplicaSet.hash(jobs)
-                Task { await self?.finishHashing(results, micros: micros) }
-            }
+    /// The digests computed since the last call, to compare with the nodes' (elsewhere), and how
+    /// many instances the replica holds; starts a round of hashing what changed since, a slice at
+    /// a time on the background thread, for the next call.
+    func takeChangedDigests() -> (changed: [Address: ChangedDigest], instances: Int) {
+        let changed = replicas.takeChanged(hashing: false)
+        replicas.startDigestRound()
+        hashNextSlice()
+        return (changed, replicas.count)
+    }
+
+    private func hashNextSlice() {
+        let jobs = replicas.nextDigestSlice()
+        guard !jobs.isEmpty else { return }
+        BackgroundWork.shared.start { [weak self] in
+            let (results, micros) = ReplicaSet.hash(jobs)
+            Task { await self?.finishHashing(results, micros: micros) }
         }
-        return result
     }
 
     private func finishHashing(_ results: [ReplicaSet.DigestResult], micros: UInt64) {
         replicas.finishDigestJobs(results, hashingMicros: micros)
+        hashNextSlice()
     }
 
     /// Every instance's state, copied now, to encode elsewhere.

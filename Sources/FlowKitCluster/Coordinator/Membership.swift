@@ -1,9 +1,8 @@
-import DequeModule
-
-/// The coordinator's view of the nodes: who said hello, how far each has applied, whether it is
-/// alive, and whether two of them hold different states for the same instance after the same entry.
+/// The coordinator's view of the nodes: who said hello, how far each has applied, what each
+/// reported, and whether it is alive. (Whether two replicas hold different states for the same
+/// instance after the same entry is ``DigestReferences``'s to tell.)
 ///
-/// Pure: times are passed in, so liveness and divergence are tested without clocks or sockets.
+/// Pure: times are passed in, so liveness is tested without clocks or sockets.
 struct Membership {
     struct Member {
         var id: UInt32
@@ -20,21 +19,7 @@ struct Membership {
         var downAlarmed = false
     }
 
-    /// Two replicas disagree about an instance after the same entry.
-    struct Divergence: Equatable {
-        var address: String
-        var seq: UInt64
-        /// `node name → digest`.
-        var digests: [String: String]
-    }
-
     private(set) var members: [UInt32: Member] = [:]
-    /// The first digest reported for each recent `(address, seq)`, and who reported it.
-    private var references: [ReferenceKey: (digest: String, reporter: String)] = [:]
-    /// Oldest first; a deque, as the oldest go one by one once it is full.
-    private var referenceOrder: Deque<ReferenceKey> = []
-    /// How many `(address, seq)` references are kept for comparison.
-    let referenceCapacity: Int
     /// Microseconds without a report after which a node counts as down.
     let timeout: UInt64
     /// Microseconds behind the head without progress after which a live node counts as stalled.
@@ -42,12 +27,8 @@ struct Membership {
     /// Microseconds without a report after which a down node is forgotten: it no longer counts in
     /// the status (its going down was alarmed).
     let forgetAfter: UInt64
+    /// Divergences found so far (``noteDivergences(_:)``), for the status.
     private(set) var divergenceCount = 0
-
-    private struct ReferenceKey: Hashable {
-        var address: String
-        var seq: UInt64
-    }
 
     /// How many nodes are remembered; past it, the one heard from least recently is forgotten, so
     /// HELLOs with made-up node ids (a misconfigured or hostile peer) cannot grow the table.
@@ -57,13 +38,11 @@ struct Membership {
         timeout: UInt64,
         stallTimeout: UInt64 = 5_000_000,
         forgetAfter: UInt64 = 60_000_000,
-        referenceCapacity: Int = 200_000,
         memberCapacity: Int = 1_024
     ) {
         self.timeout = timeout
         self.stallTimeout = stallTimeout
         self.forgetAfter = forgetAfter
-        self.referenceCapacity = referenceCapacity
         self.memberCapacity = memberCapacity
     }
 
@@ -95,11 +74,10 @@ struct Membership {
         return lost
     }
 
-    /// Records a report.
+    /// Records a report (its digests are compared elsewhere).
     ///
     /// - Parameter head: The coordinator's durable head now.
-    /// - Returns: The divergences it reveals.
-    mutating func report(_ message: NodeReportMessage, head: UInt64, now: UInt64) -> [Divergence] {
+    mutating func report(_ message: NodeReportMessage, head: UInt64, now: UInt64) {
         var member = members[message.node] ?? Member(
             id: message.node, session: 0,
             info: NodeInfo(name: message.report.name, clientEndpoint: "", flows: [], pid: 0),
@@ -115,33 +93,11 @@ struct Membership {
         member.report = message.report
         members[message.node] = member
         evictBeyondCapacity(keeping: message.node)
-        var found: [Divergence] = []
-        for (address, instance) in message.report.digests {
-            if let divergence = compare(address: address, instance: instance, reporter: message.report.name) {
-                found.append(divergence)
-            }
-        }
-        return found
     }
 
-    /// Compares a digest with the reference for its `(address, seq)`, or makes it the reference.
-    mutating func compare(address: String, instance: InstanceDigest, reporter: String) -> Divergence? {
-        let key = ReferenceKey(address: address, seq: instance.seq)
-        guard let reference = references[key] else {
-            references[key] = (instance.digest, reporter)
-            referenceOrder.append(key)
-            while referenceOrder.count > referenceCapacity, let old = referenceOrder.popFirst() {
-                references[old] = nil
-            }
-            return nil
-        }
-        guard reference.digest != instance.digest, reference.reporter != reporter else { return nil }
-        divergenceCount += 1
-        return Divergence(
-            address: address,
-            seq: instance.seq,
-            digests: [reference.reporter: reference.digest, reporter: instance.digest]
-        )
+    /// Counts divergences found, for the status.
+    mutating func noteDivergences(_ count: Int) {
+        divergenceCount += count
     }
 
     func isAlive(_ member: Member, now: UInt64) -> Bool {

@@ -2,6 +2,7 @@ import Dispatch
 import FlowKit
 import FlowKitLog
 import Logging
+import ZeroMQ
 
 extension NodeCore {
     /// Loads the newest local snapshot, if the node has a data directory and one was saved: the
@@ -35,10 +36,11 @@ extension NodeCore {
         localSnapshots?.saving = true
         localSnapshots?.lastSaveTime = now
         let store = snapshots.store
+        let loop = sockets.client.loop
         BackgroundWork.shared.start { [weak self] in
             let bytes = SnapshotCodec.encode(ReplicaSet.encode(states))
             let result = Result { try store.save(Snapshot(seq: seq, bytes: bytes)) }
-            Task { await self?.localSnapshotSaved(seq: seq, result: result) }
+            Task(executorPreference: loop) { await self?.localSnapshotSaved(seq: seq, result: result) }
         }
     }
 

@@ -7,24 +7,33 @@ import ZeroMQ
 extension NodeCore {
     // MARK: Reports and digests
 
-    /// Hashes the instances changed since their last digest, on the background thread, for the
-    /// next report: the loop thread only copies their states. One batch at a time, within the
-    /// digest budget; none while the node is far behind (its digests would describe states long
-    /// past).
+    /// Starts a round of hashing the instances changed since their last digest, for the next
+    /// report (``ReplicaSet/startDigestRound()``).
     func hashChangedInstances() {
-        guard !hashing, machine.follower.knownHead - min(machine.follower.knownHead, machine.follower.applied) <= Self.catchingUpLag else { return }
-        let jobs = replicas.takeDigestJobs()
+        replicas.startDigestRound()
+        hashNextSlice()
+    }
+
+    /// Hashes the round's next slice on the background thread: the loop thread only copies their
+    /// states and folds the digests back in, a slice at a time, so no turn of the loop holds up the
+    /// messages for long. None while the node is far behind (its digests would describe states
+    /// long past).
+    func hashNextSlice() {
+        guard machine.follower.knownHead - min(machine.follower.knownHead, machine.follower.applied) <= Self.catchingUpLag else { return }
+        let jobs = replicas.nextDigestSlice()
         guard !jobs.isEmpty else { return }
-        hashing = true
+        let loop = sockets.client.loop
         BackgroundWork.shared.start { [weak self] in
             let (results, micros) = ReplicaSet.hash(jobs)
-            Task { await self?.finishHashing(results, micros: micros) }
+            // Back on the loop's thread, where the node's work runs: a task without the preference
+            // ran the node on a pool thread, and the loop's messages waited for it.
+            Task(executorPreference: loop) { await self?.finishHashing(results, micros: micros) }
         }
     }
 
     func finishHashing(_ results: [ReplicaSet.DigestResult], micros: UInt64) {
-        hashing = false
         replicas.finishDigestJobs(results, hashingMicros: micros)
+        hashNextSlice()
     }
 
     func updateGauges() {
@@ -52,12 +61,10 @@ extension NodeCore {
         lastReportedApplied = machine.follower.applied
         if idle { _ = replicas.combinedDigest(exact: true) }
         let changed = catchingUp ? [:] : replicas.takeChanged(hashing: false)
-        var digests: [String: InstanceDigest] = [:]
-        for (address, digest) in changed { digests[address.description] = digest }
-        let report = NodeReport(
+        let summary = NodeReport(
             name: configuration.name,
             digest: replicas.lastCombinedDigest.description,
-            digests: digests,
+            digests: [:],
             instances: replicas.count,
             runningEffects: replicas.runningEffects,
             effectsLost: 0,
@@ -65,9 +72,15 @@ extension NodeCore {
             connected: isConnected,
             digestSeq: !catchingUp && replicas.digestsAreCurrent ? machine.follower.applied : 0
         )
-        let message = NodeReportMessage(node: configuration.id, applied: machine.follower.applied, time: now, report: report)
-        // Encoding a thousand digests as JSON takes milliseconds: not on the loop thread.
+        let (node, applied) = (configuration.id, machine.follower.applied)
+        // A thousand digests in hex, keyed by address text, encoded as JSON: milliseconds, which
+        // the loop thread does not spend.
         let socket = submitSocket
-        BackgroundWork.shared.start { _ = try? socket.trySend(Message(parts: message.frames)) }
+        BackgroundWork.shared.start {
+            var report = summary
+            for (address, digest) in changed { report.digests[address.description] = digest.wire }
+            let message = NodeReportMessage(node: node, applied: applied, time: now, report: report)
+            _ = try? socket.trySend(Message(parts: message.frames))
+        }
     }
 }

@@ -16,8 +16,6 @@ actor NodeCore {
     let logger: Logger
     let sockets: NodeSockets
     var replicas: ReplicaSet!
-    /// Whether a batch of digests is being hashed off the loop thread.
-    var hashing = false
     /// The applied seq of the last report: a node that applied nothing since, at the head, is idle.
     var lastReportedApplied: UInt64 = 0
     var localSnapshots: LocalSnapshots?

@@ -17,13 +17,17 @@ import Logging
     private var undigested: [any FlowReplica] = []
     /// Digests computed since ``takeChanged(hashing:)``: what a node's next report carries, each
     /// with the seq of the state it describes.
-    private var fresh: [Address: InstanceDigest] = [:]
+    private var fresh: [Address: ChangedDigest] = [:]
     /// The digest of every instance, combined order-independently and kept up to date as instances
     /// change, so a process with many instances need not rehash them all to report.
     private var combined = DigestAccumulator()
-    private var digests: [Address: (seq: UInt64, digest: StateDigest)] = [:]
-    /// Instances out in ``takeDigestJobs()``'s jobs.
+    /// Each instance's last digest, with its term in ``combined``: replacing it XORs the old term
+    /// out without hashing again.
+    private var digests: [Address: (seq: UInt64, digest: StateDigest, term: DigestAccumulator.Term)] = [:]
+    /// Instances out in ``takeDigestJobs(limit:)``'s jobs.
     private var hashingElsewhere: [any FlowReplica] = []
+    /// Instances left to hash in the current round (``startDigestRound()``).
+    private var roundLeft = 0
     /// Bumped when the instances are replaced (a snapshot): jobs of an earlier generation are stale.
     private var generation: UInt64 = 0
     /// Microseconds of hashing periodic digests may spend now: a token bucket refilled at 1/20 of
@@ -112,7 +116,7 @@ import Logging
     ///
     /// - Parameter hashing: Hash changed instances now, within the budget (an owner that hashes
     ///   off its thread, through ``takeDigestJobs()``, passes `false`).
-    func takeChanged(hashing: Bool = true) -> [Address: InstanceDigest] {
+    func takeChanged(hashing: Bool = true) -> [Address: ChangedDigest] {
         if hashing { refreshDigests(all: false) }
         defer { fresh = [:] }
         return fresh
@@ -164,21 +168,22 @@ import Logging
             // fold hashes too, and counting only the first let twice the budget through.
             defer { digestAllowance -= Int64(WallClock.micros() - min(started, WallClock.micros())) }
             guard let digest = try? replica.digest() else { continue }
-            record(replica.address, seq: replica.lastSeq, digest: digest)
+            record(replica.address, seq: replica.lastSeq, digest: digest, term: DigestAccumulator.Term(replica.address, digest))
         }
         undigested = deferred
     }
 
     /// Records a digest, unless one of a later state is recorded already (a job that finished
-    /// after a status query hashed the instance again).
-    private func record(_ address: Address, seq: UInt64, digest: StateDigest) {
+    /// after a status query hashed the instance again). Only XORs and table updates: the hashing
+    /// (the state's and its term's) happened before, off the owner's thread for jobs.
+    private func record(_ address: Address, seq: UInt64, digest: StateDigest, term: DigestAccumulator.Term) {
         if let old = digests[address] {
             guard old.seq <= seq else { return }
-            combined.remove(address, old.digest)
+            combined.toggle(old.term)
         }
-        combined.add(address, digest)
-        digests[address] = (seq, digest)
-        fresh[address] = InstanceDigest(seq: seq, digest: digest.description)
+        combined.toggle(term)
+        digests[address] = (seq, digest, term)
+        fresh[address] = ChangedDigest(seq: seq, digest: digest)
     }
 
     /// A state to hash off the owner's thread: its instance, the seq it is at, and the work.
@@ -189,28 +194,58 @@ import Logging
         let hash: @Sendable () throws -> StateDigest
     }
 
-    /// What a ``DigestJob`` found.
+    /// What a ``DigestJob`` found, with its term in the combined digest (hashed there too).
     struct DigestResult: Sendable {
         let address: Address
         let seq: UInt64
         let generation: UInt64
         let digest: StateDigest
+        let term: DigestAccumulator.Term
     }
 
-    /// Hands out the changed instances' states to hash elsewhere, so the owner's thread, which
-    /// applies entries and answers clients, never stalls hashing (a node did for up to 50 ms at a
-    /// time, the budget's burst, and that was its p99). Nothing while jobs are out or the budget
-    /// is spent; the states are copies (copy-on-write), taken now.
-    func takeDigestJobs() -> [DigestJob] {
+    /// Starts a round of hashing elsewhere: every instance changed since its last digest is hashed
+    /// once, a slice at a time (``nextDigestSlice()``), however often it changes meanwhile (one that
+    /// changes all the time is hashed once a round, not once a slice).
+    func startDigestRound() {
+        roundLeft = undigested.count
+    }
+
+    /// The next slice of the round, to hash elsewhere and hand back to
+    /// ``finishDigestJobs(_:hashingMicros:)``; nothing while a slice is out, once the round is
+    /// done, or while the budget is spent (which ends the round).
+    func nextDigestSlice() -> [DigestJob] {
+        guard hashingElsewhere.isEmpty, roundLeft > 0 else { return [] }
+        let slice = min(roundLeft, Self.digestSlice)
+        let jobs = takeDigestJobs(limit: slice)
+        roundLeft = jobs.isEmpty ? 0 : roundLeft - slice
+        return jobs
+    }
+
+    /// Instances hashed elsewhere at a time: taking their states and folding the digests back in
+    /// happen on the owner's thread, about a microsecond each, and a thousand at once held a node's
+    /// messages up for a millisecond.
+    static let digestSlice = 128
+
+    /// Hands out the states of the `limit` instances changed longest ago to hash elsewhere, so the
+    /// owner's thread, which applies entries and answers clients, never stalls hashing (a node did
+    /// for up to 50 ms at a time, the budget's burst, and that was its p99). Nothing while jobs
+    /// are out or the budget is spent; the states are copies (copy-on-write), taken now.
+    ///
+    /// - Parameter limit: At most this many: taking the jobs and folding their results back in
+    ///   (``finishDigestJobs(_:hashingMicros:)``) happen on the owner's thread, about a microsecond
+    ///   each, so a thousand at once held a node's loop up for a millisecond.
+    func takeDigestJobs(limit: Int = .max) -> [DigestJob] {
         refillAllowance()
         guard hashingElsewhere.isEmpty, digestAllowance > 0, !undigested.isEmpty else { return [] }
+        let taken = undigested.prefix(limit)
         var jobs: [DigestJob] = []
-        for replica in undigested where replicas[replica.address] === replica {
+        jobs.reserveCapacity(taken.count)
+        for replica in taken where replicas[replica.address] === replica {
             replica.isUndigested = false
             jobs.append(DigestJob(address: replica.address, seq: replica.lastSeq, generation: generation, hash: replica.digestJob()))
         }
-        hashingElsewhere = undigested.filter { replicas[$0.address] === $0 }
-        undigested = []
+        hashingElsewhere = taken.filter { replicas[$0.address] === $0 }
+        undigested.removeFirst(taken.count)
         return jobs
     }
 
@@ -221,7 +256,9 @@ import Logging
         results.reserveCapacity(jobs.count)
         for job in jobs {
             guard let digest = try? job.hash() else { continue }
-            results.append(DigestResult(address: job.address, seq: job.seq, generation: job.generation, digest: digest))
+            results.append(
+                DigestResult(address: job.address, seq: job.seq, generation: job.generation, digest: digest, term: DigestAccumulator.Term(job.address, digest))
+            )
         }
         return (results, WallClock.micros() - min(started, WallClock.micros()))
     }
@@ -231,7 +268,7 @@ import Logging
         hashingElsewhere = []
         digestAllowance -= Int64(hashingMicros)
         for result in results where result.generation == generation && replicas[result.address] != nil {
-            record(result.address, seq: result.seq, digest: result.digest)
+            record(result.address, seq: result.seq, digest: result.digest, term: result.term)
         }
     }
 
@@ -266,6 +303,7 @@ import Logging
         fresh = [:]
         undigested = []
         hashingElsewhere = []
+        roundLeft = 0
         generation += 1
         for instance in instances {
             let address = try Address(parsing: instance.address)
@@ -281,20 +319,46 @@ import Logging
     }
 }
 
+/// A digest computed for an instance: the seq of the state it describes, and the digest.
+struct ChangedDigest: Sendable, Equatable {
+    let seq: UInt64
+    let digest: StateDigest
+
+    /// As reports carry it (the digest in hex): made where the report is encoded.
+    var wire: InstanceDigest { InstanceDigest(seq: seq, digest: digest.description) }
+}
+
 /// An order-independent digest of a set of `(address, digest)` pairs that can be updated one pair
 /// at a time: the XOR of SHA-256(address, digest) over all pairs, truncated to 128 bits.
 struct DigestAccumulator {
-    private var bytes = [UInt8](repeating: 0, count: 16)
+    /// One pair's share: SHA-256(address, digest), truncated. Adding a pair and removing it are the
+    /// same XOR, so a replaced digest leaves with the term it came in with.
+    struct Term: Sendable, Equatable {
+        fileprivate let high: UInt64
+        fileprivate let low: UInt64
 
-    mutating func add(_ address: Address, _ digest: StateDigest) { toggle(address, digest) }
-    mutating func remove(_ address: Address, _ digest: StateDigest) { toggle(address, digest) }
+        init(_ address: Address, _ digest: StateDigest) {
+            let bytes = StateDigest(combining: [(key: address.description, digest: digest)]).bytes
+            high = bytes[0..<8].reduce(0) { $0 << 8 | UInt64($1) }
+            low = bytes[8..<16].reduce(0) { $0 << 8 | UInt64($1) }
+        }
+    }
 
-    private mutating func toggle(_ address: Address, _ digest: StateDigest) {
-        let pair = StateDigest(combining: [(key: address.description, digest: digest)])
-        for index in 0..<16 { bytes[index] ^= pair.bytes[index] }
+    private var high: UInt64 = 0
+    private var low: UInt64 = 0
+
+    /// Adds a pair's term, or removes it if it is in.
+    mutating func toggle(_ term: Term) {
+        high ^= term.high
+        low ^= term.low
     }
 
     var digest: StateDigest {
-        StateDigest(bytes: bytes)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        for word in [high, low] {
+            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
+        }
+        return StateDigest(bytes: bytes)
     }
 }

@@ -123,7 +123,7 @@ final class ClusterSimulation {
         case .coordinatorStatus(let index, let incarnation):
             guard let coordinator = coordinator(index, incarnation) else { return }
             if coordinator.machine != nil {
-                try await perform(coordinator.machine!.status(now: now, changedDigests: [:], instances: 0), on: coordinator)
+                try await perform(coordinator.machine!.status(now: now, instances: 0), on: coordinator)
             }
             schedule.schedule(.coordinatorStatus(index, incarnation: incarnation), at: now + 1_000_000)
         case .electionTick(let index, let incarnation):

@@ -1,0 +1,76 @@
+import DequeModule
+import Synchronization
+
+/// The first digest reported for each recent `(address, seq)`, by any replica (a node's report or
+/// the coordinator's own replica), and who reported it: a later digest for the same `(address,
+/// seq)` that differs is a **divergence**, two replicas that disagree about an instance after the
+/// same entry.
+///
+/// Pure, so the comparison is tested without clocks or sockets. The coordinator keeps it in a
+/// ``DivergenceCheck``, off its I/O loop: a report carries a digest for every instance that
+/// changed in the last second, and comparing a thousand of them held the ordering path up for most
+/// of a millisecond (ten when the table grew).
+struct DigestReferences {
+    /// Two replicas disagree about an instance after the same entry.
+    struct Divergence: Equatable, Sendable {
+        var address: String
+        var seq: UInt64
+        /// `replica name → digest`.
+        var digests: [String: String]
+    }
+
+    private struct Key: Hashable {
+        var address: String
+        var seq: UInt64
+    }
+
+    private var references: [Key: (digest: String, reporter: String)] = [:]
+    /// Oldest first; a deque, as the oldest go one by one once it is full.
+    private var order: Deque<Key> = []
+    /// How many `(address, seq)` references are kept for comparison.
+    let capacity: Int
+
+    init(capacity: Int = 200_000) {
+        self.capacity = capacity
+    }
+
+    /// Compares a digest with the reference for its `(address, seq)`, or makes it the reference.
+    mutating func compare(address: String, instance: InstanceDigest, reporter: String) -> Divergence? {
+        let key = Key(address: address, seq: instance.seq)
+        guard let reference = references[key] else {
+            references[key] = (instance.digest, reporter)
+            order.append(key)
+            while order.count > capacity, let old = order.popFirst() {
+                references[old] = nil
+            }
+            return nil
+        }
+        guard reference.digest != instance.digest, reference.reporter != reporter else { return nil }
+        return Divergence(address: address, seq: instance.seq, digests: [reference.reporter: reference.digest, reporter: instance.digest])
+    }
+
+    /// Compares every digest of one replica; the divergences in address order.
+    mutating func compare(_ digests: [String: InstanceDigest], reporter: String) -> [Divergence] {
+        var found: [Divergence] = []
+        for (address, instance) in digests {
+            if let divergence = compare(address: address, instance: instance, reporter: reporter) { found.append(divergence) }
+        }
+        return found.sorted { ($0.address, $0.seq) < ($1.address, $1.seq) }
+    }
+}
+
+/// The coordinator's ``DigestReferences``, shared by the tasks that compare digests: the one that
+/// decodes the nodes' reports and the coordinator's replica. Neither runs on the I/O loop.
+final class DivergenceCheck: Sendable {
+    private let references: Mutex<DigestReferences>
+
+    init(capacity: Int = 200_000) {
+        references = Mutex(DigestReferences(capacity: capacity))
+    }
+
+    /// Compares a replica's digests with the references; the divergences in address order.
+    func compare(_ digests: [String: InstanceDigest], reporter: String) -> [DigestReferences.Divergence] {
+        guard !digests.isEmpty else { return [] }
+        return references.withLock { $0.compare(digests, reporter: reporter) }
+    }
+}
