@@ -208,6 +208,29 @@ extension ClusterProcessTests {
         #expect(result.stdout.contains("the echo side"), "\(result)")
     }
 
+    /// `Benchmarks/peers/cluster-shape.c` builds and runs as its header says: the cluster's message
+    /// pattern in plain C, every event answered, the CPU of the coordinator and each node counted.
+    @Test func clusterShapeRuns() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let directory = NSTemporaryDirectory() + "flowkit-cluster-shape-it-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let runner = CommandRunner(directory: directory)
+        let compiled = try await runner.run(
+            "/usr/bin/cc", ["-O2", "-o", directory + "/cluster-shape", root.appendingPathComponent("Benchmarks/peers/cluster-shape.c").path],
+            timeout: .seconds(120)
+        )
+        try #require(compiled.exitCode == 0, "\(compiled)")
+        let result = try await runner.run(directory + "/cluster-shape", ["2000", "1"], timeout: .seconds(60))
+        #expect(result.exitCode == 0, "\(result)")
+        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        #expect(json?["events"] as? Int == 2_000, "\(result.stdout)")
+        let cpu = json?["cpuSeconds"] as? [String: Double] ?? [:]
+        #expect(["coordinator", "node-1", "node-2", "node-3"].allSatisfy { (cpu[$0] ?? 0) > 0 }, "\(result.stdout)")
+        let ordered = json?["ordered"] as? [String: Int] ?? [:]
+        #expect((ordered["p50"] ?? 0) > 0 && (ordered["p50"] ?? 0) <= (ordered["p99"] ?? 0), "\(result.stdout)")
+    }
+
     /// The dashboard's cost script runs as documented (briefly): one cluster, the bench with the
     /// page closed and open in Chromium, the table of both sides; nothing it started is left.
     @Test func dashboardCostScriptRuns() async throws {

@@ -77,6 +77,47 @@ struct LoopExecutorTests {
         }
     }
 
+    @Test("a sleep with a tolerance ends in the first turn after its deadline, and wakes the loop by its deadline plus the tolerance")
+    func sleepWithTolerance() async throws {
+        // The loop wakes for the deadline plus the tolerance; a turn past the deadline, for
+        // anything, ends the sleep.
+        var timers = LoopTimers()
+        let start = ContinuousClock.now
+        let lenient = LoopTimers.Sleep(deadline: start + .milliseconds(1), tolerance: .milliseconds(50))
+        try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+            timers.add(lenient, continuation: continuation)
+            #expect(timers.nextDeadline == start + .milliseconds(51))
+            timers.fire(now: start + .microseconds(500))
+            #expect(timers.nextDeadline == start + .milliseconds(51), "not before its deadline")
+            timers.fire(now: start + .milliseconds(2))
+        }
+        #expect(timers.nextDeadline == nil)
+
+        // On a loop: nothing else turns it, so the sleep ends near its deadline plus the tolerance;
+        // a message that turns it after the deadline ends the sleep then.
+        try await withLoop { _, loop in
+            let (pull, endpoint) = try await loop.open(.pull) { try $0.bind(anyLoopbackPort) }
+            let push = try await loop.open(.push) { try $0.connect(endpoint) }
+            let quiet = ContinuousClock.now
+            try await withTaskExecutorPreference(loop) {
+                try await loop.sleep(until: quiet + .milliseconds(5), tolerance: .milliseconds(40))
+            }
+            #expect(ContinuousClock.now - quiet >= .milliseconds(45))
+            let busy = ContinuousClock.now
+            async let sent: Void = {
+                try await Task.sleep(for: .milliseconds(20))
+                try await push.send(["turn"])
+            }()
+            try await withTaskExecutorPreference(loop) {
+                try await loop.sleep(until: busy + .milliseconds(5), tolerance: .seconds(30))
+            }
+            try await sent
+            let slept = ContinuousClock.now - busy
+            #expect(slept >= .milliseconds(19) && slept < .seconds(10), "ended in the turn the message caused: \(slept)")
+            _ = try await pull.receive()
+        }
+    }
+
     @Test("a cancelled sleep throws CancellationError at once; a loop that stops fails its sleepers")
     func sleepCancelledOrStopped() async throws {
         try await withLoop { _, loop in

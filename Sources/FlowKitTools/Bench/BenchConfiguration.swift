@@ -32,7 +32,8 @@ struct BenchConfiguration: Codable, Sendable {
     var attach: String?
     /// How emits wait: the bench always uses `ordered` and times "applied" through WATCH.
     var wait: String = "ordered"
-    /// The sender's shortest sleep between rounds, in microseconds.
+    /// How often the sender wakes the bench's loop on its own at most, in microseconds (it also
+    /// sends whatever is due in the turns replies wake the loop for).
     var sendTick: Int = 200
     /// With `--trace`: one seq in this many is traced through every hop.
     var traceEvery: UInt64?

@@ -7,10 +7,12 @@ import ZeroMQ
 /// Sends a step's events open-loop, on the I/O loop of the bench's sockets: event `i` leaves at
 /// `start + i / rate` whatever the replies do, so a slow cluster cannot slow the offered load down.
 ///
-/// The sender is a task on the loop's thread, paced by ``IOLoop/sleep(until:)``: it wakes when the
-/// next event is due (to the microsecond), queues what is due, and the loop writes it in the same
-/// turn, between reading replies. One thread wakes per round, as in a C load generator on `ppoll`;
-/// a sender thread of its own would wake two (itself, then the loop to write).
+/// The sender is a task on the loop's thread, paced by ``IOLoop/sleep(until:tolerance:)``: it
+/// sends what is due in any turn of the loop after the next event's time (replies wake the loop
+/// often under load), and wakes the loop itself at most once a tick, queuing what is due; the loop
+/// writes it in the same turn, between reading replies. That is a C load generator on `ppoll`,
+/// which sends what is due whenever it wakes; a sender thread of its own would wake two threads
+/// (itself, then the loop to write).
 ///
 /// When the sender falls behind (its thread was descheduled, or a socket's queue was full) it sends
 /// what is due at once, and latency is still measured from each event's *intended* time. That is
@@ -63,6 +65,12 @@ final class OpenLoopSender: Sendable {
         func sleep(micros: UInt64) async {
             try? await loop.sleep(until: .now + .microseconds(micros))
         }
+        /// Sleeps until `micros` from now, or any turn of the loop after that, but no longer than
+        /// `atLeast` from now when that is later.
+        func sleep(micros: UInt64, atLeast: UInt64) async {
+            let now = ContinuousClock.now
+            try? await loop.sleep(until: now + .microseconds(micros), tolerance: .microseconds(atLeast > micros ? atLeast - micros : 0))
+        }
         var sentAt = recordSendTimes ? [UInt64](repeating: 0, count: plan.count) : []
         let payloadFrame = Frame(payload)
         let headers = plan.addresses.map { address in
@@ -113,10 +121,11 @@ final class OpenLoopSender: Sendable {
                 if blocked { await sleep(micros: 100) }
                 continue
             }
-            // Sleep until the next event is due, at least a tick (the kernel adds ~50 µs of slack).
+            // Until the next event is due, or the first turn of the loop after that, waking the loop
+            // itself at most once a tick (and at least every 2 ms, to see the end and the stop).
             let wake = plan.intended(next)
             let now2 = BenchClock.wallMicros()
-            await sleep(micros: min(max(wake > now2 ? wake - now2 : 0, tick), max(tick, 2_000)))
+            await sleep(micros: min(wake > now2 ? wake - now2 : 0, max(tick, 2_000)), atLeast: tick)
         }
         let unsentInBacklog = backlogs.reduce(0) { $0 + $1.count }
         // Events never sent are not counted as sent for their instance.

@@ -82,7 +82,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "With --search: the highest applied-on-all-nodes p99 (ms) a sustained rate may have.")
     var searchP99Limit: Double = 10
 
-    @Option(help: "The sender's shortest sleep between rounds, in µs: each round sends everything due (the delay counts in the latencies).")
+    @Option(help: "How often the sender wakes on its own at most, in µs; between, it sends what is due whenever replies wake it (any delay counts in the latencies).")
     var sendTick = 200
 
     @Flag(help: "Trace sampled events through every hop (node, coordinator, log, publish, every node) and print where the time goes. Not with --attach.")

@@ -191,12 +191,22 @@ public final class IOLoop: TaskExecutor, Sendable {
     /// deadline falls in, together with whatever the sockets brought: no other thread wakes
     /// (`Task.sleep` wakes one of Swift's pool and hands the task back). That makes it the way to
     /// pace work that sends on the loop's sockets, such as an open-loop load generator.
-    /// - Parameter deadline: When to resume; a past deadline resumes in the loop's next turn.
+    ///
+    /// With a `tolerance`, the sleep ends in the first turn of the loop at or after `deadline`,
+    /// whatever woke the loop, and the loop wakes for it by `deadline + tolerance` at the latest:
+    /// work paced this way rides the turns the loop takes anyway (a load generator sends what is
+    /// due whenever replies come in, as a C client on `ppoll` would), and wakes the loop on its own
+    /// at most once per tolerance.
+    /// - Parameters:
+    ///   - deadline: When to resume at the earliest; a past deadline resumes in the loop's next
+    ///     turn.
+    ///   - tolerance: How much later than `deadline` the sleep may end, if the loop has no other
+    ///     reason to turn.
     /// - Throws: `CancellationError` if the task is cancelled; ``ZMQError/Code/loopStopped`` if the
     ///   loop stops first.
-    public func sleep(until deadline: ContinuousClock.Instant) async throws {
+    public func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration = .zero) async throws {
         try Task.checkCancellation()
-        let sleep = LoopTimers.Sleep(deadline: deadline)
+        let sleep = LoopTimers.Sleep(deadline: deadline, tolerance: tolerance)
         let queue = self.queue
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in

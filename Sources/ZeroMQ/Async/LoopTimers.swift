@@ -3,15 +3,20 @@ import Synchronization
 /// The tasks sleeping on an I/O loop (``IOLoop/sleep(until:)``), earliest deadline first. Lives on
 /// the loop's thread, in its ``LoopCore``.
 struct LoopTimers {
-    /// One task's sleep: its deadline, and whether its task was cancelled. The cancel handler marks
-    /// it before it asks the loop to remove it, so a sleep whose cancel reaches the loop first is
-    /// refused when it arrives, and a cancel that comes after the sleep ended leaves nothing behind.
+    /// One task's sleep: its deadline, how late it may end, and whether its task was cancelled.
+    /// The cancel handler marks it before it asks the loop to remove it, so a sleep whose cancel
+    /// reaches the loop first is refused when it arrives, and a cancel that comes after the sleep
+    /// ended leaves nothing behind.
     final class Sleep: Sendable {
+        /// The sleep ends in the first turn of the loop at or after this.
         let deadline: ContinuousClock.Instant
+        /// The loop wakes for it by then at the latest: `deadline` plus the tolerance.
+        let latest: ContinuousClock.Instant
         private let cancelled = Atomic<Bool>(false)
 
-        init(deadline: ContinuousClock.Instant) {
+        init(deadline: ContinuousClock.Instant, tolerance: Duration = .zero) {
             self.deadline = deadline
+            self.latest = deadline + max(.zero, tolerance)
         }
 
         var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
@@ -29,8 +34,10 @@ struct LoopTimers {
     /// Sorted by deadline; few at a time, so an array.
     private var sleepers: [Sleeper] = []
 
-    /// The earliest deadline, if any task sleeps.
-    var nextDeadline: ContinuousClock.Instant? { sleepers.first?.sleep.deadline }
+    /// When the loop must wake for a sleeper at the latest, if any task sleeps: the earliest of
+    /// their deadlines plus tolerances. (A sleep whose deadline has passed ends in whichever turn
+    /// comes first, woken for it or for anything else.)
+    var nextDeadline: ContinuousClock.Instant? { sleepers.lazy.map(\.sleep.latest).min() }
 
     mutating func add(_ sleep: Sleep, continuation: UnsafeContinuation<Void, any Error>) {
         if sleep.isCancelled {
