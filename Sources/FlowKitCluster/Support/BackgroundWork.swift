@@ -6,16 +6,13 @@ import Synchronization
 import ZeroMQ
 
 /// A thread for the work nobody waits for: hashing digests, encoding snapshots and reports. It runs
-/// at the lowest CPU priority Linux has (`SCHED_IDLE`, nice 19 where that is refused), so on a busy
-/// machine the order, the apply path and the answers to clients go first, and this work fills the
-/// time they leave.
+/// at the lowest CPU priority (nice 19), so on a busy machine the order, the apply path and the
+/// answers to clients go first, and this work fills the time they leave.
 ///
 /// A burst of such work at normal priority on one of two cores (a node hashing a thousand
 /// instances, the coordinator encoding a snapshot) delayed every message that arrived meanwhile:
-/// it set the p99. At nice 19 it still did: once running, it kept the core for the rest of its
-/// slice while a woken loop thread waited (up to 8 ms of a 15 ms window after a report, in a
-/// scheduler trace). A `SCHED_IDLE` thread gives the core up as soon as a normal one wakes. It still
-/// gets a small share of a busy CPU, so it falls behind under full load but never stops.
+/// it set the p99. At nice 19 it still gets a share of a busy CPU (about 1.5 % against one thread
+/// at nice 0), so it falls behind under full load but never stops.
 ///
 /// One thread of its own (not a pool thread, which would keep the low priority for whatever it ran
 /// next), named for `top -H` and `perf`; jobs run one at a time, in the order they were given.
@@ -30,17 +27,11 @@ import ZeroMQ
         IOThread.start(name: name) { [self] in serve() }
     }
 
-    /// `SCHED_IDLE` (Glibc does not import the macro).
-    private static let idlePolicy: Int32 = 5
-
     private func serve() -> Never {
         #if os(Linux)
         // On Linux a nice value belongs to the thread (setpriority(2), "Bugs"): `who` 0 is the
         // calling thread, so this lowers this one only.
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
-        // `pid` 0 is the calling thread here too.
-        var parameters = sched_param(sched_priority: 0)
-        _ = sched_setscheduler(0, Self.idlePolicy, &parameters)
         #endif
         while true {
             ready.wait()
