@@ -12,6 +12,9 @@ final class Segment {
     var lastSeq: UInt64?
     /// Whether bytes were written since the last sync.
     var needsSync = false
+    /// How far the file is known to be written (records, then zeros written ahead of them), as
+    /// opposed to space only reserved.
+    var zeroedThrough: Int
     private(set) var indexSeqs: [UInt64] = []
     private(set) var indexOffsets: [Int] = []
     private var fd: Int32 = -1
@@ -20,6 +23,7 @@ final class Segment {
         self.firstSeq = firstSeq
         self.path = path
         self.size = size
+        self.zeroedThrough = size
     }
 
     /// The seq a record appended to this segment must carry.

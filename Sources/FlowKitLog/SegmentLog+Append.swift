@@ -153,16 +153,37 @@ extension SegmentLog {
     }
 
     /// Hands the write buffer to the OS (`pwrite`), without syncing.
+    ///
+    /// In a reserved segment of a synced log the same write also puts zeros in the space just
+    /// past the records, ``zeroAheadBytes`` at a time. Space that `posix_fallocate` reserved is
+    /// *unwritten* to the file system until written: the first write into it changes the file's
+    /// extent map, and the `fdatasync` after it writes the inode too (on ext4, a second write to
+    /// the disk and its wait) whenever a commit reaches a block not written before. Zeroing ahead
+    /// makes one commit in every `zeroAheadBytes` pay that instead: synced commits of 64 records
+    /// (`log-perf`, Benchmarks/LogPerf) went from 165–175 to 91–104 µs at p50 on this machine's
+    /// disk. The zeros are what recovery already reads past the last record.
     private func flushWriteBuffer() throws {
         guard !writeBuffer.isEmpty, let active = segments.last else { return }
         let fd = try active.descriptor(fileSystem)
         active.needsSync = true
+        let recordBytes = writeBuffer.count
+        let end = active.size + recordBytes
+        var zeroedThrough = active.zeroedThrough
+        if options.preallocate, options.durability == .synced, end > zeroedThrough, end < options.segmentBytes {
+            let page = 4096
+            zeroedThrough = min(options.segmentBytes, (end + Self.zeroAheadBytes + page - 1) / page * page)
+            writeBuffer.append(contentsOf: repeatElement(0, count: zeroedThrough - end))
+        }
         try writeBuffer.withUnsafeBytes { bytes in
             try fileSystem.write(fd, bytes, at: active.size, path: active.path)
         }
-        active.size += writeBuffer.count
+        active.size = end
+        active.zeroedThrough = max(zeroedThrough, end)
         writeBuffer.removeAll(keepingCapacity: true)
     }
+
+    /// How far past its records a reserved segment is zeroed at a time (see `flushWriteBuffer`).
+    static let zeroAheadBytes = 64 << 10
 
     /// Restores the state of the last commit after a failed write or sync.
     func rollBack(after cause: any Error) {
@@ -190,6 +211,7 @@ extension SegmentLog {
                     try fileSystem.truncate(try active.descriptor(fileSystem), to: committed.activeSize, path: active.path)
                 }
                 active.size = committed.activeSize
+                active.zeroedThrough = min(active.zeroedThrough, committed.activeSize)
                 active.forget(after: committed.lastSeq)
                 active.needsSync = false
             }

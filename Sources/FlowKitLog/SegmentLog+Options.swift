@@ -27,8 +27,10 @@ extension SegmentLog {
         public var writeBufferBytes: Int
         /// Reserve each new segment's `segmentBytes` when it is created (`posix_fallocate`), so
         /// appends never grow the file and `fdatasync` has no file size to write: on ext4 that
-        /// took a third off every sync's CPU and latency. The unused tail reads as zeros and is
-        /// cut when the segment is sealed.
+        /// took a third off every sync's CPU and latency. A synced log also writes zeros a little
+        /// ahead of its records, so that commits land in space already written (see
+        /// `flushWriteBuffer`). The unused tail reads as zeros and is cut when the segment is
+        /// sealed.
         public var preallocate: Bool
         /// A test hook that makes chosen file operations fail (disk full, I/O error).
         public var faultInjection: FaultInjection?
