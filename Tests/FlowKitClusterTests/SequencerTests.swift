@@ -74,6 +74,37 @@ import Testing
         #expect(table.lookup(key, submission: 1_000) == .new)
     }
 
+    /// Submissions that arrive out of order or leave a gap are remembered while within the window
+    /// (the ring grows to hold them); a gap the window has passed is a duplicate, and a rollback
+    /// forgets what it undid.
+    @Test func theDedupWindowHoldsGapsAndLateArrivalsUntilItPassesThem() {
+        var table = DedupTable(window: 100, maxSessions: 4)
+        let key = DedupTable.SessionKey(origin: 1, session: 9)
+        for id in 1...50 as ClosedRange<UInt64> where id != 7 { table.record(key, submission: id, seq: id + 1_000) }
+        table.record(key, submission: 90, seq: 2_000)  // ahead of the others
+        #expect(table.lookup(key, submission: 7) == .new, "the gap is still open")
+        #expect(table.lookup(key, submission: 6) == .duplicate(seq: 1_006))
+        #expect(table.lookup(key, submission: 8) == .duplicate(seq: 1_008))
+        #expect(table.lookup(key, submission: 90) == .duplicate(seq: 2_000))
+        #expect(table.lookup(key, submission: 89) == .new)
+        // A late arrival within the window closes the gap.
+        table.record(key, submission: 7, seq: 3_000)
+        #expect(table.lookup(key, submission: 7) == .duplicate(seq: 3_000))
+        // Leave a gap at 60 and move 150 ids past it: the window no longer holds it.
+        for id in 51...250 as ClosedRange<UInt64> where id != 60 && id != 90 { table.record(key, submission: id, seq: id + 1_000) }
+        #expect(table.lookup(key, submission: 60) == .duplicate(seq: nil), "a retry that late is a duplicate")
+        #expect(table.lookup(key, submission: 200) == .duplicate(seq: 1_200))
+        #expect(table.lookup(key, submission: 251) == .new)
+        // A rollback of everything ordered above seq 1,220 forgets those submissions.
+        table.forget(above: 1_220)
+        #expect(table.lookup(key, submission: 230) == .new)
+        #expect(table.lookup(key, submission: 221) == .new)
+        #expect(table.lookup(key, submission: 220) == .duplicate(seq: 1_220))
+        table.record(key, submission: 221, seq: 1_221)
+        #expect(table.lookup(key, submission: 221) == .duplicate(seq: 1_221))
+        #expect(table.lookup(key, submission: 222) == .new)
+    }
+
     /// A retry acknowledged after a restart names the epoch that ordered it, not the new one.
     @Test func aDuplicateNamesTheEpochThatOrderedIt() {
         let old = Entry(
