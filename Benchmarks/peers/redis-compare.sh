@@ -68,6 +68,7 @@ cleanup() {
         kill -9 "$pid" 2>/dev/null || true
     done
     rm -rf "$work/redis-"*
+    rmdir "$work" 2>/dev/null || true  # empty when the results went to --out
 }
 trap cleanup EXIT
 
