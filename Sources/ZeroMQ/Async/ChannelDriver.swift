@@ -8,6 +8,7 @@ final class ChannelDriver: LoopDriver {
     let socket: Socket
     let channel: SocketChannel
     let fileDescriptor: Int32
+    let pollToken = PollToken.next()
     private let logger: Logger
     private(set) var isFinished = false
     private(set) var isQuiescent = false

@@ -25,9 +25,11 @@ extension LoopCore {
         let pollOut = Int16(ZMQ_POLLOUT)
         readiness.removeAll(keepingCapacity: true)
         pollSet.removeAll(keepingCapacity: true)
+        pollTokens.removeAll(keepingCapacity: true)
         pollOwners.removeAll(keepingCapacity: true)
         interests.removeAll(keepingCapacity: true)
         pollSet.append(pollfd(fd: queue.wakeup.fileDescriptor, events: Int16(POLLIN), revents: 0))
+        pollTokens.append(wakeupToken)
         var anyReady = false
         var quiescentPolled = false
         // The earliest deadline of a sleeper, a driver or an engine: the wait ends by then.
@@ -44,6 +46,7 @@ extension LoopCore {
                     quiescentPolled = true
                 }
                 pollSet.append(pollfd(fd: driver.fileDescriptor, events: Int16(POLLIN), revents: 0))
+                pollTokens.append(driver.pollToken)
                 pollOwners.append(index)
             }
             if ready != 0 { anyReady = true }
@@ -54,7 +57,7 @@ extension LoopCore {
         engineReady.removeAll(keepingCapacity: true)
         for engine in engines {
             let start = pollSet.count
-            let ready = engine.addPollEntries(to: &pollSet)
+            let ready = engine.addPollEntries(to: &pollSet, tokens: &pollTokens)
             if ready { anyReady = true }
             engineReady.append(ready)
             engineEntries.append(start..<pollSet.count)
@@ -62,6 +65,7 @@ extension LoopCore {
         }
         let timerSlot = deadlineTimer.map { timer in
             pollSet.append(pollfd(fd: timer.fileDescriptor, events: Int16(POLLIN), revents: 0))
+            pollTokens.append(timerToken)
             return pollSet.count - 1
         }
         // How long to sleep; nil: until something happens. With the deadline timer, the poll
@@ -93,13 +97,15 @@ extension LoopCore {
         return pollSet[0].revents != 0 || queue.wakeup.isSignalled
     }
 
-    /// Polls ``pollSet`` for at most `timeout` (nil: no limit; otherwise rounded up to a
-    /// millisecond, which only a system without the deadline timer uses).
+    /// Waits on ``pollSet`` (through ``readinessSet`` where there is one) for at most `timeout`
+    /// (nil: no limit; otherwise rounded up to a millisecond, which only a system without the
+    /// deadline timer uses).
     private func poll(timeout: Duration?) -> Int32 {
         let milliseconds = timeout.map { timeout -> Int32 in
             let (seconds, attoseconds) = timeout.components
             return Int32(clamping: seconds * 1_000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
         } ?? -1
+        if let readinessSet { return readinessSet.wait(&pollSet, tokens: pollTokens, timeoutMilliseconds: milliseconds) }
         return pollSet.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), milliseconds) }
     }
 

@@ -26,6 +26,8 @@ final class LoopCore {
     var readiness: [Int16] = []
     /// The `poll()` set: the wakeup eventfd, then the `ZMQ_FD` of each driver with interest.
     var pollSet: [pollfd] = []
+    /// Each entry's ``PollToken``, in the order of `pollSet`.
+    var pollTokens: [UInt32] = []
     /// For each entry of `pollSet` after the first, the index of its driver.
     var pollOwners: [Int] = []
     /// Each driver's interest in the current turn.
@@ -36,6 +38,12 @@ final class LoopCore {
     /// housekeeping), so the poll carries no timeout; `nil` where the system has no timer
     /// descriptor, and the poll times out instead.
     let deadlineTimer = DeadlineTimer()
+    /// Where the loop waits: epoll, keeping the poll set registered between turns; `nil` where the
+    /// system has no epoll, and the loop calls `poll`.
+    let readinessSet = ReadinessSet()
+    /// The tokens of the loop's own descriptors: its wakeup and its deadline timer.
+    let wakeupToken = PollToken.next()
+    let timerToken = PollToken.next()
     private let executor: UnownedTaskExecutor
 
     init(context: ZMQContext, queue: LoopCommandQueue, executor: UnownedTaskExecutor, logger: Logger) {

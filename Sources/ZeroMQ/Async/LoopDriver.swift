@@ -8,6 +8,8 @@ protocol LoopDriver: AnyObject {
     var socket: Socket { get }
     /// The socket's `ZMQ_FD`, read once: libzmq signals it when commands arrive.
     var fileDescriptor: Int32 { get }
+    /// Identifies this driver's registration of ``fileDescriptor`` (``PollToken``).
+    var pollToken: UInt32 { get }
     /// Whether the last call on the socket was a non-blocking receive that found nothing.
     /// libzmq then processed its pending commands and drained `ZMQ_FD`, so until that fd
     /// fires again the socket cannot have become readable: the loop may sleep on the fd
@@ -35,6 +37,7 @@ final class HandlerDriver: LoopDriver {
     private let handle: (Message, Socket) -> Bool
     private let onClose: () -> Void
     let fileDescriptor: Int32
+    let pollToken = PollToken.next()
     private(set) var isFinished = false
     private(set) var isQuiescent = false
 

@@ -80,7 +80,7 @@ final class ZMTPDriver: SocketSetup {
         case peer(Peer)
     }
 
-    private var listeners: [(fileDescriptor: Int32, endpoint: String)] = []
+    private var listeners: [(fileDescriptor: Int32, endpoint: String, pollToken: UInt32)] = []
     private var peers: [Peer] = []
     private var dialers: [Dialer] = []
     /// ROUTER: the peer behind each routing id.
@@ -174,7 +174,7 @@ final class ZMTPDriver: SocketSetup {
         let (host, port) = try Self.parse(endpoint, operation: "bind", wildcardPort: true)
         let (fd, bound) = try TCPSocket.listen(host: host, port: port)
         let resolved = "tcp://\(host == "*" ? "0.0.0.0" : host):\(bound)"
-        listeners.append((fd, resolved))
+        listeners.append((fd, resolved, PollToken.next()))
         return resolved
     }
 
@@ -255,22 +255,31 @@ final class ZMTPDriver: SocketSetup {
         return max(tick, .milliseconds(1))
     }
 
-    /// Adds this turn's descriptors to `pollSet`.
-    /// - Returns: Whether the driver has work without waiting (events left, messages to send).
-    func addPollEntries(to pollSet: inout [pollfd]) -> Bool {
+    /// Adds this turn's descriptors to `pollSet`, and their ``PollToken``s to `tokens`.
+    /// - Returns: Whether the driver has work without waiting (events left, messages to send, a
+    ///   closed connection to forget).
+    func addPollEntries(to pollSet: inout [pollfd], tokens: inout [UInt32]) -> Bool {
         registered.removeAll(keepingCapacity: true)
         for listener in listeners {
             pollSet.append(pollfd(fd: listener.fileDescriptor, events: Int16(POLLIN), revents: 0))
+            tokens.append(listener.pollToken)
             registered.append(.listener(listener.fileDescriptor))
         }
         let reading = channel.inboundRoom() > 0
+        var closedPeer = false
         for peer in peers {
+            // A closed connection's descriptor number may already belong to another file.
+            guard !peer.stream.isClosed else {
+                closedPeer = true
+                continue
+            }
             var events: Int16 = reading ? Int16(POLLIN) : 0
             if peer.stream.session.hasOutbound { events |= Int16(POLLOUT) }
             pollSet.append(pollfd(fd: peer.stream.fileDescriptor, events: events, revents: 0))
+            tokens.append(peer.stream.pollToken)
             registered.append(.peer(peer))
         }
-        return (backlog && reading) || (channel.hasOutbound && canRoute)
+        return closedPeer || (backlog && reading) || (channel.hasOutbound && canRoute)
     }
 
     /// Whether queued messages can go anywhere now. A DEALER (and the other load-balancing types)

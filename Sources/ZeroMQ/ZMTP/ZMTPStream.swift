@@ -1,3 +1,5 @@
+import CZeroMQ
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -12,6 +14,8 @@ import Darwin
 /// while ``ZMTPSession/hasOutbound``).
 final class ZMTPStream {
     let fileDescriptor: Int32
+    /// Identifies this connection's registration of ``fileDescriptor`` with the loop (``PollToken``).
+    let pollToken = PollToken.next()
     var session: ZMTPSession
     /// Whether the peer closed its side (or the connection failed); the stream is then done.
     private(set) var isClosed = false
@@ -123,13 +127,13 @@ enum TCPSocket {
 
     /// A connection waiting on `listener`, made non-blocking with Nagle off; `nil` if none waits.
     static func accept(_ listener: Int32) throws -> Int32? {
-        let fd = Glibc.accept(listener, nil, nil)
+        // Non-blocking and close-on-exec from the start: a child spawned between an accept and a
+        // later fcntl would hold the connection open, and keep the loop's epoll registration alive.
+        let fd = flowkit_accept_nonblocking(listener)
         guard fd >= 0 else {
             if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED { return nil }
             throw ZMQError(errno: errno, operation: "accept")
         }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         noDelay(fd)
         return fd
     }
