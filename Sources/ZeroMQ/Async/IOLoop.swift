@@ -1,11 +1,12 @@
 import Logging
 
-/// A dedicated I/O thread that owns ZeroMQ sockets and drives them with `zmq_poll`.
+/// A dedicated I/O thread that owns ZeroMQ sockets and drives them from one readiness wait.
 ///
 /// libzmq sockets must stay on one thread, and their calls block; Swift's cooperative
 /// pool must never block. The loop bridges the two: it runs on a thread of its own
-/// (never a cooperative one), sleeps in `zmq_poll` over its sockets plus an `eventfd`
-/// for wakeups (no busy polling), drains readable sockets in batches into bounded
+/// (never a cooperative one), sleeps in one wait (epoll on Linux, `poll` elsewhere) over its
+/// sockets' descriptors plus an `eventfd` for wakeups (no busy polling), drains readable
+/// sockets in batches into bounded
 /// buffers, and writes queued messages, waiting for `POLLOUT` on `EAGAIN`.
 ///
 /// Sockets are created and configured on the loop's thread, through a closure, and come

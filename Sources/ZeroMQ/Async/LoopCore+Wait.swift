@@ -10,8 +10,9 @@ extension LoopCore {
     /// Waits until a socket is ready, a wakeup arrives or a driver's deadline passes, and
     /// fills ``readiness`` for this turn.
     ///
-    /// This is `zmq_poll` done by hand, to spend fewer syscalls per turn (they dominate a
-    /// round trip): libzmq sockets signal their `ZMQ_FD` when commands arrive, edge-style,
+    /// This is `zmq_poll` done by hand (on epoll where there is one, see ``ReadinessSet``), to
+    /// spend fewer syscalls per turn (they dominate a round trip): libzmq sockets signal their
+    /// `ZMQ_FD` when commands arrive, edge-style,
     /// so before sleeping each socket's `ZMQ_EVENTS` is read, unless the driver is
     /// quiescent (its last receive found nothing, which drained the fd). After the sleep,
     /// a socket whose fd fired is taken as readable; the non-blocking receive that follows

@@ -24,7 +24,8 @@ final class LoopCore {
     var engineReady: [Bool] = []
     /// What each driver (in `drivers` order at the last wait) is ready for.
     var readiness: [Int16] = []
-    /// The `poll()` set: the wakeup eventfd, then the `ZMQ_FD` of each driver with interest.
+    /// This turn's wait, as a `poll()` set: the wakeup eventfd, then the `ZMQ_FD` of each driver
+    /// with interest, the engines' descriptors and the deadline timer.
     var pollSet: [pollfd] = []
     /// Each entry's ``PollToken``, in the order of `pollSet`.
     var pollTokens: [UInt32] = []
