@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FlowKitCluster
+@testable import FlowKitCluster
 import FlowKitCommands
 import Foundation
 import Testing
@@ -194,5 +194,36 @@ extension ClusterProcessTests {
         var bad = bench
         bad.run = ""
         #expect(bad.problem == "run must be 1 to 64 bytes")
+    }
+
+    /// With no page open the hub keeps the latest heartbeat as it came (encoding ten a second for
+    /// nobody was most of an idle cluster command's CPU); a page that opens gets the latest one,
+    /// and an open page gets them live, at most four a second.
+    @Test func aPageGetsTheLatestHeartbeatWhenItOpensAndLiveAfter() async throws {
+        let hub = DashboardHub()
+        for head in UInt64(1)...30 { hub.publish(.heartbeat(ClusterMonitor.Heartbeat(epoch: 2, head: head, time: head))) }
+        let (_, replay, lines) = hub.join()
+        #expect(replay.count == 1 && replay[0].contains(#""type":"heartbeat""#) && replay[0].contains(#""head":30"#), "\(replay)")
+        let start = ContinuousClock.now
+        var head = UInt64(31)
+        var received: [String] = []
+        var iterator = lines.makeAsyncIterator()
+        while ContinuousClock.now - start < .milliseconds(600) {
+            hub.publish(.heartbeat(ClusterMonitor.Heartbeat(epoch: 2, head: head, time: head)))
+            head += 1
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        hub.publish(.alarm(Alarm(kind: .nodeDown, message: "the end of the test")))
+        while let message = await iterator.next() {
+            received += message.split(separator: "\n").map(String.init)
+            if message.contains(#""type":"alarm""#) { break }
+        }
+        let heartbeats = received.filter { $0.contains(#""type":"heartbeat""#) }
+        #expect((1...3).contains(heartbeats.count), "one per 250 ms at most over 0.6 s, of ~30 published: \(heartbeats.count)")
+        let heads = heartbeats.compactMap { line -> UInt64? in
+            guard let range = line.range(of: #""head":"#) else { return nil }
+            return UInt64(line[range.upperBound...].prefix { $0.isNumber })
+        }
+        #expect(heads.count == heartbeats.count && heads == heads.sorted() && heads.allSatisfy { $0 > 30 }, "the live ones, in order: \(heads)")
     }
 }

@@ -13,8 +13,11 @@ import Synchronization
 /// the hub's state.
 package final class DashboardHub: Sendable {
     private struct State {
-        var status: String?
-        var heartbeat: String?
+        /// The latest status and heartbeat, encoded as JSON only when a page is sent them: the
+        /// monitor hears ten heartbeats a second, and encoding each for no page cost an idle
+        /// `flowkit cluster` a third of its CPU.
+        var status: ClusterMonitor.Event?
+        var heartbeat: ClusterMonitor.Event?
         /// The latest entries, and those not yet sent to the pages (the newest ``entriesPerSend``):
         /// encoded as JSON only when sent, so entries no page sees cost nothing but a copy.
         var entries: [Entry] = []
@@ -66,11 +69,14 @@ package final class DashboardHub: Sendable {
             }
             return
         }
-        let lines = MonitorView.json(for: event)
+        // Encoded for the pages open now (a page that opens later gets the latest from `snapshot`);
+        // alarms are kept as lines, for every page to come.
+        let isAlarm = if case .alarm = event { true } else { false }
+        let lines = isAlarm || pages > 0 ? MonitorView.json(for: event) : []
         state.withLock { state in
             switch event {
             case .status:
-                state.status = lines.last
+                state.status = event
                 state.sendEntries(force: true)
             case .entries:
                 return
@@ -78,7 +84,7 @@ package final class DashboardHub: Sendable {
                 state.alarms.append(contentsOf: lines)
                 if state.alarms.count > 20 { state.alarms.removeFirst(state.alarms.count - 20) }
             case .heartbeat:
-                state.heartbeat = lines.last
+                state.heartbeat = event
                 // The monitor's heartbeats (ten a second) carry the entries that waited out.
                 state.sendEntries()
                 guard ContinuousClock.now - state.lastHeartbeatSent >= .milliseconds(250) else { return }
@@ -86,7 +92,8 @@ package final class DashboardHub: Sendable {
             case .fellBehind:
                 break
             }
-            state.send(lines)
+            // A page that opened since the check above is sent it too.
+            state.send(lines.isEmpty && !state.pages.isEmpty ? MonitorView.json(for: event) : lines)
         }
     }
 
@@ -113,7 +120,7 @@ package final class DashboardHub: Sendable {
     }
 
     private static func snapshot(of state: State) -> [String] {
-        [state.status, state.heartbeat].compactMap { $0 } + state.alarms + MonitorView.json(for: .entries(state.entries)) + state.bench
+        [state.status, state.heartbeat].compactMap { $0.flatMap { MonitorView.json(for: $0).last } } + state.alarms + MonitorView.json(for: .entries(state.entries)) + state.bench
     }
 
     /// A page opens: the lines to replay, and every message from now on (one or more lines,
