@@ -113,11 +113,9 @@ extension Coordinator {
             }
             group.addTask(executorPreference: loop) {
                 while let batch = try? await sockets.submit.receiveBatch(max: 1_024) {
-                    if let core = await role.core {
-                        await core.handleSubmitBatch(batch)
-                    } else {
-                        await role.redirect(batch, socket: sockets.submit)
-                    }
+                    // A core that stepped down meanwhile does not take it (see CoordinatorCore.retire()).
+                    if let core = await role.core, await core.handleSubmitBatch(batch) { continue }
+                    await role.redirect(batch, socket: sockets.submit)
                 }
             }
             group.addTask(executorPreference: loop) {
@@ -183,7 +181,7 @@ actor ReplicatedRole: SyncSource {
         reports = nil
         if let stepsDown {
             // It wrote its own log while it led: the copy goes on from there, not from before.
-            await standby.resumeAfterLeading(committed: await stepsDown.committed().head)
+            await standby.resumeAfterLeading(committed: await stepsDown.retire().head)
         }
         await standby.follow(leader)
     }

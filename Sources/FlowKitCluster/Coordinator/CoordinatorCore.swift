@@ -36,6 +36,8 @@ actor CoordinatorCore: SyncSource {
     let reports: AsyncStream<(RouterEnvelope, [[UInt8]])>
     /// Compares the replicas' digests, off the loop (see ``DigestReferences``).
     let divergence = DivergenceCheck()
+    /// Set when the coordinator stepped down (``retire()``): the core orders and writes nothing more.
+    private var isRetired = false
 
     init(
         machine: CoordinatorMachine,
@@ -72,9 +74,25 @@ actor CoordinatorCore: SyncSource {
     // MARK: Inputs
 
     /// A batch of messages from the submit socket.
-    func handleSubmitBatch(_ messages: [Message]) {
+    /// Orders a batch read from the submit socket.
+    /// - Returns: `false` when this core has stepped down (``retire()``): the batch is not its to
+    ///   order, and the caller answers it as a standby would.
+    @discardableResult
+    func handleSubmitBatch(_ messages: [Message]) -> Bool {
+        guard !isRetired else { return false }
         let now = WallClock.micros()
         perform(machine.receive(messages, now: now, received: configuration.trace == nil ? 0 : now))
+        return true
+    }
+
+    /// Stops this core for good when its coordinator steps down, and says what its log holds
+    /// committed. A SUBMIT batch read just before the step-down can reach the core after it (the
+    /// task that read it took the core first); without this, the core would order it and write it
+    /// to the log under the standby that now owns the log, an entry of the old term that no
+    /// leader committed.
+    func retire() -> (head: UInt64, epoch: UInt32) {
+        isRetired = true
+        return committed()
     }
 
     /// Subscription messages from the publish socket.
@@ -204,6 +222,8 @@ actor CoordinatorCore: SyncSource {
 
     /// Makes a group durable now, on this thread, then hands the outcome to the machine.
     func commit(_ group: PendingCommit) {
+        // A retired core's log belongs to the standby.
+        guard !isRetired else { return }
         let records = group.records
         let started = ContinuousClock.now
         let startedAt = configuration.trace == nil ? 0 : WallClock.micros()
