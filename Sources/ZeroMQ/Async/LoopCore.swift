@@ -16,23 +16,11 @@ final class LoopCore {
     let logger: Logger
     let queue: LoopCommandQueue
     private(set) var drivers: [any LoopDriver] = []
-    /// The sockets carried by FlowKit's ZMTP engine; their descriptors follow the drivers' in
-    /// `pollSet`, at `engineEntries`.
+    /// The sockets carried by FlowKit's ZMTP engine; their descriptors follow the drivers' in the
+    /// turn's poll set.
     private(set) var engines: [ZMTPDriver] = []
-    var engineEntries: [Range<Int>] = []
-    /// Whether each engine (in `engines` order at the last wait) said it had work without waiting.
-    var engineReady: [Bool] = []
-    /// What each driver (in `drivers` order at the last wait) is ready for.
-    var readiness: [Int16] = []
-    /// This turn's wait, as a `poll()` set: the wakeup eventfd, then the `ZMQ_FD` of each driver
-    /// with interest, the engines' descriptors and the deadline timer.
-    var pollSet: [pollfd] = []
-    /// Each entry's ``PollToken``, in the order of `pollSet`.
-    var pollTokens: [UInt32] = []
-    /// For each entry of `pollSet` after the first, the index of its driver.
-    var pollOwners: [Int] = []
-    /// Each driver's interest in the current turn.
-    var interests: [Int16] = []
+    /// This turn's wait and what it found, filled by ``waitForReadiness(timeoutZero:)``.
+    var turn = LoopTurn()
     /// Tasks sleeping until a deadline (``IOLoop/sleep(until:)``).
     var timers = LoopTimers()
     /// Wakes the poll at the earliest deadline (a sleeper's, a driver's retry, an engine's
@@ -109,6 +97,8 @@ final class LoopCore {
             timers.fire(now: .now)
             let polled = drivers
             let polledEngines = engines
+            // What the wait found, read many times below: one copy rather than a checked access each.
+            let waited = turn
             var pass = 0
             repeat {
                 // Pass 0 handles what the wait reported; later passes run work the loop
@@ -128,19 +118,19 @@ final class LoopCore {
                 }
                 let now = ContinuousClock.now
                 for (index, driver) in polled.enumerated() where !driver.isFinished {
-                    let revents = pass == 0 ? readiness[index] : 0
+                    let revents = pass == 0 ? waited.readiness[index] : 0
                     if driver.service(revents: revents, now: now) { immediate = true }
                 }
                 for (index, engine) in polledEngines.enumerated() where !engine.isFinished {
-                    let waited = pass == 0 && index < engineEntries.count
-                    let results = waited ? pollSet[engineEntries[index]] : []
+                    let fromWait = pass == 0 && index < waited.engineEntries.count
+                    let results = fromWait ? waited.pollSet[waited.engineEntries[index]] : []
                     // An engine is served when something is there for it: a descriptor ready,
                     // work it reported before the wait, a request from its channel (messages to
                     // send, room to read), its housekeeping due, or a command (which may have
                     // changed anything). Serving every socket in every pass cost a node a fifth
                     // of its loop thread.
                     let due = engine.channel.takeServiceRequest() || commandsRan
-                        || (waited && (engineReady[index] || results.contains { $0.revents != 0 } || engine.isHousekeepingDue(now)))
+                        || (fromWait && (waited.engineReady[index] || results.contains { $0.revents != 0 } || engine.isHousekeepingDue(now)))
                     guard due else { continue }
                     if engine.service(results, now: now) { immediate = true }
                 }
