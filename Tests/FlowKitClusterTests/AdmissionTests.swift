@@ -222,6 +222,32 @@ import Testing
         #expect(throws: ConfigurationError.self) { try AdmissionLimits(maxEventBytes: 0).validate(against: transport) }
         try AdmissionLimits().validate(against: transport)
     }
+
+    /// The walls check a plain address in place (``Address/plainFlowName(of:)``) and parse anything
+    /// else in full. The quick check must never pass what parsing refuses, must name the same flow,
+    /// and should pass the addresses clients actually send.
+    @Test func theQuickAddressCheckPassesNothingParsingRefuses() throws {
+        let plain = ["counter/a", "load/run-7", "a/b", "flow_name-2/k/with/slashes", "f/" + String(repeating: "k", count: 200),
+                     String(repeating: "f", count: 48) + "/k", "kv/key with spaces ~!"]
+        for address in plain {
+            let name = try #require(Address.plainFlowName(of: address), "\(address)")
+            #expect(String(name) == (try Address(parsing: address)).flow, "\(address)")
+        }
+        let others = ["", "/", "counter", "counter/", "/key", "Counter/a", "co unter/a", "counter/a\u{7}", "counter/a\u{7F}",
+                      "counter/\u{85}", "counter/é", "counter/🙂", "f/" + String(repeating: "k", count: 201),
+                      String(repeating: "f", count: 49) + "/k", "fl.ow/k"]
+        for address in others {
+            let name = Address.plainFlowName(of: address)
+            // Either parsing refuses it too, or it is valid but not plain (non-ASCII keys): then
+            // the quick check leaves it to parsing and says nothing.
+            if let name { #expect(String(name) == (try? Address(parsing: address))?.flow, "\(address)") }
+        }
+        #expect(others.allSatisfy { Address.plainFlowName(of: $0) == nil })
+        // Valid but not plain: still admitted, through parsing.
+        let admission = Admission(registry: Self.registry, limits: Self.limits)
+        let admitted = try admission.admit(kind: .event, codec: .json, address: "counter/é", payload: Array(#"{"increment":{}}"#.utf8))
+        #expect(admitted.address == "counter/é")
+    }
 }
 
 /// Builders for raw protocol fields.

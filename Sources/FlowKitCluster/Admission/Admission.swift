@@ -26,10 +26,6 @@ struct Admission: Sendable {
 
     let registry: FlowRegistry
     let limits: AdmissionLimits
-    /// Addresses already found valid, with their flow, so a busy instance is parsed once rather
-    /// than for every submission; emptied when it reaches its bound.
-    private var known: [String: any RegisteredFlow] = [:]
-    private static let knownCapacity = 100_000
 
     init(registry: FlowRegistry, limits: AdmissionLimits) {
         self.registry = registry
@@ -37,7 +33,7 @@ struct Admission: Sendable {
     }
 
     /// A client's EMIT or CANCEL, as the node would submit it; `nil` for other requests.
-    mutating func admit(_ request: ClientRequest) throws -> Admitted? {
+    func admit(_ request: ClientRequest) throws -> Admitted? {
         switch request {
         case .emit(_, _, let codec, let address, let payload):
             try admit(kind: .event, codec: codec, address: address, payload: payload)
@@ -49,7 +45,7 @@ struct Admission: Sendable {
     }
 
     /// A submission from a SUBMIT, as the coordinator would order it.
-    mutating func admit(_ submission: Submission) throws -> Admitted {
+    func admit(_ submission: Submission) throws -> Admitted {
         try admit(kind: submission.kind, codec: submission.codec, address: submission.address, payload: submission.payload)
     }
 
@@ -57,7 +53,7 @@ struct Admission: Sendable {
     ///
     /// - Returns: The submission as it is to be ordered.
     /// - Throws: ``ProtocolError`` naming the first rule it breaks.
-    mutating func admit(kind: EntryKind, codec: PayloadCodec, address: String, payload: [UInt8]) throws -> Admitted {
+    func admit(kind: EntryKind, codec: PayloadCodec, address: String, payload: [UInt8]) throws -> Admitted {
         // The payload's shape first, then the address, then what needs the flow: the order a node
         // meets them in, as its decoder checks a CANCEL's id before the rule sees the address.
         switch kind {
@@ -79,13 +75,11 @@ struct Admission: Sendable {
         return Admitted(kind: kind, codec: flow.wireCodec, address: address, payload: normalised)
     }
 
-    /// The registered flow of a valid address.
-    private mutating func flow(at address: String) throws -> any RegisteredFlow {
-        if let flow = known[address] { return flow }
-        let flow = try registry.flow(for: try Address(parsing: address))
-        if known.count >= Self.knownCapacity { known.removeAll(keepingCapacity: true) }
-        known[address] = flow
-        return flow
+    /// The registered flow of a valid address. A plainly valid one is checked in place and its
+    /// flow found by name; anything else is parsed in full, which words the error.
+    private func flow(at address: String) throws -> any RegisteredFlow {
+        if let name = Address.plainFlowName(of: address), let flow = registry.flow(named: String(name)) { return flow }
+        return try registry.flow(for: try Address(parsing: address))
     }
 
     private static func requireTextCodec(_ codec: PayloadCodec, kind: EntryKind) throws {

@@ -118,37 +118,38 @@ struct SubmissionQueue {
     mutating func due(now: UInt64, retryAfter: UInt64, limit: Int = 4_096, maxBytes: Int = 4 << 20) -> [Submission] {
         var result: [Submission] = []
         var bytes = 0
-        /// Marks `id` sent now and adds it to `result`, unless the message is full.
-        func take(_ id: UInt64) -> Bool {
-            guard var entry = pending[id] else { return true }
-            guard result.isEmpty || bytes + entry.submission.payload.count <= maxBytes else { return false }
-            bytes += entry.submission.payload.count
-            entry.lastSent = now
-            if entry.firstSent == 0 { entry.firstSent = now }
-            entry.attempts += 1
-            pending[id] = entry
-            sent.append((id, now))
-            result.append(entry.submission)
+        /// Marks the submission at `index` of `pending` sent now and adds it to `result`, unless
+        /// the message is full. In place: copying the entry out and back would hash twice and
+        /// retain everything it holds.
+        func take(_ index: Dictionary<UInt64, Pending>.Index) -> Bool {
+            let size = pending.values[index].submission.payload.count
+            guard result.isEmpty || bytes + size <= maxBytes else { return false }
+            bytes += size
+            pending.values[index].lastSent = now
+            if pending.values[index].firstSent == 0 { pending.values[index].firstSent = now }
+            pending.values[index].attempts += 1
+            sent.append((pending.keys[index], now))
+            result.append(pending.values[index].submission)
             return true
         }
         while result.count < limit, let (id, at) = sent.first {
-            guard let entry = pending[id], entry.lastSent == at else {
+            guard let index = pending.index(forKey: id), pending.values[index].lastSent == at else {
                 sent.removeFirst()  // acknowledged, or sent again since
                 continue
             }
             guard now >= at + retryAfter else { break }
             sent.removeFirst()
-            guard take(id) else {
+            guard take(index) else {
                 sent.prepend((id, at))
                 return result
             }
         }
         while result.count < limit, let id = unsent.first {
-            guard let entry = pending[id], entry.lastSent == 0 else {
+            guard let index = pending.index(forKey: id), pending.values[index].lastSent == 0 else {
                 unsent.removeFirst()  // acknowledged or expired before it was sent
                 continue
             }
-            guard take(id) else { break }
+            guard take(index) else { break }
             unsent.removeFirst()
         }
         return result

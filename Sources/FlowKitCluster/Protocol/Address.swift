@@ -54,6 +54,28 @@ public struct Address: Hashable, Sendable, Comparable, CustomStringConvertible {
         try self.init(flow: String(text[..<slash]), key: String(text[text.index(after: slash)...]))
     }
 
+    /// The flow name of `text` when it is plainly a valid address: a flow name of a-z, 0-9, `-` and
+    /// `_`, a slash, and a key of 1 to 200 printable ASCII bytes. `nil` says only "not plainly":
+    /// ``init(parsing:)`` decides (and words the error). The check reads the UTF-8 in place and
+    /// makes no string longer than a small one, for the hot paths that see an address per event.
+    static func plainFlowName(of text: String) -> Substring? {
+        var text = text
+        let slash: Int? = text.withUTF8 { bytes in
+            guard let slash = bytes.firstIndex(of: UInt8(ascii: "/")), slash >= 1, slash <= 48 else { return nil }
+            let keyLength = bytes.count - slash - 1
+            guard keyLength >= 1, keyLength <= 200 else { return nil }
+            for byte in bytes[..<slash] {
+                guard (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+                else { return nil }
+            }
+            for byte in bytes[(slash + 1)...] where byte < 0x20 || byte >= 0x7F { return nil }
+            return slash
+        }
+        guard let slash else { return nil }
+        return text[..<text.utf8.index(text.utf8.startIndex, offsetBy: slash)]
+    }
+
     public static func < (lhs: Address, rhs: Address) -> Bool {
         lhs.description.utf8.lexicographicallyPrecedes(rhs.description.utf8)
     }

@@ -384,7 +384,12 @@ final class ZMTPDriver: SocketSetup {
     private func arriving(_ message: Message, from peer: Peer) -> Message? {
         switch type {
         case .router:
-            return Message(frames: [Frame(peer.routingID)] + message.frames)
+            // One allocation: the frames with the routing id in front.
+            var frames: [Frame] = []
+            frames.reserveCapacity(message.count + 1)
+            frames.append(Frame(peer.routingID))
+            frames.append(contentsOf: message)
+            return Message(frames: frames)
         case .sub, .xsub:
             guard type == .xsub || matches(message, subscriptions) else { return nil }
             return message
