@@ -55,7 +55,7 @@ install_redis() {
 install_redis
 if [ ! -x "$flowkit" ]; then
     say "building flowkit (release)"
-    swift build -c release --product flowkit >&2
+    scripts/build-release --product flowkit >&2
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/flowkit-redis-XXXXXX")
 [ -n "$out" ] || out=$work/results
