@@ -92,12 +92,33 @@ struct NativeEngineTests {
         }
     }
 
+    /// A free port below the kernel's ephemeral range, for a socket that binds it only later: a port
+    /// the OS chose (bind to 0, then close) could be handed to another test's `*` bind, or to an
+    /// outgoing connection, in between. In CI a parallel test's ROUTER got one and this test's
+    /// DEALER connected to it.
+    static func portNoOneElseGets() throws -> UInt16 {
+        var firstEphemeral = 32_768
+        let descriptor = open("/proc/sys/net/ipv4/ip_local_port_range", O_RDONLY)
+        if descriptor >= 0 {
+            var bytes = [UInt8](repeating: 0, count: 64)
+            let count = read(descriptor, &bytes, bytes.count)
+            close(descriptor)
+            let text = String(decoding: bytes.prefix(max(0, count)), as: UTF8.self)
+            if let low = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap({ Int($0) }) { firstEphemeral = low }
+        }
+        for _ in 0..<200 {
+            let port = UInt16(Int.random(in: 10_000..<max(10_001, firstEphemeral)))
+            guard let (probe, _) = try? TCPSocket.listen(host: "127.0.0.1", port: port) else { continue }
+            close(probe)
+            return port
+        }
+        throw ZMQError(.addressInUse, message: "no free port below \(firstEphemeral)", operation: "portNoOneElseGets")
+    }
+
     @Test("a native DEALER sends before its ROUTER exists; the messages arrive once it binds")
     func dealerWaitsForItsPeer() async throws {
         try await withLoop { _, loop in
-            let (probe, port) = try TCPSocket.listen(host: "127.0.0.1", port: 0)
-            close(probe)
-            let endpoint = "tcp://127.0.0.1:\(port)"
+            let endpoint = "tcp://127.0.0.1:\(try Self.portNoOneElseGets())"
             let (dealer, _) = try await loop.open(.dealer, engine: .native) { socket in
                 try socket.setOption(.reconnectInterval, .milliseconds(20))
                 try socket.connect(endpoint)
