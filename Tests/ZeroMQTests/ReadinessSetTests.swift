@@ -109,9 +109,16 @@ struct ReadinessSetTests {
     @Test("a closed descriptor is reported invalid at once, as poll does")
     func closedDescriptor() throws {
         let set = try #require(ReadinessSet())
+        // A number no test running alongside can be given: the kernel hands out the lowest free
+        // number, so the closed descriptor sits just under the process's limit (a closed low
+        // number could be reused by another test's socket before the wait, which then sleeps).
+        var limit = rlimit()
+        try #require(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        let fd = Int32(min(limit.rlim_cur, 65_536)) - 1
         let pair = try Pair()
-        let fd = pair.left
-        pair.close(fd)
+        try #require(fcntl(fd, F_GETFD) == -1, "descriptor \(fd) is open")
+        try #require(dup2(pair.left, fd) == fd)
+        _ = Glibc.close(fd)
         let clock = ContinuousClock()
         let start = clock.now
         let (result, revents) = Self.wait(set, [Entry(fd: fd, events: POLLIN, token: PollToken.next())], timeout: 5_000)
