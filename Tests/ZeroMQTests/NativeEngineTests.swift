@@ -153,6 +153,51 @@ struct NativeEngineTests {
         }
     }
 
+    @Test("a loopback connection does not pace (reno at both ends); one to another address keeps the system's choice")
+    func loopbackCongestionControl() throws {
+        func congestionControl(_ fd: Int32) -> String {
+            var name = [CChar](repeating: 0, count: 32)
+            var length = socklen_t(name.count)
+            guard getsockopt(fd, Int32(IPPROTO_TCP), TCP_CONGESTION, &name, &length) == 0 else { return "errno \(errno)" }
+            return String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        let (listener, port) = try TCPSocket.listen(host: "*", port: 0)
+        defer { close(listener) }
+        let fresh = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let systemDefault = congestionControl(fresh)
+        close(fresh)
+
+        let client = try TCPSocket.connect(host: "127.0.0.1", port: port)
+        defer { close(client) }
+        let served = try ZMTPInteropTests.accept(listener)
+        defer { close(served) }
+        #expect(congestionControl(client) == TCPSocket.loopbackCongestionControl)
+        #expect(congestionControl(served) == TCPSocket.loopbackCongestionControl)
+
+        // The machine's first IPv4 address that is not loopback, if it has one.
+        var interfaces: UnsafeMutablePointer<ifaddrs>?
+        try #require(getifaddrs(&interfaces) == 0)
+        defer { freeifaddrs(interfaces) }
+        var other: String?
+        for entry in sequence(first: interfaces!, next: { $0.pointee.ifa_next }) {
+            guard let address = entry.pointee.ifa_addr, address.pointee.sa_family == sa_family_t(AF_INET) else { continue }
+            let inet = UnsafeRawPointer(address).load(as: sockaddr_in.self)
+            guard UInt32(bigEndian: inet.sin_addr.s_addr) >> 24 != 127 else { continue }
+            var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+            var raw = inet.sin_addr
+            inet_ntop(AF_INET, &raw, &text, socklen_t(text.count))
+            other = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            break
+        }
+        guard let other else { return }
+        let remote = try TCPSocket.connect(host: other, port: port)
+        defer { close(remote) }
+        let servedRemote = try ZMTPInteropTests.accept(listener)
+        defer { close(servedRemote) }
+        #expect(congestionControl(remote) == systemDefault)
+        #expect(congestionControl(servedRemote) == systemDefault)
+    }
+
     @Test("a native DEALER whose peer stops reading keeps the rest queued past the high-water mark, and delivers it all in order")
     func dealerBackpressure() async throws {
         try await withLoop { _, loop in

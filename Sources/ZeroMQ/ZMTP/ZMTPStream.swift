@@ -114,6 +114,7 @@ enum TCPSocket {
     static func connect(host: String, port: UInt16) throws -> Int32 {
         let fd = try make("connect")
         var address = try socketAddress(host: host, port: port, operation: "connect")
+        if isLoopback(address) { withoutPacing(fd) }
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
@@ -135,7 +136,32 @@ enum TCPSocket {
             throw ZMQError(errno: errno, operation: "accept")
         }
         noDelay(fd)
+        var peer = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &peer) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) } }
+        if named == 0, isLoopback(peer) { withoutPacing(fd) }
         return fd
+    }
+
+    /// The congestion control of a loopback connection: one that does not pace (`reno`, which
+    /// every process may choose). A system whose default is BBR paces each connection's segments
+    /// on a timer by the bandwidth it has measured, and a connection that carries small messages
+    /// now and then measures little: on loopback, where nothing is lost and there is no queue to
+    /// spare, that only holds messages back (measured in docs/PERFORMANCE.md, "Loopback connections do
+    /// not pace"). Connections to other hosts keep the system's choice.
+    static let loopbackCongestionControl = "reno"
+
+    private static func withoutPacing(_ fd: Int32) {
+        #if os(Linux)
+        // Best effort: a system that refuses keeps its default, which is correct, only slower.
+        _ = loopbackCongestionControl.withCString { name in
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_CONGESTION, name, socklen_t(strlen(name)))
+        }
+        #endif
+    }
+
+    private static func isLoopback(_ address: sockaddr_in) -> Bool {
+        address.sin_family == sa_family_t(AF_INET) && UInt32(bigEndian: address.sin_addr.s_addr) >> 24 == 127
     }
 
     /// The error of a finished non-blocking connect (0 when it succeeded).
