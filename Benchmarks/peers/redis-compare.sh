@@ -15,7 +15,9 @@
 #   3. flowkit bench (a coordinator with a synced log and 3 nodes, open loop, 8 connections) at the
 #      same rates.
 # CPU per event counts the servers only (the 4 Redis processes; the coordinator and the 3 nodes),
-# from /proc. Prints the table README shows and writes every run's JSON to --out.
+# from /proc; the load generators' own CPU (redis-openloop's rusage, the bench's /proc) is a row of
+# its own, since they share the two cores. Prints the table README shows and writes every run's
+# JSON to --out.
 #
 # Installs redis-server and redis-tools when missing (apt-get; root), without starting Debian's
 # default instance, and stops every process it started, on every path.
@@ -115,12 +117,16 @@ IFS=, read -r -a rate_list <<<"$rates"
 for rate in "${rate_list[@]}"; do
     say "Redis open loop at $rate/s for $duration s"
     before=$(cpu_of "${pids[@]}")
-    "$work/redis-openloop" "$primary" "$rate" "$duration" 16 100 "open-$rate" >"$out/redis-openloop-$rate.json"
+    # The client's own CPU too, from its rusage: it shares the two cores with the servers.
+    client_cpu=$(python3 -c 'import resource, subprocess, sys
+with open(sys.argv[1], "w") as out: subprocess.run(sys.argv[2:], stdout=out, check=True)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN); print(usage.ru_utime + usage.ru_stime)' \
+        "$out/redis-openloop-$rate.json" "$work/redis-openloop" "$primary" "$rate" "$duration" 16 100 "open-$rate")
     after=$(cpu_of "${pids[@]}")
-    python3 - "$out/redis-openloop-$rate.json" "$(minus "$after" "$before")" <<'EOF'
+    python3 - "$out/redis-openloop-$rate.json" "$(minus "$after" "$before")" "$client_cpu" <<'EOF'
 import json, sys
-path, cpu = sys.argv[1], float(sys.argv[2])
-run = json.load(open(path)); run["cpuSeconds"] = cpu
+path, cpu, client = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+run = json.load(open(path)); run["cpuSeconds"] = cpu; run["clientCpuSeconds"] = client
 json.dump(run, open(path, "w"))
 EOF
 done
@@ -159,6 +165,10 @@ for rate in rates:
     rows.append((f"{label}: p50 to the durable acknowledgement", ms(redis["p50"]), ms(ordered["p50"]), ratio(ordered["p50"], redis["p50"])))
     rows.append((f"{label}: p99", ms(redis["p99"]), f"{ms(ordered['p99'])} ordered, {ms(applied['p99'])} applied on all nodes", ratio(ordered["p99"], redis["p99"])))
     rows.append((f"{label}: CPU per event, servers only", f"{redis_cpu:.0f} µs", f"{fk_cpu:.0f} µs", ratio(fk_cpu, redis_cpu)))
+    if "clientCpuSeconds" in redis:
+        client = redis["clientCpuSeconds"] / redis["seconds"] * 100
+        bench = run["resources"]["bench"]["cpuSeconds"] / run["config"]["duration"] * 100
+        rows.append((f"{label}: the load generator's CPU, % of a core", f"{client:.0f} % (redis-openloop)", f"{bench:.0f} % (flowkit bench)", ratio(bench, client)))
     rows.append((f"{label}: throughput", f"{redis['achievedPerSecond']:,.0f}/s", f"{run['throughput']['ordered']:,.0f}/s ordered, end check {'passed' if run['passed'] else 'FAILED'}", ""))
     summary["rates"].append({"rate": rate, "redis": redis, "redisCpuMicrosPerEvent": redis_cpu, "flowkitOrdered": ordered,
                              "flowkitApplied": applied, "flowkitCpuMicrosPerEvent": fk_cpu, "flowkitPassed": run["passed"]})
