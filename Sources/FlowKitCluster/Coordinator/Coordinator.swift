@@ -121,6 +121,12 @@ public final class Coordinator: Sendable {
         )
         let core = CoordinatorCore(machine: machine, writer: writer, submitSocket: submit, publishSocket: publish, replica: replica)
         await core.noteQuarantined(quarantined)
+        // The ordering path runs on the I/O loop's thread, commits included (the sync blocks the
+        // loop while submissions gather in the socket for the next group): each batch the submit
+        // socket reads enters the core in the same loop turn, and leaves as ENTRIES with no thread
+        // hop.
+        try await submit.handleReceived { batch in core.assumeIsolated { _ = $0.handleSubmitBatch(batch) } }
+        try await publish.handleReceived { batch in core.assumeIsolated { $0.noteSubscriptions(batch) } }
         let syncServer = SyncServer(
             socket: sync,
             writer: writer,
@@ -141,17 +147,6 @@ public final class Coordinator: Sendable {
         onReady(endpoints)
 
         await withDiscardingTaskGroup { group in
-            // The ordering path runs on the I/O loop's thread, commits included (the sync blocks
-            // the loop while submissions gather in the socket for the next group), so a message
-            // reaches the log and leaves as an ACK with no thread hop.
-            group.addTask(executorPreference: loop) {
-                while let batch = try? await submit.receiveBatch(max: 1_024) {
-                    await core.handleSubmitBatch(batch)
-                }
-            }
-            group.addTask(executorPreference: loop) {
-                while let batch = try? await publish.receiveBatch(max: 256) { await core.noteSubscriptions(batch) }
-            }
             group.addTask { await replica.run() }
             group.addTask { await core.receiveReports() }
             group.addTask { await syncServer.run() }

@@ -10,7 +10,11 @@ import ZeroMQ
 /// Each batch read from the submit socket is ordered and committed at once, on the I/O loop's
 /// thread; what arrives while a commit syncs waits in the socket and forms the next group. That is
 /// the group commit, without a thread hop or a timer between a submission and its commit.
+///
+/// It lives on the I/O loop of its sockets (its executor is the loop's thread), so a receive
+/// handler enters it in the loop turn that read the batch.
 actor CoordinatorCore: SyncSource {
+    nonisolated let unownedExecutor: UnownedSerialExecutor
     var machine: CoordinatorMachine
     let configuration: CoordinatorConfiguration
     let writer: LogWriter
@@ -50,6 +54,7 @@ actor CoordinatorCore: SyncSource {
         replicate: (@Sendable ([Entry]) -> Void)? = nil,
         written: AsyncStream<Void>.Continuation? = nil
     ) {
+        self.unownedExecutor = submitSocket.loop.serialExecutor.asUnownedSerialExecutor()
         self.writeEligible = writeEligible
         self.mayAct = mayAct
         self.replicate = replicate ?? { replica.enqueue($0) }

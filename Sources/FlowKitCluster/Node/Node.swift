@@ -94,8 +94,16 @@ public final class Node: Sendable {
             .router, on: loop, configuration: clientConfiguration, binding: configuration.clientEndpoint
         )
         let sockets = NodeSockets(client: client, clientEndpoint: clientEndpoint, submit: submits, subscriber: subscriber, sync: syncs)
-        let core = NodeCore(configuration: configuration, registry: registry, logger: logger, sockets: sockets)
+        let core = NodeCore(configuration: configuration, registry: registry, logger: logger, sockets: sockets, loop: loop)
         await core.start()
+        // The node's work runs on the I/O loop's thread: each socket hands what it read to the
+        // core in the same loop turn, with no task or thread hop, and what the core sends leaves
+        // in that turn too. Effects are unstructured tasks and run on the cooperative pool.
+        try await subscriber.handleReceived { batch in core.assumeIsolated { $0.receivePublished(batch) } }
+        for (index, submit) in submits.enumerated() {
+            try await submit.handleReceived { batch in core.assumeIsolated { $0.receiveFromCoordinator(batch, from: index) } }
+        }
+        try await client.handleReceived { batch in core.assumeIsolated { $0.receiveFromClients(batch) } }
         running.withLock { $0 = core }
         defer { running.withLock { $0 = nil } }
         logger.info(
@@ -105,17 +113,6 @@ public final class Node: Sendable {
         onReady(clientEndpoint)
 
         await withDiscardingTaskGroup { group in
-            // The node's work runs on the I/O loop's thread, so a message reaches it and leaves
-            // it with no thread hop. Effects are unstructured tasks and run on the cooperative
-            // pool as usual.
-            group.addTask(executorPreference: loop) {
-                while let batch = try? await subscriber.receiveBatch(max: 1_024) { await core.receivePublished(batch) }
-            }
-            for (index, submit) in submits.enumerated() {
-                group.addTask(executorPreference: loop) {
-                    while let batch = try? await submit.receiveBatch(max: 1_024) { await core.receiveFromCoordinator(batch, from: index) }
-                }
-            }
             // Sync replies are decoded on the cooperative pool, in order, and applied on the loop:
             // a replaying node decodes one range on the other core while it applies the last.
             // The stream between them holds at most what the node asked for (a range or two in
@@ -129,9 +126,6 @@ public final class Node: Sendable {
             }
             group.addTask(executorPreference: loop) {
                 for await replies in syncReplies { await core.receiveSync(replies) }
-            }
-            group.addTask(executorPreference: loop) {
-                while let batch = try? await client.receiveBatch(max: 1_024) { await core.receiveFromClients(batch) }
             }
             group.addTask(executorPreference: loop) {
                 await every(configuration.tickInterval, on: loop) { await core.tick() }

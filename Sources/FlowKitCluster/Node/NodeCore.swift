@@ -9,7 +9,11 @@ import ZeroMQ
 ///
 /// Every state change arrives as an ordered entry; nothing a client sends changes an instance
 /// directly. Effects run only for entries this node (this session) submitted.
+///
+/// It lives on the node's I/O loop (its executor is the loop's thread), so the sockets' receive
+/// handlers enter it in the loop turn that read a message, and its sends leave in the same turn.
 actor NodeCore {
+    nonisolated let unownedExecutor: UnownedSerialExecutor
     var machine: NodeMachine
     let configuration: NodeConfiguration
     let registry: FlowRegistry
@@ -21,7 +25,8 @@ actor NodeCore {
     var localSnapshots: LocalSnapshots?
     let counters: ClusterCounters
 
-    init(configuration: NodeConfiguration, registry: FlowRegistry, logger: Logger, sockets: NodeSockets) {
+    init(configuration: NodeConfiguration, registry: FlowRegistry, logger: Logger, sockets: NodeSockets, loop: IOLoop) {
+        self.unownedExecutor = loop.serialExecutor.asUnownedSerialExecutor()
         self.configuration = configuration
         self.registry = registry
         self.logger = logger

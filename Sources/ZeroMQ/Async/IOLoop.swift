@@ -41,6 +41,9 @@ public final class IOLoop: TaskExecutor, Sendable {
     /// The loop's name (also its thread's name).
     public let name: String
     let queue: LoopCommandQueue
+    /// The loop's thread as a serial executor, for an actor that lives on it (see
+    /// ``LoopSerialExecutor``).
+    public let serialExecutor: LoopSerialExecutor
     private let logger: Logger
     private let stopped = OneShot<Void>()
 
@@ -59,6 +62,8 @@ public final class IOLoop: TaskExecutor, Sendable {
         let logger = loopLogger
         let queue = try LoopCommandQueue()
         self.queue = queue
+        let serialExecutor = LoopSerialExecutor(queue: queue)
+        self.serialExecutor = serialExecutor
         let stopped = self.stopped
         let registered = context.addShutdownHook(ObjectIdentifier(queue)) { [queue] in
             queue.requestStop(linger: .zero)
@@ -68,7 +73,9 @@ public final class IOLoop: TaskExecutor, Sendable {
         }
         let executor = UnownedTaskExecutor(ordinary: self)
         IOThread.start(name: name) { [context] in
-            let core = LoopCore(context: context, queue: queue, executor: executor, logger: logger)
+            let core = LoopCore(
+                context: context, queue: queue, executor: executor, serialExecutor: serialExecutor.asUnownedSerialExecutor(), logger: logger
+            )
             core.run()
             context.removeShutdownHook(ObjectIdentifier(queue))
             logger.debug("I/O loop stopped")
@@ -80,9 +87,11 @@ public final class IOLoop: TaskExecutor, Sendable {
         queue.requestStop(linger: .zero)
     }
 
-    /// Runs a job of a task that prefers this loop as its executor, on the I/O thread.
+    /// Runs a job of a task that prefers this loop as its executor, on the I/O thread; once the
+    /// loop has stopped, on the global concurrent executor.
     public func enqueue(_ job: consuming ExecutorJob) {
-        queue.enqueue(UnownedJob(job))
+        let job = UnownedJob(job)
+        if !queue.enqueue(LoopJob(job: job, isolated: false)) { globalConcurrentExecutor.enqueue(job) }
     }
 
     /// Creates a socket on the loop thread, runs `configure` on it there, and returns the

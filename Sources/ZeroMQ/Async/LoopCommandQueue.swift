@@ -8,7 +8,7 @@ typealias LoopCommand = @Sendable (LoopCore?) -> Void
 final class LoopCommandQueue: Sendable {
     private struct State {
         var commands: [LoopCommand] = []
-        var jobs: [UnownedJob] = []
+        var jobs: [LoopJob] = []
         var stopping = false
         var stopLinger: Duration?
     }
@@ -34,19 +34,17 @@ final class LoopCommandQueue: Sendable {
         }
     }
 
-    /// Queues a task's job to run on the loop thread (the loop as a `TaskExecutor`). Once
-    /// the loop has stopped, jobs go to the global concurrent executor instead.
-    func enqueue(_ job: UnownedJob) {
+    /// Queues a job to run on the loop thread: a task's (the loop as a `TaskExecutor`), or an
+    /// actor's (the loop's ``LoopSerialExecutor``).
+    /// - Returns: `false` once the loop has stopped; the caller runs the job elsewhere.
+    func enqueue(_ job: LoopJob) -> Bool {
         let accepted = state.withLock { state in
             guard !state.stopping else { return false }
             state.jobs.append(job)
             return true
         }
-        if accepted {
-            wakeup.signal()
-        } else {
-            globalConcurrentExecutor.enqueue(job)
-        }
+        if accepted { wakeup.signal() }
+        return accepted
     }
 
     /// Asks the loop to close every socket with `linger` and exit. Idempotent; the first
@@ -62,7 +60,7 @@ final class LoopCommandQueue: Sendable {
     }
 
     /// Takes the queued commands and jobs, and whether a stop was requested (and its linger).
-    func drain() -> (commands: [LoopCommand], jobs: [UnownedJob], stop: Bool, linger: Duration?) {
+    func drain() -> (commands: [LoopCommand], jobs: [LoopJob], stop: Bool, linger: Duration?) {
         state.withLock { state in
             let commands = state.commands
             let jobs = state.jobs
@@ -74,7 +72,7 @@ final class LoopCommandQueue: Sendable {
 
     /// Marks the queue stopped and returns the commands and jobs still queued; later
     /// commands fail at once and later jobs go to the global executor.
-    func close() -> (commands: [LoopCommand], jobs: [UnownedJob]) {
+    func close() -> (commands: [LoopCommand], jobs: [LoopJob]) {
         state.withLock { state in
             state.stopping = true
             defer {
@@ -84,4 +82,11 @@ final class LoopCommandQueue: Sendable {
             return (state.commands, state.jobs)
         }
     }
+}
+
+/// A job queued on a loop, and whether it runs isolated to the loop's ``LoopSerialExecutor`` (an
+/// actor's job) or only on the loop as a task executor (a task's job).
+struct LoopJob: Sendable {
+    let job: UnownedJob
+    let isolated: Bool
 }

@@ -34,11 +34,13 @@ final class LoopCore {
     let wakeupToken = PollToken.next()
     let timerToken = PollToken.next()
     private let executor: UnownedTaskExecutor
+    private let serialExecutor: UnownedSerialExecutor
 
-    init(context: ZMQContext, queue: LoopCommandQueue, executor: UnownedTaskExecutor, logger: Logger) {
+    init(context: ZMQContext, queue: LoopCommandQueue, executor: UnownedTaskExecutor, serialExecutor: UnownedSerialExecutor, logger: Logger) {
         self.context = context
         self.queue = queue
         self.executor = executor
+        self.serialExecutor = serialExecutor
         self.logger = logger
     }
 
@@ -110,7 +112,7 @@ final class LoopCore {
                     let work = queue.drain()
                     commandsRan = !work.commands.isEmpty
                     for command in work.commands { command(self) }
-                    for job in work.jobs { job.runSynchronously(on: executor) }
+                    for job in work.jobs { run(job) }
                     if work.stop {
                         linger = work.linger
                         break turns
@@ -151,8 +153,19 @@ final class LoopCore {
         timers.failAll(ZMQError(.loopStopped, message: "the I/O loop stopped", operation: "IOLoop.sleep"))
         let leftover = queue.close()
         for command in leftover.commands { command(nil) }
-        // Tasks that chose the loop as executor still have to finish: run what is queued
-        // here (anything they enqueue from now on goes to the global executor).
-        for job in leftover.jobs { job.runSynchronously(on: executor) }
+        // Tasks that chose the loop as executor, and actors on it, still have to finish: run what
+        // is queued here (what they enqueue from now on goes to the global executor, or, an
+        // actor's, to the serial executor's fallback queue).
+        for job in leftover.jobs { run(job) }
+    }
+
+    /// Runs a queued job: a task's on the loop as its task executor, an actor's isolated to the
+    /// loop's serial executor as well (so the actor's next call from it needs no hop).
+    private func run(_ job: LoopJob) {
+        if job.isolated {
+            job.job.runSynchronously(isolatedTo: serialExecutor, taskExecutor: executor)
+        } else {
+            job.job.runSynchronously(on: executor)
+        }
     }
 }

@@ -11,6 +11,8 @@ final class SocketChannel: Sendable {
     // the lock before it is resumed; when it is not stored it is resumed on the spot.
     typealias ReceiveContinuation = UnsafeContinuation<[Message], any Error>
     typealias SendContinuation = UnsafeContinuation<Void, any Error>
+    /// Takes each received batch on the loop thread (``AsyncSocket/handleReceived(_:)``).
+    typealias ReceiveHandler = @Sendable ([Message]) -> Void
 
     struct ReceiveWaiter {
         let id: UInt64
@@ -27,6 +29,8 @@ final class SocketChannel: Sendable {
     struct State {
         var inbound = BatchQueue()
         var receiveWaiters: [ReceiveWaiter] = []
+        /// Set once the consumer takes messages on the loop thread: nothing is buffered then.
+        var receiveHandler: ReceiveHandler?
         /// Set by the loop when the buffer was full and it stopped polling `POLLIN`.
         var readPaused = false
         var outbound: [Message] = []
@@ -78,20 +82,50 @@ final class SocketChannel: Sendable {
         }
     }
 
-    /// Appends received messages, handing them straight to waiting consumers.
+    /// Appends received messages, handing them straight to waiting consumers, or, on a socket
+    /// with a receive handler, hands them to it here, on the loop thread.
     func deliver(_ batch: [Message]) {
         let count = batch.count
-        let resumptions: [(ReceiveContinuation, [Message])] = state.withLock { state in
+        enum Delivery { case handler(ReceiveHandler), waiters([(ReceiveContinuation, [Message])]) }
+        let delivery: Delivery = state.withLock { state in
+            if let handler = state.receiveHandler { return .handler(handler) }
             state.inbound.append(batch)
             var resumptions: [(ReceiveContinuation, [Message])] = []
             while !state.inbound.isEmpty, !state.receiveWaiters.isEmpty {
                 let waiter = state.receiveWaiters.removeFirst()
                 resumptions.append((waiter.continuation, state.inbound.take(max: waiter.max)))
             }
-            return resumptions
+            return .waiters(resumptions)
         }
         receivedCount.add(count, ordering: .relaxed)
-        for (continuation, messages) in resumptions { continuation.resume(returning: messages) }
+        switch delivery {
+        case .handler(let handler):
+            handler(batch)
+        case .waiters(let resumptions):
+            for (continuation, messages) in resumptions { continuation.resume(returning: messages) }
+        }
+    }
+
+    /// Makes `handler` the consumer, on the loop thread: from now on ``deliver(_:)`` hands it each
+    /// batch. Returns what was buffered before, for the handler to take first; reading resumes if
+    /// the full buffer had paused it.
+    /// - Throws: ``ZMQError`` when the channel is closed, already has a handler, or a task waits
+    ///   in ``AsyncSocket/receiveBatch(max:)``: one consumer at a time.
+    func installReceiveHandler(_ handler: @escaping ReceiveHandler) throws -> [Message] {
+        try state.withLock { state in
+            if let reason = state.closedReason { throw reason }
+            guard state.receiveHandler == nil, state.receiveWaiters.isEmpty else {
+                throw ZMQError(.wrongState, message: "the socket already has a consumer", operation: "AsyncSocket.handleReceived")
+            }
+            state.receiveHandler = handler
+            var buffered: [Message] = []
+            while !state.inbound.isEmpty { buffered += state.inbound.take(max: .max) }
+            if state.readPaused {
+                state.readPaused = false
+                requestService()
+            }
+            return buffered
+        }
     }
 
     /// Closes the channel: pending senders fail, receivers get what is buffered, then the error.
@@ -99,6 +133,7 @@ final class SocketChannel: Sendable {
         let (receivers, senders): ([ReceiveWaiter], [SendWaiter]) = state.withLock { state in
             guard state.closedReason == nil else { return ([], []) }
             state.closedReason = reason
+            state.receiveHandler = nil
             state.outbound.removeAll()
             state.inFlight = 0
             let receivers = state.receiveWaiters
@@ -118,6 +153,7 @@ final class SocketChannel: Sendable {
     ///   resume reading.
     func takeAvailable(max: Int) throws -> (messages: [Message], wake: Bool) {
         try state.withLock { state in
+            if state.receiveHandler != nil { throw Self.handledError }
             if state.inbound.isEmpty {
                 if let reason = state.closedReason { throw reason }
                 return ([], false)
@@ -137,6 +173,7 @@ final class SocketChannel: Sendable {
                 return .ready(messages, wake: resumeReadingIfRoom(&state))
             }
             if let reason = state.closedReason { return .failed(reason) }
+            if state.receiveHandler != nil { return .failed(Self.handledError) }
             if Task.isCancelled { return .failed(CancellationError()) }
             state.receiveWaiters.append(ReceiveWaiter(id: id, max: max, continuation: continuation))
             return .waiting
@@ -161,6 +198,10 @@ final class SocketChannel: Sendable {
         }
         waiter?.continuation.resume(throwing: CancellationError())
     }
+
+    static let handledError = ZMQError(
+        .wrongState, message: "the socket's messages go to its receive handler", operation: "AsyncSocket.receiveBatch"
+    )
 
     func makeWaiterID() -> UInt64 {
         state.withLock { state in
