@@ -19,7 +19,7 @@ import Testing
         var unpacked: [[UInt8]] = []
         for frame in frames {
             var reader = ByteReader(frame.frame, context: "test")
-            unpacked += (try! reader.readRecords("record")).map { var record = $0; return record.readRest() }
+            unpacked += try! reader.mapRecords("record") { $0.readRest() }
         }
         #expect(unpacked == records)
     }

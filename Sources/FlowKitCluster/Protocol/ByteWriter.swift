@@ -55,33 +55,44 @@ struct ByteWriter {
 /// Reads big-endian fields from untrusted bytes; every read is bounds-checked and throws
 /// ``ProtocolError`` rather than trapping.
 ///
-/// Field names are static strings, and error messages are composed only when one is thrown: a
+/// Field names and contexts are static, and error messages are composed only when one is thrown: a
 /// replaying node decodes hundreds of thousands of entries a second, and building a description
-/// for each read cost more than the read.
+/// for each read cost more than the read. For the same reason a reader holds one reference (its
+/// bytes), so copying one is a single retain.
 struct ByteReader {
+    /// What a reader reads, for error messages ("ENTRIES records", "ENTRIES", "a RANGE entry").
+    enum Subject {
+        case described(StaticString)
+        case message(MessageType)
+    }
+
     private let bytes: [UInt8]
     private(set) var offset: Int
     private let end: Int
-    private let outerContext: String
-    /// The record this reader was split off for (``readRecords(_:)``), if any.
+    private let subject: Subject
+    /// The record this reader was split off for (``mapRecords(_:_:)``), if any.
     private let record: StaticString?
 
-    init(_ bytes: [UInt8], context: String) {
-        self.init(bytes, from: 0, to: bytes.count, context: context, record: nil)
+    init(_ bytes: [UInt8], context: StaticString) {
+        self.init(bytes, from: 0, to: bytes.count, subject: .described(context))
     }
 
-    init(_ bytes: [UInt8], from start: Int, to end: Int, context: String, record: StaticString? = nil) {
+    init(_ bytes: [UInt8], from start: Int, to end: Int, subject: Subject, record: StaticString? = nil) {
         self.bytes = bytes
         self.offset = start
         self.end = end
-        self.outerContext = context
+        self.subject = subject
         self.record = record
     }
 
     /// What is being read, for error messages ("ENTRIES header", "a RANGE entry").
     var context: String {
-        guard let record else { return outerContext }
-        return "\(outerContext) \(record)"
+        let outer = switch subject {
+        case .described(let text): "\(text)"
+        case .message(let type): type.name
+        }
+        guard let record else { return outer }
+        return "\(outer) \(record)"
     }
 
     var remaining: Int { end - offset }
@@ -161,13 +172,15 @@ struct ByteReader {
         return string
     }
 
-    /// Splits the rest into `u32`-length-prefixed records, without copying: a reader per record.
-    mutating func readRecords(_ field: StaticString) throws -> [ByteReader] {
-        var records: [ByteReader] = []
+    /// Decodes the rest as `u32`-length-prefixed records, each with `decode` given a reader over the
+    /// record alone (no copy of the bytes, no list of readers in between).
+    mutating func mapRecords<Record>(_ field: StaticString, _ decode: (inout ByteReader) throws -> Record) throws -> [Record] {
+        var records: [Record] = []
         while !isAtEnd {
             let length = Int(try readUInt32(field, isLength: true))
             let at = try take(length, field)
-            records.append(ByteReader(bytes, from: at, to: at + length, context: context, record: field))
+            var reader = ByteReader(bytes, from: at, to: at + length, subject: subject, record: field)
+            records.append(try decode(&reader))
         }
         return records
     }

@@ -118,7 +118,7 @@
                 "message type \(type.name) is not accepted here; expected \(expected.map(\.name).joined(separator: " or "))"
             )
         }
-        return (type, ByteReader(frame, from: reader.offset, to: frame.count, context: type.name))
+        return (type, ByteReader(frame, from: reader.offset, to: frame.count, subject: .message(type)))
     }
 }
 

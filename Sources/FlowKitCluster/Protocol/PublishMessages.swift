@@ -59,10 +59,7 @@
 
 /// Decodes length-prefixed entry records.
 func decodeEntries(_ reader: inout ByteReader) throws -> [Entry] {
-    try reader.readRecords("entry").map { record in
-        var record = record
-        return try Entry(from: &record)
-    }
+    try reader.mapRecords("entry") { try Entry(from: &$0) }
 }
 
 /// The reserved topics of the publish socket. Addresses never start with `$`.

@@ -96,10 +96,7 @@
         keep = try reader.readUInt64("keep")
         try reader.expectEnd(of: "FETCHED's header")
         var body = ByteReader(frames[1], context: "FETCHED records")
-        records = try body.readRecords("entry").map { record in
-            var record = record
-            return record.readRest()
-        }
+        records = try body.mapRecords("entry") { $0.readRest() }
         guard keep == Self.keepAll || records.isEmpty else {
             throw ProtocolError(.malformed, "FETCHED carries records or a truncation, not both")
         }

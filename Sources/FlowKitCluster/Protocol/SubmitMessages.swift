@@ -34,10 +34,7 @@
             throw ProtocolError(.malformed, "SUBMIT names origin 0; node ids start at 1")
         }
         var records = ByteReader(frames[1], context: "SUBMIT records")
-        submissions = try records.readRecords("submission").map { record in
-            var record = record
-            return try Submission(from: &record)
-        }
+        submissions = try records.mapRecords("submission") { try Submission(from: &$0) }
         guard !submissions.isEmpty else { throw ProtocolError(.malformed, "a SUBMIT message carries at least one submission") }
     }
 }

@@ -164,8 +164,7 @@
         isLast = try reader.readUInt8("last") != 0
         try reader.expectEnd(of: "SNAPSHOT_CHUNK's header")
         var body = ByteReader(frames[1], context: "SNAPSHOT_CHUNK records")
-        instances = try body.readRecords("instance").map { record in
-            var record = record
+        instances = try body.mapRecords("instance") { record in
             let address = try record.readShortString("address")
             let lastSeq = try record.readUInt64("last seq")
             return Instance(address: address, lastSeq: lastSeq, state: record.readRest())

@@ -112,12 +112,27 @@ struct EventCodecs<Event: Codable & Sendable>: Sendable {
     init(wire: PayloadCodec) {
         self.wire = wire
         if let binaryType = Event.self as? any BinaryEventCodable.Type {
-            encodeBinary = { event in (event as! any BinaryEventCodable).binaryEncoded() }
-            decodeBinary = { bytes in try binaryType.init(binaryEncoded: bytes) as! Event }
+            (encodeBinary, decodeBinary) = Self.binaryCoders(binaryType)
         } else {
             encodeBinary = nil
             decodeBinary = nil
         }
+    }
+
+    /// The coders of an event type that is `Binary`, found once. `Binary` is `Event` itself (the
+    /// cast above found it), so a value of one is read as the other in place rather than cast: a
+    /// cast through `any BinaryEventCodable` per event looked the types up at run time each time.
+    private static func binaryCoders<Binary: BinaryEventCodable>(
+        _: Binary.Type
+    ) -> (@Sendable (Event) -> [UInt8], @Sendable ([UInt8]) throws -> Event) {
+        precondition(Binary.self == Event.self, "the binary coders of \(Event.self) must be its own")
+        return (
+            { event in withUnsafePointer(to: event) { $0.withMemoryRebound(to: Binary.self, capacity: 1) { $0.pointee.binaryEncoded() } } },
+            { bytes in
+                let event = try Binary(binaryEncoded: bytes)
+                return withUnsafePointer(to: event) { $0.withMemoryRebound(to: Event.self, capacity: 1) { $0.pointee } }
+            }
+        )
     }
 
     var supportsBinary: Bool { decodeBinary != nil }

@@ -10,15 +10,10 @@ struct RouterEnvelope: Sendable, Equatable {
     ///
     /// - Returns: The envelope and the body frames, or `nil` for a message with no identity.
     static func split(_ message: Message) -> (RouterEnvelope, [[UInt8]])? {
-        var parts = message.frames.map(\.bytes)
-        guard !parts.isEmpty else { return nil }
-        let identity = parts.removeFirst()
-        var delimited = false
-        if parts.first?.isEmpty == true {
-            parts.removeFirst()
-            delimited = true
-        }
-        return (RouterEnvelope(identity: identity, delimited: delimited), parts)
+        guard let identity = message.first else { return nil }
+        let delimited = message.count > 1 && message[1].isEmpty
+        let body = message[(delimited ? 2 : 1)...].map(\.bytes)
+        return (RouterEnvelope(identity: identity.bytes, delimited: delimited), body)
     }
 
     /// The message that sends `body` back to this peer.
