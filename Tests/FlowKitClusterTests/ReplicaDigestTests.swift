@@ -122,14 +122,14 @@ import Testing
         }
         let count = ReplicaSet.digestSlice * 2 + 50
         for key in 0..<count { increment(UInt64(key + 1), key) }
-        replicas.startDigestRound()
+        replicas.startDigestRound(now: 0, spreadOver: 0)
         var hashed: [Address] = []
         var seq = UInt64(count)
         while true {
-            let slice = replicas.nextDigestSlice()
+            let slice = replicas.nextDigestSlice(now: 0)
             guard !slice.isEmpty else { break }
             #expect(slice.count <= ReplicaSet.digestSlice)
-            #expect(replicas.nextDigestSlice().isEmpty, "one slice out at a time")
+            #expect(replicas.nextDigestSlice(now: 0).isEmpty, "one slice out at a time")
             // The first instance of the slice changes while the slice is out.
             seq += 1
             increment(seq, Int(slice[0].address.key)!)
@@ -140,13 +140,43 @@ import Testing
         #expect(Set(hashed).count == count, "each instance once in the round")
         #expect(replicas.takeChanged(hashing: false).count == count)
         // What changed during the round is the next round's.
-        replicas.startDigestRound()
+        replicas.startDigestRound(now: 0, spreadOver: 0)
         var next = 0
-        while case let slice = replicas.nextDigestSlice(), !slice.isEmpty {
+        while case let slice = replicas.nextDigestSlice(now: 0), !slice.isEmpty {
             next += slice.count
             replicas.finishDigestJobs(ReplicaSet.hash(slice).results, hashingMicros: 1)
         }
         #expect(next == 3)
         #expect(replicas.combinedDigest(exact: false) == reference.combinedDigest(exact: true))
+    }
+    @Test func aRoundSpreadsItsSlicesOverItsSpan() throws {
+        var registry = FlowRegistry()
+        registry.register(CounterFlow.self, as: "counter")
+        let replicas = ReplicaSet(registry: registry, logger: Logger(label: "test"))
+        let count = ReplicaSet.digestSlice * 2 + 50
+        for key in 0..<count {
+            replicas.apply(
+                Entry(
+                    seq: UInt64(key + 1), epoch: 1, kind: .event, codec: .json, origin: 1, session: 1, submission: UInt64(key + 1),
+                    submittedAt: 0, committedAt: 0, address: "counter/\(key)", payload: Array(#"{"increment":{}}"#.utf8)
+                ),
+                runEffects: false
+            )
+        }
+        // Three slices over 3,000 µs from 10,000: one at 10,000, 11,000 and 12,000.
+        replicas.startDigestRound(now: 10_000, spreadOver: 3_000)
+        #expect(replicas.nextDigestSliceDue == 10_000)
+        var hashed = 0
+        for due: UInt64 in [10_000, 11_000, 12_000] {
+            #expect(replicas.nextDigestSlice(now: due - 1).isEmpty, "not before it is due")
+            let slice = replicas.nextDigestSlice(now: due)
+            #expect(!slice.isEmpty)
+            #expect(replicas.nextDigestSliceDue == nil, "nothing is due while a slice is out")
+            hashed += slice.count
+            replicas.finishDigestJobs(ReplicaSet.hash(slice).results, hashingMicros: 1)
+        }
+        #expect(hashed == count)
+        #expect(replicas.nextDigestSliceDue == nil, "the round is done")
+        #expect(replicas.nextDigestSlice(now: .max).isEmpty)
     }
 }

@@ -135,7 +135,7 @@ actor CoordinatorCore: SyncSource {
     }
 
     func publishStatus() async {
-        let (changed, instances) = await replica.takeChangedDigests()
+        let (changed, instances) = await replica.takeChangedDigests(spreadOver: configuration.statusInterval * 0.8)
         perform(machine.status(now: WallClock.micros(), instances: instances))
         guard !changed.isEmpty else { return }
         // Compared with the nodes' digests on the background thread: a thousand of them are

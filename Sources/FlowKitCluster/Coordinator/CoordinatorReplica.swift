@@ -13,6 +13,8 @@ actor CoordinatorReplica {
     /// Says that ``queued`` has entries; signals given while the replica is busy fold into one.
     private let signal: AsyncStream<Void>.Continuation
     private let signals: AsyncStream<Void>
+    /// A task waits for the digest round's next slice to be due (``hashNextSlice()``).
+    private var sliceScheduled = false
 
     init(registry: FlowRegistry, applied: UInt64, logger: Logger) {
         self.replicas = ReplicaSet(registry: registry, context: .passive(logger: logger), logger: logger)
@@ -70,21 +72,37 @@ actor CoordinatorReplica {
 
     /// The digests computed since the last call, to compare with the nodes' (elsewhere), and how
     /// many instances the replica holds; starts a round of hashing what changed since, a slice at
-    /// a time on the background thread, for the next call.
-    func takeChangedDigests() -> (changed: [Address: ChangedDigest], instances: Int) {
+    /// a time on the background thread, spread over `span` (most of the time until the next call).
+    func takeChangedDigests(spreadOver span: Duration) -> (changed: [Address: ChangedDigest], instances: Int) {
         let changed = replicas.takeChanged(hashing: false)
-        replicas.startDigestRound()
+        replicas.startDigestRound(now: WallClock.micros(), spreadOver: UInt64(max(0, span.microseconds)))
         hashNextSlice()
         return (changed, replicas.count)
     }
 
+    /// Hashes the round's next slice on the background thread, or, when it is not due yet, once it is.
     private func hashNextSlice() {
-        let jobs = replicas.nextDigestSlice()
-        guard !jobs.isEmpty else { return }
+        let now = WallClock.micros()
+        let jobs = replicas.nextDigestSlice(now: now)
+        guard !jobs.isEmpty else {
+            if let due = replicas.nextDigestSliceDue, due > now, !sliceScheduled {
+                sliceScheduled = true
+                Task { [weak self] in
+                    try? await Task.sleep(for: .microseconds(due - now))
+                    await self?.sliceIsDue()
+                }
+            }
+            return
+        }
         BackgroundWork.shared.start { [weak self] in
             let (results, micros) = ReplicaSet.hash(jobs)
             Task { await self?.finishHashing(results, micros: micros) }
         }
+    }
+
+    private func sliceIsDue() {
+        sliceScheduled = false
+        hashNextSlice()
     }
 
     private func finishHashing(_ results: [ReplicaSet.DigestResult], micros: UInt64) {

@@ -8,27 +8,44 @@ extension NodeCore {
     // MARK: Reports and digests
 
     /// Starts a round of hashing the instances changed since their last digest, for the next
-    /// report (``ReplicaSet/startDigestRound()``).
+    /// report (``ReplicaSet/startDigestRound(now:spreadOver:)``), spread over most of the report
+    /// interval.
     func hashChangedInstances() {
-        replicas.startDigestRound()
+        let now = WallClock.micros()
+        replicas.startDigestRound(now: now, spreadOver: UInt64(configuration.reportInterval.microseconds) * 4 / 5)
         hashNextSlice()
     }
 
     /// Hashes the round's next slice on the background thread: the loop thread only copies their
     /// states and folds the digests back in, a slice at a time, so no turn of the loop holds up the
-    /// messages for long. None while the node is far behind (its digests would describe states
-    /// long past).
+    /// messages for long. A slice not due yet is hashed when it is. None while the node is far
+    /// behind (its digests would describe states long past).
     func hashNextSlice() {
         guard machine.follower.knownHead - min(machine.follower.knownHead, machine.follower.applied) <= Self.catchingUpLag else { return }
-        let jobs = replicas.nextDigestSlice()
-        guard !jobs.isEmpty else { return }
+        let now = WallClock.micros()
         let loop = sockets.client.loop
+        let jobs = replicas.nextDigestSlice(now: now)
+        guard !jobs.isEmpty else {
+            if let due = replicas.nextDigestSliceDue, due > now, !digestSliceScheduled {
+                digestSliceScheduled = true
+                Task(executorPreference: loop) { [weak self] in
+                    try? await Task.sleep(for: .microseconds(due - now))
+                    await self?.digestSliceIsDue()
+                }
+            }
+            return
+        }
         BackgroundWork.shared.start { [weak self] in
             let (results, micros) = ReplicaSet.hash(jobs)
             // Back on the loop's thread, where the node's work runs: a task without the preference
             // ran the node on a pool thread, and the loop's messages waited for it.
             Task(executorPreference: loop) { await self?.finishHashing(results, micros: micros) }
         }
+    }
+
+    private func digestSliceIsDue() {
+        digestSliceScheduled = false
+        hashNextSlice()
     }
 
     func finishHashing(_ results: [ReplicaSet.DigestResult], micros: UInt64) {

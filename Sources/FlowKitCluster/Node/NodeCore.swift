@@ -22,6 +22,8 @@ actor NodeCore {
     var replicas: ReplicaSet!
     /// The applied seq of the last report: a node that applied nothing since, at the head, is idle.
     var lastReportedApplied: UInt64 = 0
+    /// A task waits for the digest round's next slice to be due (``hashNextSlice()``).
+    var digestSliceScheduled = false
     var localSnapshots: LocalSnapshots?
     let counters: ClusterCounters
 

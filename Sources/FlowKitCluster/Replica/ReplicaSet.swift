@@ -26,8 +26,11 @@ import Logging
     private var digests: [Address: (seq: UInt64, digest: StateDigest, term: DigestAccumulator.Term)] = [:]
     /// Instances out in ``takeDigestJobs(limit:)``'s jobs.
     private var hashingElsewhere: [any FlowReplica] = []
-    /// Instances left to hash in the current round (``startDigestRound()``).
+    /// Instances left to hash in the current round (``startDigestRound(now:spreadOver:)``), when
+    /// its next slice may go out and the time between slices (µs).
     private var roundLeft = 0
+    private var nextSliceAt: UInt64 = 0
+    private var sliceSpacing: UInt64 = 0
     /// Bumped when the instances are replaced (a snapshot): jobs of an earlier generation are stale.
     private var generation: UInt64 = 0
     /// Microseconds of hashing periodic digests may spend now: a token bucket refilled at 1/20 of
@@ -204,21 +207,38 @@ import Logging
     }
 
     /// Starts a round of hashing elsewhere: every instance changed since its last digest is hashed
-    /// once, a slice at a time (``nextDigestSlice()``), however often it changes meanwhile (one that
-    /// changes all the time is hashed once a round, not once a slice).
-    func startDigestRound() {
+    /// once, a slice at a time (``nextDigestSlice(now:)``), however often it changes meanwhile (one
+    /// that changes all the time is hashed once a round, not once a slice).
+    ///
+    /// The slices are spread evenly over `span` µs from `now` rather than hashed back to back: a
+    /// round of a thousand instances is a few milliseconds of work in each process at once (taking
+    /// the states, hashing them on the background thread, folding the digests in), and on a
+    /// machine whose cores are busy that burst, once a report interval, was where the tail of the
+    /// latency was.
+    func startDigestRound(now: UInt64, spreadOver span: UInt64) {
         roundLeft = undigested.count
+        let slices = (roundLeft + Self.digestSlice - 1) / Self.digestSlice
+        sliceSpacing = slices > 1 ? span / UInt64(slices) : 0
+        nextSliceAt = now
     }
 
     /// The next slice of the round, to hash elsewhere and hand back to
-    /// ``finishDigestJobs(_:hashingMicros:)``; nothing while a slice is out, once the round is
-    /// done, or while the budget is spent (which ends the round).
-    func nextDigestSlice() -> [DigestJob] {
-        guard hashingElsewhere.isEmpty, roundLeft > 0 else { return [] }
+    /// ``finishDigestJobs(_:hashingMicros:)``; nothing while a slice is out, before the slice is
+    /// due (``nextDigestSliceDue``), once the round is done, or while the budget is spent (which
+    /// ends the round).
+    func nextDigestSlice(now: UInt64) -> [DigestJob] {
+        guard hashingElsewhere.isEmpty, roundLeft > 0, now >= nextSliceAt else { return [] }
         let slice = min(roundLeft, Self.digestSlice)
         let jobs = takeDigestJobs(limit: slice)
         roundLeft = jobs.isEmpty ? 0 : roundLeft - slice
+        nextSliceAt = now.addingReportingOverflow(sliceSpacing).overflow ? .max : now + sliceSpacing
         return jobs
+    }
+
+    /// When the round's next slice is due (µs), while one is left and none is out: its owner asks
+    /// ``nextDigestSlice(now:)`` again then.
+    var nextDigestSliceDue: UInt64? {
+        hashingElsewhere.isEmpty && roundLeft > 0 ? nextSliceAt : nil
     }
 
     /// Instances hashed elsewhere at a time: taking their states and folding the digests back in

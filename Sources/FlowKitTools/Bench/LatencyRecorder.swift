@@ -161,20 +161,25 @@ final class LatencyRecorder: Sendable {
     }
 
     /// The figures since the last call, for the live line.
+    ///
+    /// The second's histograms are swapped for empty ones under the lock and read outside it: the
+    /// percentiles walk tens of thousands of buckets, and the bench's I/O thread, recording the
+    /// replies as they come, would wait for them.
     func interval() -> Interval {
-        state.withLock { state in
-            defer {
-                state.intervalOrdered.reset()
-                state.intervalApplied.reset()
-                state.intervalAcknowledged = 0
-            }
-            return Interval(
-                acknowledged: state.intervalAcknowledged,
-                ordered: LatencySummary(state.intervalOrdered),
-                applied: LatencySummary(state.intervalApplied),
-                appliedSeqs: state.timelines.map(\.applied)
-            )
+        var ordered = LatencyRecorder.histogram()
+        var applied = LatencyRecorder.histogram()
+        let (acknowledged, appliedSeqs) = state.withLock { state in
+            swap(&ordered, &state.intervalOrdered)
+            swap(&applied, &state.intervalApplied)
+            defer { state.intervalAcknowledged = 0 }
+            return (state.intervalAcknowledged, state.timelines.map(\.applied))
         }
+        return Interval(
+            acknowledged: acknowledged,
+            ordered: LatencySummary(ordered),
+            applied: LatencySummary(applied),
+            appliedSeqs: appliedSeqs
+        )
     }
 
     /// Replies received so far in this step (acknowledgements and errors).

@@ -42,6 +42,12 @@ struct ProcessStats: Sendable, Equatable {
         )
     }
 
+    /// VmRSS alone: one file, where ``read(pid:)`` reads one per thread as well.
+    static func residentBytes(pid: Int32) -> UInt64? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        return kilobytes("VmRSS:", in: status)
+    }
+
     private static func count(_ key: String, in status: String) -> UInt64 {
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(key) }) else { return 0 }
         return line.dropFirst(key.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { UInt64($0) } ?? 0
@@ -62,6 +68,16 @@ struct WatchedProcesses: Sendable {
         var samples: [String: ProcessStats] = [:]
         for (name, pid) in pids {
             if let stats = ProcessStats.read(pid: pid) { samples[name] = stats }
+        }
+        return samples
+    }
+
+    /// Every process's resident memory now, by name: what the bench samples every second, while
+    /// it measures (``sample()`` reads every thread's status too, a burst of work on a busy machine).
+    func residentBytes() -> [String: UInt64] {
+        var samples: [String: UInt64] = [:]
+        for (name, pid) in pids {
+            if let bytes = ProcessStats.residentBytes(pid: pid) { samples[name] = bytes }
         }
         return samples
     }

@@ -66,12 +66,12 @@ final class StepMonitor: Sendable {
             }
             guard now >= nextSecond else { continue }
             nextSecond += 1_000_000
-            let stats = processes.sample()
+            let resident = processes.residentBytes()
             let interval = recorder.interval()
             let currentHead = head.head
             let lag = interval.appliedSeqs.map { currentHead > $0 ? currentHead - $0 : 0 }.max() ?? 0
             samples.withLock { samples in
-                for (name, stat) in stats { samples.rss[name, default: []].append(stat.rssBytes) }
+                for (name, bytes) in resident { samples.rss[name, default: []].append(bytes) }
                 samples.lag.append(lag)
             }
             let appliedPerSecond = zip(interval.appliedSeqs, previousApplied).map { $0 > $1 ? Int($0 - $1) : 0 }.min() ?? 0
