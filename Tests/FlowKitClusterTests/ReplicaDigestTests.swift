@@ -179,4 +179,34 @@ import Testing
         #expect(replicas.nextDigestSliceDue == nil, "the round is done")
         #expect(replicas.nextDigestSlice(now: .max).isEmpty)
     }
+
+    /// The coordinator's replica (like a node) hashes a round's later slices when they come due, on
+    /// a timer: a round of three slices spread over 200 ms ends, and no sooner than its last slice is due.
+    @Test func theCoordinatorsReplicaHashesEverySliceOfASpreadRound() async throws {
+        var registry = FlowRegistry()
+        registry.register(CounterFlow.self, as: "counter")
+        let replica = CoordinatorReplica(registry: registry, applied: 0, logger: Logger(label: "test"))
+        let count = ReplicaSet.digestSlice * 2 + 50
+        await replica.applyNow(
+            (0..<count).map { key in
+                Entry(
+                    seq: UInt64(key + 1), epoch: 1, kind: .event, codec: .json, origin: 1, session: 1, submission: UInt64(key + 1),
+                    submittedAt: 0, committedAt: 0, address: "counter/\(key)", payload: Array(#"{"increment":{}}"#.utf8)
+                )
+            }
+        )
+        let started = ContinuousClock.now
+        let first = await replica.takeChangedDigests(spreadOver: .milliseconds(200))
+        #expect(first.changed.isEmpty, "nothing was hashed before the round")
+        #expect(first.instances == count)
+        // The third slice is due 133 ms into the round; a loaded machine (the whole suite at once)
+        // may take far longer. A second call starts a round of what is left, so it waits for this
+        // one to end first.
+        while await !replica.isDigestRoundDone, ContinuousClock.now - started < .seconds(120) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(ContinuousClock.now - started >= .milliseconds(133), "the slices were spread, not hashed back to back")
+        let changed = await replica.takeChangedDigests(spreadOver: .milliseconds(200)).changed.count
+        #expect(changed == count, "every instance of the round was hashed")
+    }
 }

@@ -80,6 +80,9 @@ actor CoordinatorReplica {
         return (changed, replicas.count)
     }
 
+    /// Whether the round of hashing the last ``takeChangedDigests(spreadOver:)`` started is over.
+    var isDigestRoundDone: Bool { replicas.isDigestRoundDone }
+
     /// Hashes the round's next slice on the background thread, or, when it is not due yet, once it is.
     private func hashNextSlice() {
         let now = WallClock.micros()

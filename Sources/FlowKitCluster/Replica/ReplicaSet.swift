@@ -235,6 +235,9 @@ import Logging
         return jobs
     }
 
+    /// Whether the round is over: every slice handed out has come back and none is left.
+    var isDigestRoundDone: Bool { roundLeft == 0 && hashingElsewhere.isEmpty }
+
     /// When the round's next slice is due (µs), while one is left and none is out: its owner asks
     /// ``nextDigestSlice(now:)`` again then.
     var nextDigestSliceDue: UInt64? {
