@@ -106,7 +106,11 @@ extension MultiProcessTests {
 
         func stop(_ running: Running, etcd: EtcdServer) async {
             for coordinator in running.coordinators.values { coordinator.shutdown() }
-            for task in running.tasks.values { _ = try? await task.value }
+            // A coordinator that could not bind or lost its store ends with the reason: say it, as
+            // the failing expectation alone (a standby that never answers) would not.
+            for (id, task) in running.tasks {
+                do { try await task.value } catch { Issue.record("coordinator \(id) ended with: \(error)") }
+            }
             await etcd.process.kill9()
         }
 
