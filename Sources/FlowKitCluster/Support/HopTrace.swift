@@ -8,7 +8,12 @@ import Synchronization
 /// Off unless configured. An entry is sampled when its seq is a multiple of ``every``, so every
 /// process samples the same entries and the load tool joins their records by seq. Records are
 /// appended to a JSON-lines file (`{"seq":…,"stage":"…","us":…}`, microseconds since the Unix
-/// epoch) on each ``flush()``; at most ``capacity`` are kept between flushes.
+/// epoch) after each ``flush()``; at most ``capacity`` are kept between flushes.
+///
+/// ``flush()`` is called on a process's I/O thread, so it only takes the records; formatting and
+/// writing them happen on a queue of the trace's own. Done on the I/O thread (as they once were,
+/// with `JSONEncoder`), a second's records at 30,000 events/s held every message for milliseconds
+/// once a second, and the trace reported a p99 three times the untraced run's.
 @_spi(Wire) public final class HopTrace: Sendable {
     /// The hops a process records, in the order an event meets them.
     public enum Stage: String, Sendable, CaseIterable, Codable {
@@ -43,9 +48,9 @@ import Synchronization
         case nodeProgressSent = "node.progressSent"
     }
 
-    private struct Record: Encodable {
+    private struct Record {
         var seq: UInt64
-        var stage: String
+        var stage: Stage
         var us: UInt64
     }
 
@@ -56,6 +61,8 @@ import Synchronization
     /// The most records held between flushes; beyond it, records are dropped (and counted).
     public let capacity = 200_000
     private let records = Mutex<(pending: [Record], dropped: Int)>(([], 0))
+    /// Formats and appends flushed records, one flush after another, off the caller's thread.
+    private let writer = DispatchQueue(label: "flowkit.hop-trace", qos: .utility)
 
     /// - Parameters:
     ///   - every: Sample entries whose seq is a multiple of this (at least 1).
@@ -76,28 +83,37 @@ import Synchronization
                 records.dropped += 1
                 return
             }
-            records.pending.append(Record(seq: seq, stage: stage.rawValue, us: micros))
+            records.pending.append(Record(seq: seq, stage: stage, us: micros))
         }
     }
 
-    /// Appends what was noted since the last flush to the file.
+    /// Hands what was noted since the last flush to the trace's queue, which appends it to the file.
     public func flush() {
         let pending = records.withLock { records in
             defer { records.pending = [] }
             return records.pending
         }
         guard !pending.isEmpty else { return }
-        let encoder = JSONEncoder()
-        var text = Data()
-        for record in pending {
-            guard let line = try? encoder.encode(record) else { continue }
-            text.append(line)
-            text.append(0x0A)
+        let path = path
+        writer.async { Self.append(pending, to: path) }
+    }
+
+    /// Waits until every flush so far has reached the file.
+    public func drain() {
+        writer.sync {}
+    }
+
+    private static func append(_ records: [Record], to path: String) {
+        var text = ""
+        text.reserveCapacity(records.count * 64)
+        for record in records {
+            text += #"{"seq":\#(record.seq),"stage":"\#(record.stage.rawValue)","us":\#(record.us)}"#
+            text += "\n"
         }
         if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
         guard let handle = FileHandle(forWritingAtPath: path) else { return }
         defer { try? handle.close() }
         _ = try? handle.seekToEnd()
-        try? handle.write(contentsOf: text)
+        try? handle.write(contentsOf: Data(text.utf8))
     }
 }
