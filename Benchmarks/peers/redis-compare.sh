@@ -2,7 +2,7 @@
 # FlowKit against Redis on this machine, in one run: the closest common twin of FlowKit's design
 # (one sequencer that fsyncs before it replies, with group commit, and replicates asynchronously).
 #
-#   Benchmarks/peers/redis-compare.sh [--duration S] [--flowkit PATH] [--out DIR] [--rates R,R]
+#   Benchmarks/peers/redis-compare.sh [--duration S] [--flowkit PATH] [--out DIR] [--rates R,R] [--runs N]
 #
 # Redis 7 from Debian: a primary and 3 replicas on loopback, appendonly yes, appendfsync always,
 # each on a port of its own in a temporary directory. Then, one after another on the same two
@@ -16,30 +16,51 @@
 #      same rates.
 # CPU per event counts the servers only (the 4 Redis processes; the coordinator and the 3 nodes),
 # from /proc; the load generators' own CPU (redis-openloop's rusage, the bench's /proc) is a row of
-# its own, since they share the two cores. Prints the table README shows and writes every run's
+# its own, since they share the two cores. Prints a table of FlowKit ÷ Redis and writes every run's
 # JSON to --out.
+#
+# With --runs N (N > 1), runs all of that N times, each into DIR/run-1 … run-N, and then prints
+# the medians of the runs with each run's FlowKit ÷ Redis (Benchmarks/peers/redis-medians.py):
+# a single run on two cores says little about a p99.
 #
 # Installs redis-server and redis-tools when missing (apt-get; root), without starting Debian's
 # default instance, and stops every process it started, on every path.
 set -euo pipefail
+script=$(realpath "$0")
 cd "$(dirname "$0")/../.."
 
 duration=10
 flowkit=.build/release/flowkit
 out=""
 rates=""
+runs=1
 while (($#)); do
     case $1 in
         --duration) duration=$2; shift 2 ;;
         --flowkit) flowkit=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --rates) rates=$2; shift 2 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        --runs) runs=$2; shift 2 ;;
+        -h|--help) sed -n '2,27p' "$script"; exit 0 ;;
         *) echo "unknown argument $1 (see --help)" >&2; exit 64 ;;
     esac
 done
 
 say() { echo "redis-compare: $*" >&2; }
+
+[[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "--runs takes a whole number of runs, at least 1 (got $runs)" >&2; exit 64; }
+if ((runs > 1)); then
+    [ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/flowkit-redis-runs-XXXXXX")
+    directories=()
+    for run in $(seq "$runs"); do
+        say "run $run of $runs"
+        arguments=(--duration "$duration" --flowkit "$flowkit" --out "$out/run-$run")
+        [ -z "$rates" ] || arguments+=(--rates "$rates")
+        "$script" "${arguments[@]}" >&2
+        directories+=("$out/run-$run")
+    done
+    exec python3 Benchmarks/peers/redis-medians.py "${directories[@]}"
+fi
 
 install_redis() {
     command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null && return
@@ -172,6 +193,7 @@ for rate in rates:
     rows.append((f"{label}: throughput", f"{redis['achievedPerSecond']:,.0f}/s", f"{run['throughput']['ordered']:,.0f}/s ordered, end check {'passed' if run['passed'] else 'FAILED'}", ""))
     summary["rates"].append({"rate": rate, "redis": redis, "redisCpuMicrosPerEvent": redis_cpu, "flowkitOrdered": ordered,
                              "flowkitApplied": applied, "flowkitCpuMicrosPerEvent": fk_cpu, "flowkitPassed": run["passed"]})
+summary["maximum"] = max_rate
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=1)
 widths = [max(len(r[i]) for r in rows) for i in range(4)]
 for index, row in enumerate(rows):
