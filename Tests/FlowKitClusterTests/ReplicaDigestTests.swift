@@ -180,6 +180,24 @@ import Testing
         #expect(replicas.nextDigestSlice(now: .max).isEmpty)
     }
 
+    /// Hashing is charged to the budget by the CPU it took, not by the time its thread waited: the
+    /// background thread runs at nice 19, and on a loaded machine charging its waits spent the
+    /// whole budget in one slice and ended rounds with instances unhashed.
+    @Test func hashingIsChargedItsCPUTimeNotItsWaits() throws {
+        let digest = try StateDigest(of: 1)
+        let jobs = try (0..<3).map { index in
+            ReplicaSet.DigestJob(address: try Address(parsing: "counter/\(index)"), seq: 1, generation: 0) {
+                usleep(30_000)  // waiting, as for a core: 90 ms of wall time in all
+                return digest
+            }
+        }
+        let started = ContinuousClock.now
+        let (results, micros) = ReplicaSet.hash(jobs)
+        #expect(results.count == 3)
+        #expect(ContinuousClock.now - started >= .milliseconds(90))
+        #expect(micros < 10_000, "charged \(micros) µs for 90 ms of waiting")
+    }
+
     /// The coordinator's replica (like a node) hashes a round's later slices when they come due, on
     /// a timer: a round of three slices spread over 200 ms ends, and no sooner than its last slice is due.
     @Test func theCoordinatorsReplicaHashesEverySliceOfASpreadRound() async throws {
