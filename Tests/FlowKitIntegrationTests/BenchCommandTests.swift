@@ -130,10 +130,16 @@ extension ClusterProcessTests {
 extension ClusterProcessTests {
     /// `flowkit bench --trace`: every hop of the sampled events has a duration, and the hops of the
     /// ordered path add up to its end-to-end time (each event's own hops, so their medians need
-    /// not; the check is on the sum of medians against a generous bound).
+    /// not; the check is on the sum of medians against a generous bound). With `--data-dir` the
+    /// trace is kept, the bench's own side included, and `Benchmarks/slow-events.py` reads it.
     @Test func benchTraceBreaksEachEventsTimeDownByHop() async throws {
+        let data = NSTemporaryDirectory() + "flowkit-trace-it-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: data) }
         let output = try await Self.runBench(
-            ["bench", "--rate", "1000", "--duration", "3", "--warmup", "1", "--trace", "--trace-every", "10", "--json", "--no-baseline", "--quiet"]
+            [
+                "bench", "--rate", "1000", "--duration", "3", "--warmup", "1", "--trace", "--trace-every", "10", "--json", "--no-baseline", "--quiet",
+                "--data-dir", data,
+            ]
         )
         struct Traced: Decodable {
             struct Hops: Decodable {
@@ -161,6 +167,19 @@ extension ClusterProcessTests {
         #expect(commit.p50 > 0 && commit.p50 < total.p50, "a commit is part of the ordered time")
         let pieces = result.hops.hops.prefix { $0.name != "ordered, end to end" }.map(\.latency.p50).reduce(0, +)
         #expect(pieces <= total.p50 * 3 && pieces * 3 >= total.p50, "the hops' medians (\(pieces) µs) roughly make up the whole (\(total.p50) µs)")
+
+        // The bench's side, in the processes' own format: when each sampled event was due, sent
+        // and answered.
+        let benchSide = try String(contentsOfFile: data + "/trace/bench.jsonl", encoding: .utf8).split(separator: "\n")
+        #expect(benchSide.count == result.hops.sampled * 3, "three records per sampled event")
+        #expect(benchSide.allSatisfy { $0.contains(#""stage":"bench."#) })
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let slowest = try await CommandRunner(directory: data).run(
+            "/usr/bin/env", ["python3", root.appendingPathComponent("Benchmarks/slow-events.py").path, data + "/trace"], timeout: .seconds(60)
+        )
+        #expect(slowest.exitCode == 0, "\(slowest)")
+        #expect(slowest.stdout.contains("\(result.hops.sampled) sampled events"), "\(slowest.stdout)")
+        #expect(slowest.stdout.contains("node → coordinator"), "\(slowest.stdout)")
     }
 
     /// The Redis peer comparison runs as documented (briefly, twice): Redis with 3 replicas is

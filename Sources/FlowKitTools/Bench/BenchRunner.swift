@@ -105,6 +105,7 @@ final class BenchRunner: Sendable {
                 bench[seq] = .init(intended: plan.intended(event.index), sent: report.sentAt?[event.index] ?? 0, answered: event.arrival)
             }
             result.hops = HopBreakdown.make(directory: directory, every: every, bench: bench)
+            HopBreakdown.writeBenchSide(bench, to: directory)
         }
         dashboard?.report(
             BenchLive(

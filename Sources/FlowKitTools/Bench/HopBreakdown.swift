@@ -85,6 +85,20 @@ struct HopBreakdown: Codable, Sendable {
         return HopBreakdown(every: every, sampled: bench.count, hops: hops)
     }
 
+    /// Writes the bench's side of the sampled events to `bench.jsonl` in `directory`, in the
+    /// processes' own record format (stages `bench.intended`, `bench.sent`, `bench.answered`), so
+    /// that a kept trace (`--data-dir`) holds every hop of every sampled event, to look at one by
+    /// one: when the slowest were sent, and which hops they were slow at.
+    static func writeBenchSide(_ bench: [UInt64: BenchSide], to directory: String) {
+        var text = ""
+        for (seq, side) in bench.sorted(by: { $0.key < $1.key }) {
+            for (stage, us) in [("bench.intended", side.intended), ("bench.sent", side.sent), ("bench.answered", side.answered)] where us != 0 {
+                text += #"{"seq":\#(seq),"stage":"\#(stage)","us":\#(us)}"# + "\n"
+            }
+        }
+        FileManager.default.createFile(atPath: "\(directory)/bench.jsonl", contents: Data(text.utf8))
+    }
+
     private struct Record: Decodable {
         var seq: UInt64
         var stage: String
