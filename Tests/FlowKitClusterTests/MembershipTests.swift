@@ -1,27 +1,38 @@
 @_spi(Wire) @testable import FlowKitCluster
+import FlowKit
 import Testing
 
 @Suite struct MembershipTests {
+    private static let aa = StateDigest(high: 0xaa, low: 0)
+    private static let bb = StateDigest(high: 0xbb, low: 0)
+
+    private static func reported(_ address: String, _ seq: UInt64, _ digest: StateDigest) -> ReportedDigest {
+        ReportedDigest(address: address, seq: seq, digest: digest)
+    }
+
     @Test func differentDigestsAfterTheSameEntryAreADivergence() {
         var references = DigestReferences()
-        #expect(references.compare(address: "counter/a", instance: InstanceDigest(seq: 7, digest: "aa"), reporter: "node-1") == nil)
-        #expect(references.compare(address: "counter/a", instance: InstanceDigest(seq: 7, digest: "aa"), reporter: "node-2") == nil)
-        let divergence = references.compare(address: "counter/a", instance: InstanceDigest(seq: 7, digest: "bb"), reporter: "node-3")
-        #expect(divergence == DigestReferences.Divergence(address: "counter/a", seq: 7, digests: ["node-1": "aa", "node-3": "bb"]))
+        #expect(references.compare(Self.reported("counter/a", 7, Self.aa), reporter: "node-1") == nil)
+        #expect(references.compare(Self.reported("counter/a", 7, Self.aa), reporter: "node-2") == nil)
+        let divergence = references.compare(Self.reported("counter/a", 7, Self.bb), reporter: "node-3")
+        #expect(
+            divergence == DigestReferences.Divergence(address: "counter/a", seq: 7, digests: ["node-1": Self.aa.description, "node-3": Self.bb.description])
+        )
+        #expect(Self.bb.description == "00000000000000bb0000000000000000")
         // The same digest at another seq is a state of its own.
-        #expect(references.compare(address: "counter/a", instance: InstanceDigest(seq: 8, digest: "bb"), reporter: "node-3") == nil)
+        #expect(references.compare(Self.reported("counter/a", 8, Self.bb), reporter: "node-3") == nil)
     }
 
     /// A whole report at once, as the coordinator compares them off its loop: the divergences come
     /// back in address order, and the machine counts and alarms each.
     @Test func aReportsDivergencesAreFoundInAddressOrderAndCounted() {
         let check = DivergenceCheck()
-        let first = ["counter/b": InstanceDigest(seq: 3, digest: "aa"), "counter/a": InstanceDigest(seq: 2, digest: "aa"), "counter/c": InstanceDigest(seq: 4, digest: "aa")]
+        let first = [Self.reported("counter/b", 3, Self.aa), Self.reported("counter/a", 2, Self.aa), Self.reported("counter/c", 4, Self.aa)]
         #expect(check.compare(first, reporter: "node-1").isEmpty)
-        let second = ["counter/c": InstanceDigest(seq: 4, digest: "bb"), "counter/a": InstanceDigest(seq: 2, digest: "bb"), "counter/b": InstanceDigest(seq: 3, digest: "aa")]
+        let second = [Self.reported("counter/c", 4, Self.bb), Self.reported("counter/a", 2, Self.bb), Self.reported("counter/b", 3, Self.aa)]
         let found = check.compare(second, reporter: "coordinator")
         #expect(found.map(\.address) == ["counter/a", "counter/c"])
-        #expect(check.compare(["counter/b": InstanceDigest(seq: 3, digest: "zz")], reporter: "node-1").isEmpty, "a replica never diverges from itself")
+        #expect(check.compare([Self.reported("counter/b", 3, Self.bb)], reporter: "node-1").isEmpty, "a replica never diverges from itself")
         var membership = Membership(timeout: 1_000)
         membership.noteDivergences(found.count)
         #expect(membership.status(epoch: 1, head: 0, firstSeq: 1, entriesPerSecond: 0, now: 0).divergences == 2)
@@ -32,14 +43,14 @@ import Testing
     @Test func theOldestReferencesGoFirstOnceTheTableIsFull() {
         var references = DigestReferences(capacity: 1_000)
         for seq in 1...100_000 as ClosedRange<UInt64> {
-            _ = references.compare(address: "load/\(seq % 10)", instance: InstanceDigest(seq: seq, digest: "aa"), reporter: "node-1")
+            _ = references.compare(Self.reported("load/\(seq % 10)", seq, Self.aa), reporter: "node-1")
         }
         // Forgotten: a different digest becomes the new reference, not a divergence.
-        #expect(references.compare(address: "load/1", instance: InstanceDigest(seq: 1, digest: "bb"), reporter: "node-2") == nil)
+        #expect(references.compare(Self.reported("load/1", 1, Self.bb), reporter: "node-2") == nil)
         // Still remembered: the last 1,000.
-        #expect(references.compare(address: "load/0", instance: InstanceDigest(seq: 100_000, digest: "bb"), reporter: "node-2") != nil)
+        #expect(references.compare(Self.reported("load/0", 100_000, Self.bb), reporter: "node-2") != nil)
         // (99,001 made room for the new reference above.)
-        #expect(references.compare(address: "load/2", instance: InstanceDigest(seq: 99_002, digest: "bb"), reporter: "node-2") != nil)
+        #expect(references.compare(Self.reported("load/2", 99_002, Self.bb), reporter: "node-2") != nil)
     }
 }
 

@@ -1,4 +1,5 @@
 @_spi(Wire) @testable import FlowKitCluster
+import FlowKit
 import Testing
 
 @Suite struct ProtocolCodecTests {
@@ -88,39 +89,45 @@ import Testing
         }
     }
 
-    /// A node's digests travel in binary, a frame of their own; the JSON's are read too, and a
-    /// digest a node would never write (not 32 lowercase hex digits) travels as written.
+    /// A node's digests travel in binary, a frame of their own, and are read from it as 16 bytes
+    /// each; the JSON's are read too, into the same list, and one that is not 32 hex digits is
+    /// malformed.
     @Test func nodeReportsCarryTheirDigestsInBinaryAndReadThemFromEither() throws {
         let hex = String(repeating: "0f", count: 16)
+        let digest = try #require(StateDigest(hex: hex))
         var report = NodeReport(
-            name: "node-1", digest: hex, digests: ["counter/a": InstanceDigest(seq: 7, digest: hex), "kv/ü": InstanceDigest(seq: 9, digest: hex)],
-            instances: 2, runningEffects: 0, effectsLost: 0, pendingSubmissions: 0, connected: true, digestSeq: 9
+            name: "node-1", digest: hex, digests: [:], instances: 2, runningEffects: 0, effectsLost: 0, pendingSubmissions: 0,
+            connected: true, digestSeq: 9
         )
-        let message = NodeReportMessage(node: 1, applied: 9, time: 5, report: report)
+        let digests = [ReportedDigest(address: "counter/a", seq: 7, digest: digest), ReportedDigest(address: "kv/ü", seq: 9, digest: digest)]
+        let message = NodeReportMessage(node: 1, applied: 9, time: 5, report: report, digests: digests)
         let frames = message.frames
         #expect(frames.count == 3)
         #expect(!String(decoding: frames[1], as: UTF8.self).contains("counter/a"), "the digests are not in the JSON")
         // Each: the address as a short string, the seq, the 16 bytes.
         #expect(frames[2].count == (2 + 9 + 8 + 16) + (2 + 5 + 8 + 16))
+        let firstDigest: [UInt8] = Array(frames[2][19..<35])
+        #expect(firstDigest == digest.bytes)
         #expect(try NodeReportMessage(frames: frames) == message)
+        #expect(NodeReportMessage(node: 1, applied: 9, time: 5, report: report).frames.count == 2, "no digests, no third frame")
 
-        // Written by another implementation: the digests in the JSON, or in both frames.
-        var inJSON = frames
-        inJSON.removeLast()
-        inJSON[1] = JSONFrame.encode(report)
-        #expect(try NodeReportMessage(frames: inJSON) == message)
+        // Written by another implementation: the digests in the JSON (upper case read too), or in both frames.
+        func sorted(_ message: NodeReportMessage) -> [ReportedDigest] { message.digests.sorted { $0.address < $1.address } }
+        report.digests = ["counter/a": InstanceDigest(seq: 7, digest: hex), "kv/ü": InstanceDigest(seq: 9, digest: hex.uppercased())]
+        let inJSON = try NodeReportMessage(frames: [frames[0], JSONFrame.encode(report)])
+        #expect(sorted(inJSON) == digests)
+        #expect(inJSON.report.digests.isEmpty, "taken out of the JSON once read")
         report.digests = ["counter/b": InstanceDigest(seq: 1, digest: hex)]
-        var both = frames
-        both[1] = JSONFrame.encode(report)
-        #expect(try NodeReportMessage(frames: both).report.digests.keys.sorted() == ["counter/a", "counter/b", "kv/ü"])
+        let both = try NodeReportMessage(frames: [frames[0], JSONFrame.encode(report), frames[2]])
+        #expect(sorted(both).map(\.address) == ["counter/a", "counter/b", "kv/ü"])
         report.digests = ["counter/a": InstanceDigest(seq: 1, digest: hex)]
-        both[1] = JSONFrame.encode(report)
-        #expect(throws: ProtocolError.self) { try NodeReportMessage(frames: both) }
-
-        report.digests = ["counter/a": InstanceDigest(seq: 1, digest: "ABC")]
-        let odd = NodeReportMessage(node: 1, applied: 9, time: 5, report: report)
-        #expect(odd.frames.count == 2)
-        #expect(try NodeReportMessage(frames: odd.frames) == odd)
+        #expect(throws: ProtocolError.self) { try NodeReportMessage(frames: [frames[0], JSONFrame.encode(report), frames[2]]) }
+        for odd in ["ABC", String(repeating: "g", count: 32), hex + "00"] {
+            report.digests = ["counter/a": InstanceDigest(seq: 1, digest: odd)]
+            #expect(throws: ProtocolError.self) { try NodeReportMessage(frames: [frames[0], JSONFrame.encode(report)]) }
+        }
+        // The same address twice in the binary frame.
+        #expect(throws: ProtocolError.self) { try NodeReportMessage(frames: [frames[0], frames[1], Array(frames[2].prefix(35)) + Array(frames[2].prefix(35))]) }
 
         // Cut anywhere but between the two digests (after 35 or 31 bytes, in either order).
         for cut in 1..<frames[2].count where cut != 35 && cut != 31 {

@@ -120,7 +120,7 @@ import Testing
             replicas.apply(entry, runEffects: false)
             reference.apply(entry, runEffects: false)
         }
-        let count = ReplicaSet.digestSlice * 2 + 50
+        let count = ReplicaSet.digestSlice * 2 + ReplicaSet.digestSlice / 2  // three slices, the last a short one
         for key in 0..<count { increment(UInt64(key + 1), key) }
         replicas.startDigestRound(now: 0, spreadOver: 0)
         var hashed: [Address] = []
@@ -153,7 +153,7 @@ import Testing
         var registry = FlowRegistry()
         registry.register(CounterFlow.self, as: "counter")
         let replicas = ReplicaSet(registry: registry, logger: Logger(label: "test"))
-        let count = ReplicaSet.digestSlice * 2 + 50
+        let count = ReplicaSet.digestSlice * 2 + ReplicaSet.digestSlice / 2  // three slices, the last a short one
         for key in 0..<count {
             replicas.apply(
                 Entry(
@@ -204,7 +204,7 @@ import Testing
         var registry = FlowRegistry()
         registry.register(CounterFlow.self, as: "counter")
         let replica = CoordinatorReplica(registry: registry, applied: 0, logger: Logger(label: "test"))
-        let count = ReplicaSet.digestSlice * 2 + 50
+        let count = ReplicaSet.digestSlice * 2 + ReplicaSet.digestSlice / 2  // three slices, the last a short one
         await replica.applyNow(
             (0..<count).map { key in
                 Entry(

@@ -10,8 +10,18 @@
 /// print(digest)   // 32 lowercase hex digits
 /// ```
 public struct StateDigest: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The digest's first 8 bytes and its last 8, each read most significant first: the 16 bytes
+    /// held inline, so a digest costs no allocation (a node keeps one for every instance, and its
+    /// reports carry one for every instance that changed).
+    package let high: UInt64
+    package let low: UInt64
+
     /// The digest's 16 bytes, most significant first.
-    public let bytes: [UInt8]
+    public var bytes: [UInt8] {
+        (0..<16).map { index in
+            UInt8(truncatingIfNeeded: (index < 8 ? high : low) >> (8 * (7 - UInt64(index % 8))))
+        }
+    }
 
     /// Digests a state.
     ///
@@ -20,28 +30,39 @@ public struct StateDigest: Hashable, Sendable, Codable, CustomStringConvertible 
     public init(of state: some Encodable) throws {
         var sha = SHA256()
         sha.update(try CanonicalEncoding.bytes(of: state))
-        self.bytes = Array(sha.finalize().prefix(16))
+        self.init(bytes: sha.finalize().prefix(16))
     }
 
-    /// Wraps 16 digest bytes computed elsewhere (a combination of digests).
-    package init(bytes: [UInt8]) {
+    /// Wraps 16 digest bytes computed elsewhere (a combination of digests, or read off the wire).
+    package init(bytes: some Collection<UInt8>) {
         precondition(bytes.count == 16, "a state digest is 16 bytes")
-        self.bytes = bytes
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for (index, byte) in bytes.enumerated() {
+            if index < 8 { high = high << 8 | UInt64(byte) } else { low = low << 8 | UInt64(byte) }
+        }
+        self.init(high: high, low: low)
+    }
+
+    /// A digest from its two halves, most significant first.
+    package init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
     }
 
     /// Rebuilds a digest from its 32-digit hex form.
     ///
     /// - Returns: `nil` when `hex` is not 32 hex digits.
     public init?(hex: String) {
-        let digits = Array(hex.utf8)
-        guard digits.count == 32 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(16)
-        for index in stride(from: 0, to: 32, by: 2) {
-            guard let high = Self.nibble(digits[index]), let low = Self.nibble(digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
+        var halves: (high: UInt64, low: UInt64) = (0, 0)
+        var count = 0
+        for digit in hex.utf8 {
+            guard count < 32, let value = Self.nibble(digit) else { return nil }
+            if count < 16 { halves.high = halves.high << 4 | UInt64(value) } else { halves.low = halves.low << 4 | UInt64(value) }
+            count += 1
         }
-        self.bytes = bytes
+        guard count == 32 else { return nil }
+        self.init(high: halves.high, low: halves.low)
     }
 
     /// Combines digests, in the given order, into one: a node's digest of all its instances.
@@ -51,20 +72,23 @@ public struct StateDigest: Hashable, Sendable, Codable, CustomStringConvertible 
             let length = UInt32(truncatingIfNeeded: part.key.utf8.count)
             for shift in [0, 8, 16, 24] as [UInt32] { sha.update(UInt8(truncatingIfNeeded: length >> shift)) }
             sha.update(part.key.utf8)
-            sha.update(part.digest.bytes)
+            withUnsafeBytes(of: part.digest.high.bigEndian) { sha.update(bytesOf: $0) }
+            withUnsafeBytes(of: part.digest.low.bigEndian) { sha.update(bytesOf: $0) }
         }
-        self.bytes = Array(sha.finalize().prefix(16))
+        self.init(bytes: sha.finalize().prefix(16))
     }
 
     public var description: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(32)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0xF)])
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: 32) { buffer in
+            digits.withUTF8Buffer { digits in
+                for index in 0..<32 {
+                    let half = index < 16 ? high : low
+                    buffer[index] = digits[Int(truncatingIfNeeded: half >> (4 * (15 - UInt64(index % 16))) & 0xF)]
+                }
+            }
+            return 32
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     public init(from decoder: any Decoder) throws {

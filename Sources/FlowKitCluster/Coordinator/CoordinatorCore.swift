@@ -105,25 +105,37 @@ actor CoordinatorCore: SyncSource {
         machine.noteSubscriptions(messages)
     }
 
-    /// Decodes NODE_REPORTs and compares their digests off the ordering path, and takes in what
-    /// they say, until cancelled.
+    /// Decodes NODE_REPORTs off the ordering path and takes in what they say, until cancelled;
+    /// their digests are compared on the background thread.
     nonisolated func receiveReports() async {
         for await (peer, body) in reports {
             do {
                 var report = try NodeReportMessage(frames: body)
-                let found = divergence.compare(report.report.digests, reporter: report.report.name)
+                compareInBackground(report.digests, reporter: report.report.name)
                 // The machine keeps the report for the status; the digests are done with.
-                report.report.digests = [:]
-                await note(report, divergences: found)
+                report.digests = []
+                await note(report)
             } catch {
                 await reject(error, from: peer)
             }
         }
     }
 
-    func note(_ report: NodeReportMessage, divergences: [DigestReferences.Divergence] = []) {
-        let now = WallClock.micros()
-        perform(machine.report(report, now: now) + machine.diverged(divergences))
+    /// Compares a replica's digests with the references on the background thread, at idle
+    /// priority: a thousand of them are a millisecond of work, which neither the order nor the
+    /// answers wait for. Whatever diverged is alarmed from the loop.
+    private nonisolated func compareInBackground(_ digests: [ReportedDigest], reporter: String) {
+        guard !digests.isEmpty else { return }
+        let (check, loop) = (divergence, submitSocket.loop)
+        BackgroundWork.idle.start { [weak self] in
+            let found = check.compare(digests, reporter: reporter)
+            guard !found.isEmpty else { return }
+            Task(executorPreference: loop) { await self?.diverged(found) }
+        }
+    }
+
+    func note(_ report: NodeReportMessage) {
+        perform(machine.report(report, now: WallClock.micros()))
     }
 
     func reject(_ error: any Error, from peer: RouterEnvelope) {
@@ -137,19 +149,7 @@ actor CoordinatorCore: SyncSource {
     func publishStatus() async {
         let (changed, instances) = await replica.takeChangedDigests(spreadOver: configuration.statusInterval * 0.8)
         perform(machine.status(now: WallClock.micros(), instances: instances))
-        guard !changed.isEmpty else { return }
-        // Compared with the nodes' digests on the background thread: a thousand of them are
-        // milliseconds of work, which the order and the answers do not wait for. Whatever
-        // diverged is alarmed from the loop.
-        let (check, loop) = (divergence, submitSocket.loop)
-        BackgroundWork.shared.start { [weak self] in
-            var digests: [String: InstanceDigest] = [:]
-            digests.reserveCapacity(changed.count)
-            for (address, digest) in changed { digests[address.description] = digest.wire }
-            let found = check.compare(digests, reporter: "coordinator")
-            guard !found.isEmpty else { return }
-            Task(executorPreference: loop) { await self?.diverged(found) }
-        }
+        compareInBackground(ReportedDigest.list(changed), reporter: "coordinator")
     }
 
     func diverged(_ divergences: [DigestReferences.Divergence]) {

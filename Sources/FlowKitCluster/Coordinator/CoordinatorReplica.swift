@@ -97,7 +97,7 @@ actor CoordinatorReplica {
             }
             return
         }
-        BackgroundWork.shared.start { [weak self] in
+        BackgroundWork.idle.start { [weak self] in
             let (results, micros) = ReplicaSet.hash(jobs)
             Task { await self?.finishHashing(results, micros: micros) }
         }

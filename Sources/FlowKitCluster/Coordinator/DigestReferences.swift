@@ -1,4 +1,5 @@
 import DequeModule
+import FlowKit
 import Synchronization
 
 /// The first digest reported for each recent `(address, seq)`, by any replica (a node's report or
@@ -24,36 +25,45 @@ struct DigestReferences {
         var seq: UInt64
     }
 
-    private var references: [Key: (digest: String, reporter: String)] = [:]
+    private var references: [Key: (digest: StateDigest, reporter: String)] = [:]
     /// Oldest first; a deque, as the oldest go one by one once it is full.
     private var order: Deque<Key> = []
     /// How many `(address, seq)` references are kept for comparison.
     let capacity: Int
 
+    /// The table is sized for `capacity` at once: grown as it filled, each doubling rehashed every
+    /// reference in one go (a table of 64,000 took milliseconds), a burst in the middle of a report
+    /// every few seconds for the first minute under load. The memory is only touched as references
+    /// come; a full table holds the same.
     init(capacity: Int = 200_000) {
         self.capacity = capacity
+        references.reserveCapacity(capacity)
+        order.reserveCapacity(capacity)
     }
 
     /// Compares a digest with the reference for its `(address, seq)`, or makes it the reference.
-    mutating func compare(address: String, instance: InstanceDigest, reporter: String) -> Divergence? {
-        let key = Key(address: address, seq: instance.seq)
+    mutating func compare(_ reported: ReportedDigest, reporter: String) -> Divergence? {
+        let key = Key(address: reported.address, seq: reported.seq)
         guard let reference = references[key] else {
-            references[key] = (instance.digest, reporter)
+            references[key] = (reported.digest, reporter)
             order.append(key)
             while order.count > capacity, let old = order.popFirst() {
                 references[old] = nil
             }
             return nil
         }
-        guard reference.digest != instance.digest, reference.reporter != reporter else { return nil }
-        return Divergence(address: address, seq: instance.seq, digests: [reference.reporter: reference.digest, reporter: instance.digest])
+        guard reference.digest != reported.digest, reference.reporter != reporter else { return nil }
+        return Divergence(
+            address: reported.address, seq: reported.seq,
+            digests: [reference.reporter: reference.digest.description, reporter: reported.digest.description]
+        )
     }
 
     /// Compares every digest of one replica; the divergences in address order.
-    mutating func compare(_ digests: [String: InstanceDigest], reporter: String) -> [Divergence] {
+    mutating func compare(_ digests: [ReportedDigest], reporter: String) -> [Divergence] {
         var found: [Divergence] = []
-        for (address, instance) in digests {
-            if let divergence = compare(address: address, instance: instance, reporter: reporter) { found.append(divergence) }
+        for reported in digests {
+            if let divergence = compare(reported, reporter: reporter) { found.append(divergence) }
         }
         return found.sorted { ($0.address, $0.seq) < ($1.address, $1.seq) }
     }
@@ -69,7 +79,7 @@ final class DivergenceCheck: Sendable {
     }
 
     /// Compares a replica's digests with the references; the divergences in address order.
-    func compare(_ digests: [String: InstanceDigest], reporter: String) -> [DigestReferences.Divergence] {
+    func compare(_ digests: [ReportedDigest], reporter: String) -> [DigestReferences.Divergence] {
         guard !digests.isEmpty else { return [] }
         return references.withLock { $0.compare(digests, reporter: reporter) }
     }

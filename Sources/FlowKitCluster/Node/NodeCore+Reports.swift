@@ -35,7 +35,7 @@ extension NodeCore {
             }
             return
         }
-        BackgroundWork.shared.start { [weak self] in
+        BackgroundWork.idle.start { [weak self] in
             let (results, micros) = ReplicaSet.hash(jobs)
             // Back on the loop's thread, where the node's work runs: a task without the preference
             // ran the node on a pool thread, and the loop's messages waited for it.
@@ -90,15 +90,11 @@ extension NodeCore {
             digestSeq: !catchingUp && replicas.digestsAreCurrent ? machine.follower.applied : 0
         )
         let (node, applied) = (configuration.id, machine.follower.applied)
-        // Encoded on the task pool: a thousand digests cost the loop thread a few hundred µs, and
-        // the report is the node's sign of life, which must not wait behind the background
-        // thread's hashing on a busy machine.
+        // Encoded on the task pool: the summary is JSON, and the report is the node's sign of life,
+        // which must not wait behind the background thread's hashing on a busy machine.
         let socket = submitSocket
         Task.detached {
-            var report = summary
-            report.digests.reserveCapacity(changed.count)
-            for (address, digest) in changed { report.digests[address.description] = digest.wire }
-            let message = NodeReportMessage(node: node, applied: applied, time: now, report: report)
+            let message = NodeReportMessage(node: node, applied: applied, time: now, report: summary, digests: ReportedDigest.list(changed))
             _ = try? socket.trySend(Message(parts: message.frames))
         }
     }

@@ -132,18 +132,26 @@ enum JSONFrame {
 /// a burst once a second that delayed the order; in binary it takes microseconds. FlowKit's nodes
 /// send them there; the JSON's `digests` is read too (a report may carry both, if not the same
 /// address twice).
+///
+/// Decoded, every digest is in ``digests``, whichever frame it came in, and the JSON's are taken out
+/// of ``report``: they are compared as they are, 16 bytes each, never turned into text and back
+/// (which, with a table of them, was most of the coordinator's work on a report).
 @_spi(Wire) public struct NodeReportMessage: Sendable, Equatable {
     public var node: UInt32
     public var applied: UInt64
     /// Microseconds since the Unix epoch, the node's clock.
     public var time: UInt64
     public var report: NodeReport
+    /// The instances changed since the last report, each with its digest (``NodeReport/digests``
+    /// describes them); sent in the binary frame.
+    public var digests: [ReportedDigest]
 
-    public init(node: UInt32, applied: UInt64, time: UInt64, report: NodeReport) {
+    public init(node: UInt32, applied: UInt64, time: UInt64, report: NodeReport, digests: [ReportedDigest] = []) {
         self.node = node
         self.applied = applied
         self.time = time
         self.report = report
+        self.digests = digests
     }
 
     public var frames: [[UInt8]] {
@@ -152,37 +160,15 @@ enum JSONFrame {
         header.write(node)
         header.write(applied)
         header.write(time)
-        guard let digests = Self.binaryDigests(report.digests) else { return [header.bytes, JSONFrame.encode(report)] }
-        var summary = report
-        summary.digests = [:]
-        return [header.bytes, JSONFrame.encode(summary), digests]
-    }
-
-    /// The digests in binary, or `nil` if there are none, or one is not the 32 lowercase hex
-    /// digits a node writes, or an address is too long for a short string (they then travel as
-    /// written, in the JSON).
-    private static func binaryDigests(_ digests: [String: InstanceDigest]) -> [UInt8]? {
-        guard !digests.isEmpty else { return nil }
-        var writer = ByteWriter(capacity: digests.count * 48)
-        for (address, instance) in digests {
-            let hex = Array(instance.digest.utf8)
-            guard hex.count == 32, address.utf8.count <= Int(UInt16.max) else { return nil }
-            writer.writeShortString(address)
-            writer.write(instance.seq)
-            for index in stride(from: 0, to: 32, by: 2) {
-                guard let high = lowercaseNibble(hex[index]), let low = lowercaseNibble(hex[index + 1]) else { return nil }
-                writer.write(high << 4 | low)
-            }
+        guard !digests.isEmpty else { return [header.bytes, JSONFrame.encode(report)] }
+        var binary = ByteWriter(capacity: digests.count * 48)
+        for reported in digests {
+            binary.writeShortString(reported.address)
+            binary.write(reported.seq)
+            binary.write(reported.digest.high)
+            binary.write(reported.digest.low)
         }
-        return writer.bytes
-    }
-
-    private static func lowercaseNibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-        default: nil
-        }
+        return [header.bytes, JSONFrame.encode(report), binary.bytes]
     }
 
     public init(frames: [[UInt8]]) throws {
@@ -196,17 +182,42 @@ enum JSONFrame {
         try reader.expectEnd(of: "NODE_REPORT's header")
         guard node >= 1 else { throw ProtocolError(.malformed, "NODE_REPORT names node 0; node ids start at 1") }
         report = try JSONFrame.decode(NodeReport.self, from: frames[1], in: "NODE_REPORT")
+        digests = []
+        digests.reserveCapacity(report.digests.count + (frames.count == 3 ? frames[2].count / 34 : 0))
+        var addresses = Set<String>(minimumCapacity: digests.capacity)
+        for (address, instance) in report.digests {
+            guard let digest = StateDigest(hex: instance.digest) else {
+                throw ProtocolError(.malformed, "NODE_REPORT's digest for \(address) is not 32 hex digits: \"\(instance.digest)\"")
+            }
+            addresses.insert(address)
+            digests.append(ReportedDigest(address: address, seq: instance.seq, digest: digest))
+        }
+        report.digests = [:]
         guard frames.count == 3 else { return }
-        var digests = ByteReader(frames[2], context: "NODE_REPORT's digests")
-        report.digests.reserveCapacity(report.digests.count + frames[2].count / 40)
-        while !digests.isAtEnd {
-            let address = try digests.readShortString("address")
-            let seq = try digests.readUInt64("seq")
-            let digest = StateDigest(bytes: try digests.readBytes(16, "digest"))
-            guard report.digests.updateValue(InstanceDigest(seq: seq, digest: digest.description), forKey: address) == nil else {
+        var binary = ByteReader(frames[2], context: "NODE_REPORT's digests")
+        while !binary.isAtEnd {
+            let address = try binary.readShortString("address")
+            let seq = try binary.readUInt64("seq")
+            let digest = StateDigest(high: try binary.readUInt64("digest"), low: try binary.readUInt64("digest"))
+            guard addresses.insert(address).inserted else {
                 throw ProtocolError(.malformed, "NODE_REPORT carries two digests for \(address)")
             }
+            digests.append(ReportedDigest(address: address, seq: seq, digest: digest))
         }
+    }
+}
+
+/// One instance's digest in a report: the seq of the last entry applied to it, and the digest of
+/// its state after that entry.
+@_spi(Wire) public struct ReportedDigest: Sendable, Equatable {
+    public var address: String
+    public var seq: UInt64
+    public var digest: StateDigest
+
+    public init(address: String, seq: UInt64, digest: StateDigest) {
+        self.address = address
+        self.seq = seq
+        self.digest = digest
     }
 }
 

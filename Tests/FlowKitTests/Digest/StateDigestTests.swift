@@ -68,8 +68,27 @@ import Testing
         #expect(StateDigest(hex: digest.description) == digest)
         #expect(StateDigest(hex: "xyz") == nil)
         #expect(StateDigest(hex: String(repeating: "g", count: 32)) == nil)
+        #expect(StateDigest(hex: String(digest.description.dropLast())) == nil)
+        #expect(StateDigest(hex: digest.description + "0") == nil)
+        #expect(StateDigest(hex: digest.description.uppercased()) == digest)
         let json = try JSONEncoder().encode([digest])
         #expect(try JSONDecoder().decode([StateDigest].self, from: json) == [digest])
+    }
+
+    /// The 16 bytes are held as two words; what they read as, and what a combination hashes, is the
+    /// bytes in order, most significant first.
+    @Test func bytesAreTheDigestInOrder() throws {
+        let digest = try StateDigest(of: 42)
+        #expect(digest.bytes == [0xdb, 0x40, 0xd5, 0x30, 0xa3, 0x9f, 0x25, 0xb7, 0xc4, 0xcb, 0x00, 0x9a, 0xad, 0xe0, 0x3f, 0xe5])
+        let parts = [(key: "counter/a", digest: digest), (key: "kv/ü", digest: try StateDigest(of: "x"))]
+        var sha = SHA256()
+        for part in parts {
+            let length = UInt32(part.key.utf8.count)
+            sha.update([UInt8(length & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length >> 16 & 0xFF), UInt8(length >> 24)])
+            sha.update(Array(part.key.utf8))
+            sha.update(part.digest.bytes)
+        }
+        #expect(StateDigest(combining: parts).bytes == Array(sha.finalize().prefix(16)))
     }
 
     @Test(arguments: [
