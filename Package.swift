@@ -14,7 +14,10 @@ let package = Package(
     products: [
         // The library: flows, their test store, the transport, the durable log, the cluster, and
         // the entry point of a user's own `flowkit`-style binary (`FlowKitCLI.main(registry:)`).
+        // FlowKit is FlowKitCore plus CasePaths' `@CasePathable` macro; FlowKitCore builds without
+        // swift-syntax (the macro's compiler), and so do the cluster and the commands.
         .library(name: "FlowKit", targets: ["FlowKit"]),
+        .library(name: "FlowKitCore", targets: ["FlowKitCore"]),
         .library(name: "FlowKitTesting", targets: ["FlowKitTesting"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .library(name: "FlowKitLog", targets: ["FlowKitLog"]),
@@ -23,8 +26,10 @@ let package = Package(
         // The stock command: FlowKitCommands plus the load, chaos and fuzz tools.
         .executable(name: "flowkit", targets: ["flowkit"]),
         // Not API (hence the underscore): the tools, the flows they drive and the examples, for the
-        // sibling Benchmarks/ and Fuzz/ packages, which SwiftPM lets see products only.
+        // sibling Benchmarks/ and Fuzz/ packages, which SwiftPM lets see products only. The fuzz
+        // target needs the flows alone, without the commands' web server and argument parser.
         .library(name: "_FlowKitTools", targets: ["FlowKitTools", "FlowKitExamples"]),
+        .library(name: "_FlowKitExamples", targets: ["FlowKitExamples"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -39,20 +44,23 @@ let package = Package(
         .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.0.0"),
         .package(url: "https://github.com/pointfreeco/swift-concurrency-extras", from: "1.4.0"),
         .package(url: "https://github.com/pointfreeco/swift-custom-dump", from: "1.3.0"),
-        .package(url: "https://github.com/pointfreeco/swift-dependencies", from: "1.4.0"),
+        // Without the CombineSchedulers trait (`mainQueue`, and OpenCombine under it on Linux): flows
+        // take clocks. A package that wants it enables it on its own swift-dependencies line.
+        .package(url: "https://github.com/pointfreeco/swift-dependencies", from: "1.4.0", traits: ["Clocks", "Foundation", "FoundationNetworking"]),
         .package(url: "https://github.com/pointfreeco/xctest-dynamic-overlay", from: "1.4.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         // The dashboard's web server and its live WebSocket.
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.20.0"),
+        // No traits: the dashboard reads no swift-configuration and encodes no URL forms.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.20.0", traits: []),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.4.0"),
     ],
     targets: [
         // MARK: The flow library
 
         .target(
-            name: "FlowKit",
+            name: "FlowKitCore",
             dependencies: [
-                .product(name: "CasePaths", package: "swift-case-paths"),
+                .product(name: "CasePathsCore", package: "swift-case-paths"),
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "Dependencies", package: "swift-dependencies"),
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -60,10 +68,20 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What users import: FlowKitCore and CasePaths with its macro (Sources/FlowKit/FlowKit.swift).
+        .target(
+            name: "FlowKit",
+            dependencies: [
+                "FlowKitCore",
+                .product(name: "CasePaths", package: "swift-case-paths"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The flows the articles, the stock command and the tools run.
         .target(
             name: "FlowKitExamples",
             dependencies: [
-                "FlowKit",
+                "FlowKitCore",
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "Dependencies", package: "swift-dependencies"),
             ],
@@ -72,7 +90,7 @@ let package = Package(
         .target(
             name: "FlowKitTesting",
             dependencies: [
-                "FlowKit",
+                "FlowKitCore",
                 .product(name: "ConcurrencyExtras", package: "swift-concurrency-extras"),
                 .product(name: "CustomDump", package: "swift-custom-dump"),
                 .product(name: "Dependencies", package: "swift-dependencies"),
@@ -115,7 +133,7 @@ let package = Package(
         .target(
             name: "FlowKitCluster",
             dependencies: [
-                "FlowKit",
+                "FlowKitCore",
                 "FlowKitLog",
                 "ZeroMQ",
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -151,7 +169,7 @@ let package = Package(
             name: "FlowKitCommands",
             dependencies: [
                 "CFlowKitSupport",
-                "FlowKit",
+                "FlowKitCore",
                 "FlowKitCluster",
                 "FlowKitExamples",
                 "FlowKitProcesses",
@@ -174,7 +192,7 @@ let package = Package(
         .target(
             name: "FlowKitTools",
             dependencies: [
-                "FlowKit",
+                "FlowKitCore",
                 "FlowKitCluster",
                 "FlowKitCommands",
                 "FlowKitExamples",
@@ -206,6 +224,7 @@ let package = Package(
             name: "FlowKitTests",
             dependencies: [
                 "FlowKit",
+                "FlowKitCore",
                 "FlowKitExamples",
                 "FlowKitTesting",
                 .product(name: "Clocks", package: "swift-clocks"),
@@ -247,7 +266,6 @@ let package = Package(
         .testTarget(
             name: "FlowKitIntegrationTests",
             dependencies: [
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 "FlowKit",
                 "FlowKitCluster",
                 "FlowKitCommands",
@@ -257,6 +275,12 @@ let package = Package(
                 "FlowKitTools",
                 "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
+                // The dashboard's WebSocket and Chromium's DevTools, read with SwiftNIO's codec
+                // (Harness/TestWebSocket.swift).
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -36,7 +36,7 @@ let package = Package(
         .executableTarget(
             name: "cluster-perf",
             dependencies: [
-                .product(name: "FlowKit", package: "FlowKit"),
+                .product(name: "FlowKitCore", package: "FlowKit"),
                 .product(name: "FlowKitCluster", package: "FlowKit"),
                 .product(name: "_FlowKitTools", package: "FlowKit"),
                 .product(name: "ZeroMQ", package: "FlowKit"),
@@ -51,7 +51,7 @@ let package = Package(
         .executableTarget(
             name: "flow-perf",
             dependencies: [
-                .product(name: "FlowKit", package: "FlowKit"),
+                .product(name: "FlowKitCore", package: "FlowKit"),
             ],
             path: "FlowPerf"
         ),
@@ -88,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "FlowStoreBenchmarks",
             dependencies: [
-                .product(name: "FlowKit", package: "FlowKit"),
+                .product(name: "FlowKitCore", package: "FlowKit"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "FlowStoreBenchmarks",

@@ -3,7 +3,7 @@
 # machine's noise (single runs of the same build differ by 30 % and more).
 #
 #   Benchmarks/ab-bench.sh A-binary B-binary [runs] [-- flowkit bench arguments]
-#   Benchmarks/ab-bench.sh /tmp/flowkit-before .build/release/flowkit 5 -- --rate 10000 --duration 10
+#   Benchmarks/ab-bench.sh /tmp/flowkit-before .build-release/release/flowkit 5 -- --rate 10000 --duration 10
 #
 # Runs A, B, A, B, … `runs` times each and prints, per build, the median over its runs of the
 # ordered and applied p50 and p99 and of the cluster's CPU per ordered event (coordinator and

@@ -68,7 +68,7 @@ def get_json(url):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--flowkit", default=".build/release/flowkit")
+    parser.add_argument("--flowkit", default=".build-release/release/flowkit")
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--rates", default="10000,50000")
     parser.add_argument("--duration", type=float, default=10)
@@ -77,7 +77,7 @@ def main():
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
-        sys.exit("dashboard-cost: needs chromium (scripts/install-deps installs it)")
+        sys.exit("dashboard-cost: needs chromium (scripts/install-deps --test installs it)")
     if not os.access(options.flowkit, os.X_OK):
         sys.exit(f"dashboard-cost: no {options.flowkit}: swift build -c release --product flowkit")
     out = options.out or tempfile.mkdtemp(prefix="flowkit-dashboard-cost-")

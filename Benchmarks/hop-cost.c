@@ -9,7 +9,7 @@
 //   cc -O2 -o /tmp/hop-cost Benchmarks/hop-cost.c -lzmq
 //   /tmp/hop-cost zmq 20000 5000      # transport, round trips, rate per second (0: unpaced)
 //   /tmp/hop-cost tcp 20000 5000
-//   FLOWKIT=.build/release/flowkit /tmp/hop-cost flowkit 20000 5000
+//   FLOWKIT=.build-release/release/flowkit /tmp/hop-cost flowkit 20000 5000
 //
 // `flowkit` keeps the libzmq DEALER client and makes the echo server FlowKit's own: a ROUTER on
 // an I/O loop with the ZMTP engine, echoing from a task on the loop (`flowkit bench-peer

@@ -16,7 +16,7 @@ let package = Package(
             name: "FuzzDecoders",
             dependencies: [
                 .product(name: "FlowKitCluster", package: "FlowKit"),
-                .product(name: "_FlowKitTools", package: "FlowKit"),
+                .product(name: "_FlowKitExamples", package: "FlowKit"),
             ],
             swiftSettings: [
                 // The entry point hands over to libFuzzer's driver (FuzzDecoders_main in Decoders.swift).

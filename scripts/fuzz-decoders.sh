@@ -17,6 +17,7 @@
 # cannot build a libFuzzer binary here.
 set -euo pipefail
 seconds="${1:-60}"
+source "$(dirname "$0")/swiftpm-env"
 cd "$(dirname "$0")/../Fuzz"
 work=".build/work"
 mkdir -p "$work/corpus" "$work/artifacts"

@@ -1,4 +1,4 @@
-import FlowKit
+import FlowKitCore
 @_spi(Wire) import FlowKitCluster
 import FlowKitExamples
 import FlowKitTools

@@ -1,4 +1,4 @@
-import FlowKit
+import FlowKitCore
 
 /// The FlowStore's effect start + cancel in a plain loop, for profilers (`perf record`) that the
 /// benchmark harness gets in the way of, and for comparing allocators:

@@ -1,5 +1,5 @@
 import Benchmark
-import FlowKit
+import FlowKitCore
 
 /// The local store's hot paths: emits with no effect, `.send` chains, and effect start + cancel.
 let benchmarks: @Sendable () -> Void = {

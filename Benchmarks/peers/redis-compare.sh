@@ -30,7 +30,7 @@ script=$(realpath "$0")
 cd "$(dirname "$0")/../.."
 
 duration=10
-flowkit=.build/release/flowkit
+flowkit=.build-release/release/flowkit
 out=""
 rates=""
 runs=1

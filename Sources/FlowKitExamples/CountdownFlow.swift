@@ -1,6 +1,6 @@
 import Clocks
 import Dependencies
-import FlowKit
+import FlowKitCore
 
 /// The countdown of the article Effects (FlowKit.docc): a timer with a duration that cancels itself and reports completion.
 public struct CountdownFlow: Flow {

@@ -1,4 +1,4 @@
-import FlowKit
+import FlowKitCore
 
 /// The smallest flow: a count that goes up and down.
 public struct CounterFlow: Flow {

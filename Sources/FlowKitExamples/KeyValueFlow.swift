@@ -1,4 +1,4 @@
-import FlowKit
+import FlowKitCore
 
 /// A replicated dictionary of strings: the building block of configuration and presence data.
 public struct KeyValueFlow: Flow {

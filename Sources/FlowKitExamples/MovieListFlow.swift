@@ -1,5 +1,5 @@
 import Dependencies
-import FlowKit
+import FlowKitCore
 
 /// The movie list of the article Introduction to Flows (FlowKit.docc), as a flow: its states say exactly what the screen can show, and only
 /// events move between them.

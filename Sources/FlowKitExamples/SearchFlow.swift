@@ -1,6 +1,6 @@
 import Clocks
 import Dependencies
-import FlowKit
+import FlowKitCore
 
 /// The search field of the article Effects (FlowKit.docc): every keystroke starts a search that captures the text, filter and sort
 /// order, and cancels the search still in flight.

@@ -1,6 +1,6 @@
 import Clocks
 import Dependencies
-import FlowKit
+import FlowKitCore
 
 /// The streaming effect of the article Effects (FlowKit.docc): a long-running stream, restarted with `cancelInFlight` and stopped
 /// with ``Effect/cancel(id:)``.

@@ -1,6 +1,6 @@
 import Clocks
 import Dependencies
-import FlowKit
+import FlowKitCore
 
 /// The basic timer of the article Effects (FlowKit.docc): a toggle starts and stops a one-second timer on the injected clock.
 ///

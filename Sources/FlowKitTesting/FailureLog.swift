@@ -1,4 +1,4 @@
-import FlowKit
+import FlowKitCore
 import Synchronization
 
 /// Errors thrown by effects without a `catch:` handler, collected until the test next asserts.

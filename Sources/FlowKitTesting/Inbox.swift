@@ -1,4 +1,4 @@
-import FlowKit
+import FlowKitCore
 import Synchronization
 
 /// Events sent by a test store's effects, waiting to be applied, in the order they were sent.

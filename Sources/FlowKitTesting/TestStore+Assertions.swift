@@ -1,5 +1,5 @@
 import CustomDump
-import FlowKit
+import FlowKitCore
 import IssueReporting
 import Synchronization
 

@@ -1,7 +1,7 @@
 import ConcurrencyExtras
 import CustomDump
 import Dependencies
-import FlowKit
+import FlowKitCore
 import IssueReporting
 import Synchronization
 

@@ -1,4 +1,4 @@
-import FlowKit
+import FlowKitCore
 
 /// The effects started by one ``TestStore/send(_:assert:fileID:filePath:line:column:)``, to cancel or
 /// wait on in a test.

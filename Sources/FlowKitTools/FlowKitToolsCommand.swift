@@ -1,6 +1,7 @@
 import ArgumentParser
 import FlowKitCluster
 import FlowKitCommands
+import FlowKitExamples
 
 /// The stock `flowkit` command: every operator's subcommand, and the load, chaos and fuzz tools.
 struct FlowKitToolsCommand: AsyncParsableCommand {

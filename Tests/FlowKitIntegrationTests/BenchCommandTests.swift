@@ -265,7 +265,7 @@ extension ClusterProcessTests {
     /// page closed and open in Chromium, the table of both sides; nothing it started is left.
     @Test func dashboardCostScriptRuns() async throws {
         guard HeadlessChromium.installedPath != nil else {
-            Issue.record("chromium is not installed (scripts/install-deps installs it)")
+            Issue.record("chromium is not installed (scripts/install-deps --test installs it)")
             return
         }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -11,7 +11,7 @@ import Testing
 extension ClusterProcessTests {
     /// Emit, cancel, the instance view and the filter, each through the page's own form.
     @Test func thePagesFormsEmitCancelAndWatchAnInstance() async throws {
-        let chromium = try #require(HeadlessChromium.installedPath, "chromium is not installed (scripts/install-deps installs it)")
+        let chromium = try #require(HeadlessChromium.installedPath, "chromium is not installed (scripts/install-deps --test installs it)")
         try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo"] }, clusterDirectory: "cluster") { cluster in
             let url = try await Self.dashboardURL(cluster)
             try await DevToolsPage.open(url, chromium: chromium, directory: cluster.directory, runner: cluster.runner) { page in
@@ -55,7 +55,7 @@ extension ClusterProcessTests {
     /// A bench against a running cluster shows on the cluster's own dashboard while it runs, then
     /// its result; a line that is not a bench's is refused with the reason.
     @Test func aBenchShowsLiveOnTheClustersDashboard() async throws {
-        let chromium = try #require(HeadlessChromium.installedPath, "chromium is not installed (scripts/install-deps installs it)")
+        let chromium = try #require(HeadlessChromium.installedPath, "chromium is not installed (scripts/install-deps --test installs it)")
         try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo"] }, clusterDirectory: "cluster") { cluster in
             let url = try await Self.dashboardURL(cluster)
             let file = try String(contentsOfFile: cluster.clusterDirectory + "/cluster.json", encoding: .utf8)

@@ -2,8 +2,6 @@
 import Glibc
 #endif
 import Foundation
-import HummingbirdWSClient
-import Logging
 import Testing
 
 /// The web dashboard `flowkit cluster` serves, as a person and as a program see it: the page in
@@ -11,7 +9,7 @@ import Testing
 /// from the page's API.
 extension ClusterProcessTests {
     @Test func theDashboardShowsTheClusterInABrowser() async throws {
-        let chromiumPath = try #require(HeadlessChromium.installedPath, "chromium is not installed (scripts/install-deps installs it)")
+        let chromiumPath = try #require(HeadlessChromium.installedPath, "chromium is not installed (scripts/install-deps --test installs it)")
         try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo"] }, clusterDirectory: "cluster") { cluster in
             let url = try await Self.dashboardURL(cluster)
             let chromium = HeadlessChromium(path: chromiumPath, runner: cluster.runner, profile: cluster.directory + "/chromium")
@@ -86,24 +84,15 @@ extension ClusterProcessTests {
 
     /// The JSON lines of a WebSocket's messages, until a message contains `until`.
     static func readLive(_ url: String, until: String) async throws -> [String] {
-        let lines = LinesSeen()
-        _ = try await WebSocketClient.connect(url: url, logger: Logger(label: "test.ws")) { inbound, _, _ in
-            for try await message in inbound.messages(maxSize: 1 << 22) {
-                guard case .text(let text) = message else { continue }
-                for line in text.split(separator: "\n") { lines.append(String(line)) }  // one or more JSON lines a message
-                if text.contains(until) { return }
+        try await TestWebSocket.connect(url, maxMessageSize: 1 << 22) { socket in
+            var lines: [String] = []
+            while let text = try await socket.receiveText() {
+                lines += text.split(separator: "\n").map(String.init)  // one or more JSON lines a message
+                if text.contains(until) { break }
             }
+            return lines
         }
-        return lines.all
     }
-}
-
-private final class LinesSeen: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lines: [String] = []
-
-    func append(_ line: String) { lock.withLock { lines.append(line) } }
-    var all: [String] { lock.withLock { lines } }
 }
 
 /// Debian's Chromium, headless: the DOM once the page's script has run, and screenshots.

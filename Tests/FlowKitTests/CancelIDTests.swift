@@ -1,4 +1,4 @@
-@testable import FlowKit
+@testable import FlowKitCore
 import Testing
 
 @Suite struct CancelIDTests {

@@ -1,7 +1,6 @@
-import FlowKit
+import FlowKitCore
 @_spi(Wire) import FlowKitCluster
 import FlowKitExamples
-import FlowKitTools
 import Foundation
 
 /// Every decoder a FlowKit process runs on bytes from the network, each with a round-trip check:

@@ -1,7 +1,6 @@
-import FlowKit
+import FlowKitCore
 @_spi(Wire) import FlowKitCluster
 import FlowKitExamples
-import FlowKitTools
 import Foundation
 
 /// Valid messages of every kind, as the seed corpus: libFuzzer mutates from real messages, so it

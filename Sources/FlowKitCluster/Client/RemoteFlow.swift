@@ -1,4 +1,4 @@
-import FlowKit
+import FlowKitCore
 import Foundation
 import Logging
 import ZeroMQ

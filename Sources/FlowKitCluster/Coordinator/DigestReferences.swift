@@ -1,5 +1,5 @@
 import DequeModule
-import FlowKit
+import FlowKitCore
 import Synchronization
 
 /// The first digest reported for each recent `(address, seq)`, by any replica (a node's report or

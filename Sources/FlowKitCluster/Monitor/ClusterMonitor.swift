@@ -1,4 +1,4 @@
-import FlowKit
+import FlowKitCore
 import Logging
 import ZeroMQ
 

@@ -1,5 +1,5 @@
 import Dispatch
-import FlowKit
+import FlowKitCore
 import FlowKitLog
 import Logging
 import ZeroMQ

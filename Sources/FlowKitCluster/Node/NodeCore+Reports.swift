@@ -1,5 +1,5 @@
 import CoreMetrics
-import FlowKit
+import FlowKitCore
 import Foundation
 import Logging
 import ZeroMQ

@@ -1,4 +1,4 @@
-import FlowKit
+import FlowKitCore
 import Foundation
 
 /// Messages whose body is a fixed binary part and a JSON document: membership and status, where

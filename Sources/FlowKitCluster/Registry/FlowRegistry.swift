@@ -1,4 +1,4 @@
-import FlowKit
+import FlowKitCore
 import Foundation
 
 /// The flows a cluster process can run, by name: build one in your `main`, then run a node or a

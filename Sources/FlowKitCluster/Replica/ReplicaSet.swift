@@ -1,4 +1,4 @@
-import FlowKit
+import FlowKitCore
 import Logging
 
 /// Every flow instance a process holds, applied entry by entry in seq order. Nodes and the

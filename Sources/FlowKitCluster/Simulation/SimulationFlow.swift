@@ -1,4 +1,4 @@
-import FlowKit
+import FlowKitCore
 
 /// The flow a simulation's clients drive: every event carries a token no other event carries, so
 /// an acknowledged event can be found in the log, and the state is the tokens in the order they

@@ -66,7 +66,7 @@ struct ClusterCommand: AsyncParsableCommand {
         }
         guard [1, 3, 5, 7].contains(coordinators) else { throw ValidationError("--coordinators must be 1, 3, 5 or 7") }
         if coordinators > 1, !EtcdServer.isInstalled {
-            throw ValidationError("--coordinators \(coordinators) needs etcd: apt-get install -y etcd-server etcd-client (scripts/install-deps does)")
+            throw ValidationError("--coordinators \(coordinators) needs etcd: apt-get install -y etcd-server etcd-client (scripts/install-deps --etcd does)")
         }
         guard ["synced", "relaxed"].contains(durability) else { throw ValidationError("--durability must be synced or relaxed") }
     }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import FlowKit
+import FlowKitCore
 import FlowKitExamples
 
 /// `flowkit demo`: a tour of flows and effects in one process, on the real clock.

@@ -35,7 +35,7 @@ package struct EtcdServer: Sendable {
         whenParentDies: ChildProcess.ParentDeath = .killed
     ) async throws -> EtcdServer {
         guard let etcd = ChildProcess.findProgram("etcd") else {
-            throw ChildProcessError("etcd is not installed: apt-get install -y etcd-server etcd-client (scripts/install-deps does)")
+            throw ChildProcessError("etcd is not installed: apt-get install -y etcd-server etcd-client (scripts/install-deps --etcd does)")
         }
         let clientURL = "http://\(host):\(clientPort == 0 ? try FreePorts.one() : clientPort)"
         let peerURL = "http://\(host):\(peerPort == 0 ? try FreePorts.one() : peerPort)"

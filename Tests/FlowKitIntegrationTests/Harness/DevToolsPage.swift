@@ -3,8 +3,6 @@ import Glibc
 #endif
 import FlowKitProcesses
 import Foundation
-import HummingbirdWSClient
-import Logging
 
 /// A page in headless Chromium, driven over the DevTools protocol the way a person would use it:
 /// fields filled, forms submitted, and what the page then shows read back from its DOM.
@@ -12,13 +10,11 @@ import Logging
 /// Chromium runs as a child of the test (its own profile, a DevTools port chosen by the OS); the
 /// protocol runs over a WebSocket to the page. Expressions run in the page, as its script does.
 final class DevToolsPage: @unchecked Sendable {
-    private var messages: WebSocketInboundMessageStream.AsyncIterator
-    private let outbound: WebSocketOutboundWriter
+    private var socket: TestWebSocket.Connection
     private var nextID = 1
 
-    private init(messages: WebSocketInboundMessageStream.AsyncIterator, outbound: WebSocketOutboundWriter) {
-        self.messages = messages
-        self.outbound = outbound
+    private init(socket: TestWebSocket.Connection) {
+        self.socket = socket
     }
 
     /// Opens `url` in a fresh headless Chromium and runs `body` with the page; Chromium is stopped
@@ -45,18 +41,9 @@ final class DevToolsPage: @unchecked Sendable {
                 let targets = (try? JSONSerialization.jsonObject(with: Data(list.stdout.utf8))) as? [[String: Any]] ?? []
                 return targets.first { $0["type"] as? String == "page" }?["webSocketDebuggerUrl"] as? String
             }
-            let failure = FailureBox()
-            try await WebSocketClient.connect(
-                url: socket, configuration: .init(maxFrameSize: 1 << 24), logger: Logger(label: "test.devtools")
-            ) { inbound, outbound, _ in
-                let page = DevToolsPage(messages: inbound.messages(maxSize: 1 << 24).makeAsyncIterator(), outbound: outbound)
-                do {
-                    try await body(page)
-                } catch {
-                    failure.error = error
-                }
+            try await TestWebSocket.connect(socket) { connection in
+                try await body(DevToolsPage(socket: connection))
             }
-            if let error = failure.error { throw error }
         } catch {
             await process.stop()
             throw error
@@ -76,10 +63,9 @@ final class DevToolsPage: @unchecked Sendable {
             "params": ["expression": expression, "returnByValue": true, "awaitPromise": true],
         ]
         let text = String(decoding: try JSONSerialization.data(withJSONObject: command), as: UTF8.self)
-        try await outbound.write(.text(text))
-        while let message = try await messages.next() {
-            guard case .text(let line) = message,
-                let reply = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], reply["id"] as? Int == id
+        try await socket.send(text: text)
+        while let line = try await socket.receiveText() {
+            guard let reply = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], reply["id"] as? Int == id
             else { continue }  // an event, or another reply
             let result = reply["result"] as? [String: Any]
             if let exception = result?["exceptionDetails"] as? [String: Any] {
@@ -101,9 +87,5 @@ final class DevToolsPage: @unchecked Sendable {
             else { return nil }
             return string
         }
-    }
-
-    private final class FailureBox: @unchecked Sendable {
-        var error: (any Error)?
     }
 }

@@ -1,4 +1,4 @@
-import FlowKit
+import FlowKitCore
 
 /// An audit ledger: it records every id it is given, in order, duplicates included.
 ///

@@ -1,4 +1,4 @@
-import FlowKit
+import FlowKitCore
 import FlowKitExamples
 
 /// The flow the load tool drives: each event counts, carries padding of a chosen size, and can
