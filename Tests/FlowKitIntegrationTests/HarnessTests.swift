@@ -80,3 +80,35 @@ extension ClusterProcessTests {
         return !command.hasPrefix("flowkit") || state == "Z" || state == "X"
     }
 }
+
+extension ClusterProcessTests {
+    /// The tests' WebSocket client keeps the frames a server sends right behind its 101 response,
+    /// in the same TCP segment (SwiftNIO's upgrade drops them unless told otherwise). The
+    /// dashboard's `/live` does exactly that with its first message, which was lost now and then.
+    @Test func theWebSocketClientKeepsWhatCameWithTheUpgrade() async throws {
+        let directory = try ClusterCommandProcess.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = """
+            import base64, hashlib, socket
+            listener = socket.socket(); listener.bind(("127.0.0.1", 0)); listener.listen(1)
+            print(listener.getsockname()[1], flush=True)
+            peer, _ = listener.accept()
+            request = b""
+            while b"\\r\\n\\r\\n" not in request: request += peer.recv(4096)
+            key = next(line.split(b":", 1)[1].strip() for line in request.split(b"\\r\\n") if line.lower().startswith(b"sec-websocket-key:"))
+            accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+            peer.sendall(b"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: "
+                + accept + b"\\r\\n\\r\\n" + b"\\x81\\x05first" + b"\\x81\\x06second")
+            peer.recv(4096)
+            """
+        let process = try ChildProcess.testChild(executable: "/usr/bin/python3", arguments: ["-c", server], name: "one-shot-websocket", directory: directory)
+        defer { process.signal(SIGKILL) }
+        let port = try await eventually("the server's port", timeout: .seconds(10), every: .milliseconds(50)) {
+            process.stdoutText.split(separator: "\n").first.flatMap { Int($0) }
+        }
+        let messages = try await TestWebSocket.connect("ws://127.0.0.1:\(port)/") { socket in
+            [try await socket.receiveText(), try await socket.receiveText()]
+        }
+        #expect(messages == ["first", "second"])
+    }
+}

@@ -99,7 +99,12 @@ enum TestWebSocket {
                     channel.close(promise: nil)
                     return channel.eventLoop.makeSucceededFuture(.refused)
                 }
-                return try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(configuration: .init(upgradeConfiguration: configuration))
+                // A server may send its first frames right behind its 101 response, in the same read:
+                // the HTTP decoder hands those bytes on to the WebSocket decoder instead of
+                // dropping them (NIO's default), or the first message is lost.
+                var pipeline = NIOUpgradableHTTPClientPipelineConfiguration(upgradeConfiguration: configuration)
+                pipeline.leftOverBytesStrategy = .forwardBytes
+                return try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(configuration: pipeline)
             }
         }
         switch try await upgrade.get() {
