@@ -36,7 +36,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
-        // The election's etcd client speaks HTTP/1.1 to etcd's JSON gateway.
+        // The election's etcd client speaks HTTP/1.1 to etcd's JSON gateway; the dashboard serves
+        // HTTP/1.1 and a WebSocket.
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/pointfreeco/swift-case-paths", from: "1.5.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
@@ -49,10 +50,6 @@ let package = Package(
         .package(url: "https://github.com/pointfreeco/swift-dependencies", from: "1.4.0", traits: ["Clocks", "Foundation", "FoundationNetworking"]),
         .package(url: "https://github.com/pointfreeco/xctest-dynamic-overlay", from: "1.4.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
-        // The dashboard's web server and its live WebSocket.
-        // No traits: the dashboard reads no swift-configuration and encodes no URL forms.
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.20.0", traits: []),
-        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.4.0"),
     ],
     targets: [
         // MARK: The flow library
@@ -178,8 +175,10 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "Dependencies", package: "swift-dependencies"),

@@ -61,8 +61,10 @@ def tree(pid):
     return found
 
 
-def get_json(url):
-    with urllib.request.urlopen(url, timeout=15) as response:
+def get_json(url, token):
+    """A dashboard's JSON, asked for with its token (docs/SECURITY.md, "The dashboard")."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=15) as response:
         return json.load(response)
 
 
@@ -106,13 +108,14 @@ def main():
         say(f"starting a cluster with its dashboard in {directory}")
         cluster = start([options.flowkit, "cluster", "--base-port", "0", "--dir", directory, "--no-demo", "--fresh"], "cluster")
         deadline = time.time() + 120
-        url = None
+        url = token = None
         while url is None and time.time() < deadline:
             time.sleep(0.2)
             if cluster.poll() is not None:
                 sys.exit(f"dashboard-cost: flowkit cluster exited; see {out}/cluster.stderr")
             try:
-                url = json.load(open(f"{directory}/cluster.json")).get("dashboard")
+                file = json.load(open(f"{directory}/cluster.json"))
+                url, token = file.get("dashboard"), file.get("dashboardToken")
             except (FileNotFoundError, json.JSONDecodeError):
                 pass
         if url is None:
@@ -128,13 +131,13 @@ def main():
             if side == "open":
                 profile = tempfile.mkdtemp(prefix="flowkit-dashboard-cost-chromium-")
                 page = start([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                              f"--user-data-dir={profile}", "--window-size=1200,1500", url], f"chromium-{run}")
+                              f"--user-data-dir={profile}", "--window-size=1200,1500", f"{url}?token={token}"], f"chromium-{run}")
                 opened = time.time() + 30
-                while get_json(url + "api/info")["pages"] < 1:
+                while get_json(url + "api/info", token)["pages"] < 1:
                     if time.time() > opened:
                         sys.exit("dashboard-cost: the page did not open its WebSocket")
                     time.sleep(0.2)
-            elif get_json(url + "api/info")["pages"] != 0:
+            elif get_json(url + "api/info", token)["pages"] != 0:
                 sys.exit("dashboard-cost: a page is open on the dashboard; close it for the closed side")
             before = (cpu_seconds([cluster.pid]), cpu_seconds(tree(page.pid)) if page else 0.0, time.time())
             bench = subprocess.run(

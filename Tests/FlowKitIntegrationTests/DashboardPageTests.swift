@@ -3,6 +3,7 @@ import Glibc
 #endif
 @testable import FlowKitCluster
 import FlowKitCommands
+import FlowKitProcesses
 import Foundation
 import Testing
 
@@ -13,8 +14,8 @@ extension ClusterProcessTests {
     @Test func thePagesFormsEmitCancelAndWatchAnInstance() async throws {
         let chromium = try #require(HeadlessChromium.installedPath, "chromium is not installed (scripts/install-deps --test installs it)")
         try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo"] }, clusterDirectory: "cluster") { cluster in
-            let url = try await Self.dashboardURL(cluster)
-            try await DevToolsPage.open(url, chromium: chromium, directory: cluster.directory, runner: cluster.runner) { page in
+            let dashboard = try await Self.dashboard(cluster)
+            try await DevToolsPage.open(dashboard.page, chromium: chromium, directory: cluster.directory, runner: cluster.runner) { page in
                 _ = try await page.waitFor("three nodes alive on the page", #"document.querySelectorAll('#nodes tr[data-alive="true"]').length === 3 ? "yes" : null"#)
 
                 try await page.evaluate(Self.submit("state-form", ["state-address": "counter/form"]))
@@ -57,10 +58,14 @@ extension ClusterProcessTests {
     @Test func aBenchShowsLiveOnTheClustersDashboard() async throws {
         let chromium = try #require(HeadlessChromium.installedPath, "chromium is not installed (scripts/install-deps --test installs it)")
         try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo"] }, clusterDirectory: "cluster") { cluster in
-            let url = try await Self.dashboardURL(cluster)
-            let file = try String(contentsOfFile: cluster.clusterDirectory + "/cluster.json", encoding: .utf8)
-            #expect(file.contains(#""dashboard" : "\#(url)""#), "cluster.json names the dashboard: \(file)")
-            try await DevToolsPage.open(url, chromium: chromium, directory: cluster.directory, runner: cluster.runner) { page in
+            let dashboard = try await Self.dashboard(cluster)
+            let path = cluster.clusterDirectory + "/cluster.json"
+            let file = try String(contentsOfFile: path, encoding: .utf8)
+            #expect(file.contains(#""dashboard" : "\#(dashboard.base)""#), "cluster.json names the dashboard: \(file)")
+            #expect(file.contains(#""dashboardToken" : "\#(dashboard.token)""#), "and its token: \(file)")
+            let mode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+            #expect(mode == 0o600, "cluster.json holds a secret: its owner's alone (mode \(String(mode, radix: 8)))")
+            try await DevToolsPage.open(dashboard.page, chromium: chromium, directory: cluster.directory, runner: cluster.runner) { page in
                 _ = try await page.waitFor("the page live", #"document.getElementById("connection").dataset.state === "live" ? "yes" : null"#)
                 #expect(try await page.evaluate(#"document.getElementById("bench-section").hidden"#) == "true", "no bench yet, no bench panel")
                 let bench = Task {
@@ -74,7 +79,7 @@ extension ClusterProcessTests {
                 #expect(running.contains("500 events/s offered"), "\(running)")
                 let result = try await bench.value
                 #expect(result.exitCode == 0, "\(result)")
-                #expect(result.stderr.contains("live on the dashboard at \(url)"), "\(result.stderr)")
+                #expect(result.stderr.contains("live on the dashboard at \(dashboard.base)"), "\(result.stderr)")
                 let done = try await page.waitFor("the bench's result", Self.text("bench-title", containing: "done"))
                 #expect(done.contains("the end check passed"), "\(done)")
                 let cells = try await page.evaluate(#"Array.from(document.getElementById("bench-applied").cells).map((cell) => cell.textContent).join("|")"#)
@@ -84,14 +89,15 @@ extension ClusterProcessTests {
                 #expect((Int(points) ?? 0) >= 4, "a point a second on the charts: \(points)")
             }
             let malformed = try await cluster.runner.run(
-                "/usr/bin/curl", ["-sS", "-w", "%{http_code}", "-X", "POST", "-H", "content-type: application/json", "--data", #"{"type":"bench","run":""}"#, url + "api/bench"]
+                "/usr/bin/curl", dashboard.curl("api/bench", ["-w", "%{http_code}", "-X", "POST", "-H", "content-type: application/json", "--data", #"{"type":"bench","run":""}"#])
             )
             #expect(malformed.stdout.hasSuffix("400") && malformed.stdout.contains("not a bench line"), "\(malformed)")
         }
     }
 
     /// With CURVE the dashboard connects with the cluster's client key and the page says so; a
-    /// dashboard listening beyond loopback warns that it has no authentication, in both commands.
+    /// dashboard listening beyond loopback warns that its token is all that keeps others out, in
+    /// both commands, and takes any name for itself (it cannot know them) but never no token.
     @Test func theDashboardWithCurveAndBeyondLoopback() async throws {
         try await ClusterCommandProcess.run(
             { ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo", "--curve", "--dashboard", "0.0.0.0:0"] }, clusterDirectory: "cluster"
@@ -99,25 +105,103 @@ extension ClusterProcessTests {
             let printed = try await eventually("the dashboard's line", timeout: .seconds(10), every: .milliseconds(100)) {
                 cluster.process.stdoutText.split(separator: "\n").first { $0.hasPrefix("dashboard: ") }.map(String.init)
             }
-            #expect(printed.contains("has no authentication"), "\(printed)")
-            let port = try #require(printed.split(separator: ":").dropFirst(3).first.flatMap { Int($0.prefix { $0.isNumber }) })
-            let url = "http://127.0.0.1:\(port)/"
-            let info = try await cluster.runner.run("/usr/bin/curl", ["-sS", url + "api/info"])
+            #expect(printed.contains("its token is all that keeps others out"), "\(printed)")
+            let wildcard = try DashboardAddress(printed: String(printed.dropFirst("dashboard: ".count)))
+            let port = try #require(URLComponents(string: wildcard.base)?.port)
+            let dashboard = try DashboardAddress(printed: "http://127.0.0.1:\(port)/?token=\(wildcard.token)")
+            let info = try await cluster.runner.run("/usr/bin/curl", dashboard.curl("api/info"))
             #expect(info.stdout.contains("CURVE on: this dashboard connects with the cluster's client key"), "\(info)")
+            let elsewhere = try await cluster.runner.run("/usr/bin/curl", dashboard.curl("api/info", ["-H", "Host: flowkit.example:\(port)"]))
+            #expect(elsewhere.stdout.contains("CURVE on"), "a listener on every address takes any name, with the token: \(elsewhere)")
+            let noToken = try await cluster.runner.run("/usr/bin/curl", ["-sS", "-w", "%{http_code}", dashboard.base + "api/info"])
+            #expect(noToken.stdout.hasSuffix("403") && noToken.stdout.contains(#""reason":"token""#), "but never without the token: \(noToken)")
             let emitted = try await cluster.runner.run(
-                "/usr/bin/curl", ["-sS", "-X", "POST", "-H", "content-type: application/json", "--data", #"{"address":"counter/curve","event":"{\"increment\":{}}"}"#, url + "api/emit"]
+                "/usr/bin/curl",
+                dashboard.curl("api/emit", ["-X", "POST", "-H", "content-type: application/json", "--data", #"{"address":"counter/curve","event":"{\"increment\":{}}"}"#])
             )
             #expect(emitted.stdout.contains(#""seq":1"#), "an emit through CURVE with the client key: \(emitted)")
             if let chromium = HeadlessChromium.installedPath {
-                let dom = try await HeadlessChromium(path: chromium, runner: cluster.runner, profile: cluster.directory + "/chromium").dom(url)
+                let dom = try await HeadlessChromium(path: chromium, runner: cluster.runner, profile: cluster.directory + "/chromium").dom(dashboard.page)
                 #expect(dom.contains(#"<span id="curve">CURVE on: this dashboard connects with the cluster's client key</span>"#), "\(dom)")
             }
 
             let attached = try await cluster.flowkit(["dashboard", "--listen", "0.0.0.0:0", "--duration", "2"], timeout: .seconds(30))
             #expect(attached.exitCode == 0, "\(attached)")
-            #expect(attached.stdout.contains("has no authentication"), "flowkit dashboard warns too: \(attached)")
+            #expect(attached.stdout.contains("its token is all that keeps others out"), "flowkit dashboard warns too: \(attached)")
             let loopback = try await cluster.flowkit(["dashboard", "--listen", "127.0.0.1:0", "--duration", "1"], timeout: .seconds(30))
-            #expect(loopback.exitCode == 0 && loopback.stdout.contains("dashboard: http://127.0.0.1:") && !loopback.stdout.contains("authentication"), "\(loopback)")
+            #expect(loopback.exitCode == 0 && loopback.stdout.contains("dashboard: http://127.0.0.1:") && loopback.stdout.contains("?token="), "\(loopback)")
+            #expect(!loopback.stdout.contains("keeps others out"), "\(loopback)")
+            let beyondWithout = try await cluster.flowkit(["dashboard", "--listen", "0.0.0.0:0", "--no-token", "--duration", "1"], timeout: .seconds(30))
+            #expect(beyondWithout.exitCode != 0 && beyondWithout.stderr.contains("only served on loopback"), "no token beyond loopback is refused: \(beyondWithout)")
+        }
+    }
+
+    /// What the checks are for, tried in a real browser that holds the dashboard's cookie: a page of
+    /// another site (served from another port of this machine, so the cookie goes along) sends a
+    /// no-cors POST, a JSON POST and opens the WebSocket; then a name rebound to 127.0.0.1 loads the
+    /// dashboard, token and all. Nothing is served, nothing is ordered.
+    @Test func aPageOfAnotherSiteCannotUseTheDashboard() async throws {
+        let chromium = try #require(HeadlessChromium.installedPath, "chromium is not installed (scripts/install-deps --test installs it)")
+        try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo"] }, clusterDirectory: "cluster") { cluster in
+            let dashboard = try await Self.dashboard(cluster)
+            let site = cluster.directory + "/elsewhere"
+            try FileManager.default.createDirectory(atPath: site, withIntermediateDirectories: true)
+            try #"<!doctype html><title>elsewhere</title><p>another site"#.write(toFile: site + "/index.html", atomically: true, encoding: .utf8)
+            let server = try ChildProcess.testChild(
+                executable: "/usr/bin/python3", arguments: ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", site], name: "elsewhere",
+                directory: cluster.directory
+            )
+            defer { server.signal(SIGKILL) }
+            let port = try await eventually("the other site's port", timeout: .seconds(10), every: .milliseconds(50)) {
+                server.stdoutText.split(separator: " ").firstIndex(of: "port").flatMap { Int(server.stdoutText.split(separator: " ")[$0 + 1]) }
+            }
+            let dashboardPort = try #require(URLComponents(string: dashboard.base)?.port)
+            try await DevToolsPage.open(
+                dashboard.page, chromium: chromium, directory: cluster.directory, runner: cluster.runner,
+                arguments: ["--host-resolver-rules=MAP rebound.example 127.0.0.1"]
+            ) { page in
+                // The operator's page first: the browser now holds the dashboard's cookie.
+                _ = try await page.waitFor("the page live", #"document.getElementById("connection").dataset.state === "live" ? "yes" : null"#)
+                try await page.evaluate(#"location.href = "http://127.0.0.1:\#(port)/""#)
+                _ = try await page.waitFor("the other site's page", #"document.title === "elsewhere" ? "yes" : null"#)
+                let tries = try await page.evaluate(
+                    #"""
+                    (async () => {
+                      const target = "\#(dashboard.base)";
+                      const body = JSON.stringify({ address: "counter/stolen", event: '{"increment":{}}' });
+                      const seen = [];
+                      for (const type of ["text/plain", "application/x-www-form-urlencoded"]) {
+                        const answer = await fetch(target + "api/emit", { method: "POST", mode: "no-cors", credentials: "include", headers: { "content-type": type }, body });
+                        seen.push(type + ": " + answer.type);
+                      }
+                      try {
+                        await fetch(target + "api/emit", { method: "POST", credentials: "include", headers: { "content-type": "application/json" }, body });
+                        seen.push("json: answered");
+                      } catch (error) {
+                        seen.push("json: blocked");
+                      }
+                      seen.push("websocket: " + await new Promise((resolve) => {
+                        const socket = new WebSocket("ws://127.0.0.1:\#(dashboardPort)/live");
+                        socket.onopen = () => resolve("open");
+                        socket.onerror = () => resolve("refused");
+                      }));
+                      return seen.join(", ");
+                    })()
+                    """#
+                )
+                let seen = try JSONSerialization.jsonObject(with: Data(tries.utf8), options: [.fragmentsAllowed]) as? String
+                // A no-cors request goes out (its answer unreadable, "opaque"), and is refused there.
+                #expect(seen == "text/plain: opaque, application/x-www-form-urlencoded: opaque, json: blocked, websocket: refused", "\(tries)")
+
+                // A name the attacker controls, pointed at 127.0.0.1: even with the token, not served.
+                try await page.evaluate(#"location.href = "http://rebound.example:\#(dashboardPort)/?token=\#(dashboard.token)""#)
+                let rebound = try await page.waitFor("the rebound load's answer", #"document.body && document.body.innerText.includes("reason") ? document.body.innerText : null"#)
+                #expect(rebound.contains(#""reason":"host""#), "\(rebound)")
+            }
+            let info = try await cluster.runner.run("/usr/bin/curl", dashboard.curl("api/info"))
+            #expect(info.stdout.contains(#""host":1"#) || info.stdout.contains(#""host":2"#), "the rebound load was refused for its name: \(info.stdout)")
+            let first = try await cluster.flowkit(["emit", "counter/fair", #"{"increment":{}}"#, "--json"])
+            #expect(first.stdout.contains(#""seq":1"#), "nothing the other site sent was ordered: \(first)")
         }
     }
 

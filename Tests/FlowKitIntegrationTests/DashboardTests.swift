@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowKitProcesses
 import Foundation
 import Testing
 
@@ -11,7 +12,8 @@ extension ClusterProcessTests {
     @Test func theDashboardShowsTheClusterInABrowser() async throws {
         let chromiumPath = try #require(HeadlessChromium.installedPath, "chromium is not installed (scripts/install-deps --test installs it)")
         try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo"] }, clusterDirectory: "cluster") { cluster in
-            let url = try await Self.dashboardURL(cluster)
+            let dashboard = try await Self.dashboard(cluster)
+            let url = dashboard.page
             let chromium = HeadlessChromium(path: chromiumPath, runner: cluster.runner, profile: cluster.directory + "/chromium")
             for _ in 0..<3 {
                 let emit = try await cluster.flowkit(["emit", "counter/dash", #"{"increment":{}}"#, "--wait", "applied"])
@@ -19,13 +21,15 @@ extension ClusterProcessTests {
             }
             // Emitted from the page's own API, through node-2.
             let fromPage = try await cluster.runner.run(
-                "/usr/bin/curl", ["-sS", "-X", "POST", "-H", "content-type: application/json", "--data", #"{"address":"counter/page","event":"{\"add\":{\"_0\":5}}","node":"node-2"}"#, url + "api/emit"]
+                "/usr/bin/curl",
+                dashboard.curl("api/emit", ["-X", "POST", "-H", "content-type: application/json", "--data", #"{"address":"counter/page","event":"{\"add\":{\"_0\":5}}","node":"node-2"}"#])
             )
             #expect(fromPage.exitCode == 0 && fromPage.stdout.contains(#""seq":4"#), "\(fromPage)")
             let refused = try await cluster.runner.run(
-                "/usr/bin/curl", ["-sS", "-w", "%{http_code}", "-X", "POST", "-H", "content-type: application/json", "--data", #"{"address":"counter/page","event":"{\"explode\":{}}"}"#, url + "api/emit"]
+                "/usr/bin/curl",
+                dashboard.curl("api/emit", ["-w", "%{http_code}", "-X", "POST", "-H", "content-type: application/json", "--data", #"{"address":"counter/page","event":"{\"explode\":{}}"}"#])
             )
-            #expect(refused.stdout.hasSuffix("502") && refused.stdout.contains("explode"), "a refusal says why: \(refused)")
+            #expect(refused.stdout.hasSuffix("400") && refused.stdout.contains("explode"), "a refusal says why: \(refused)")
 
             // The page, as the browser renders it once its script ran: three nodes alive, the entries.
             let page = try await eventually("the page with every node and entry", timeout: .seconds(60), every: .milliseconds(500)) {
@@ -56,18 +60,18 @@ extension ClusterProcessTests {
     /// `/live`: where things stand first, then every event as it is ordered, as JSON lines.
     @Test func theDashboardStreamsTheMonitorsEventsLive() async throws {
         try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo"] }, clusterDirectory: "cluster") { cluster in
-            let url = try await Self.dashboardURL(cluster)
+            let dashboard = try await Self.dashboard(cluster)
             let first = try await cluster.flowkit(["emit", "counter/live", #"{"increment":{}}"#, "--wait", "applied"])
             #expect(first.exitCode == 0, "\(first)")
             _ = try await eventually("the dashboard saw the first entry and a status", timeout: .seconds(10), every: .milliseconds(100)) {
-                let snapshot = try await cluster.runner.run("/usr/bin/curl", ["-sS", url + "api/snapshot"])
+                let snapshot = try await cluster.runner.run("/usr/bin/curl", dashboard.curl("api/snapshot"))
                 return snapshot.stdout.contains(#""seq":1"#) && snapshot.stdout.contains(#""type":"status""#) ? true : nil
             }
             let later = Task {
                 try await Task.sleep(for: .milliseconds(500))
                 return try await cluster.flowkit(["emit", "counter/live", #"{"increment":{}}"#])
             }
-            let lines = try await Self.readLive(url.replacingOccurrences(of: "http://", with: "ws://") + "live", until: #""seq":2"#)
+            let lines = try await Self.readLive(dashboard, until: #""seq":2"#)
             #expect(try await later.value.exitCode == 0)
             #expect(lines.first { $0.contains(#""type":"entry""#) && $0.contains(#""seq":1"#) } != nil, "the snapshot replays the first entry: \(lines)")
             #expect(lines.contains { $0.contains(#""type":"status""#) }, "and the last status")
@@ -75,16 +79,66 @@ extension ClusterProcessTests {
         }
     }
 
-    /// The URL `flowkit cluster` printed for its dashboard.
-    static func dashboardURL(_ cluster: ClusterCommandProcess) async throws -> String {
-        try await eventually("the dashboard's URL", timeout: .seconds(10), every: .milliseconds(100)) {
-            cluster.process.stdoutText.split(separator: "\n").first { $0.hasPrefix("dashboard: http://") }.map { String($0.dropFirst("dashboard: ".count)) }
+    /// What a browser's other pages (or a name rebound to 127.0.0.1) would send is refused with
+    /// 403 and the reason, counted, and orders nothing (docs/SECURITY.md, "The dashboard").
+    @Test func theDashboardRefusesWhatOtherPagesSend() async throws {
+        try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo"] }, clusterDirectory: "cluster") { cluster in
+            let dashboard = try await Self.dashboard(cluster)
+            let event = #"{"address":"counter/stolen","event":"{\"increment\":{}}"}"#
+            let json = ["-H", "content-type: application/json"]
+            let cases: [(what: String, arguments: [String], reason: String)] = [
+                ("no token", ["-sS", dashboard.base + "api/snapshot"], "token"),
+                ("another token", ["-sS", "-H", "Authorization: Bearer 0123456789abcdef0123456789abcdef", dashboard.base + "api/info"], "token"),
+                ("no token, the page", ["-sS", dashboard.base], "token"),
+                ("no token, an emit", ["-sS", "-X", "POST"] + json + ["--data", event, dashboard.base + "api/emit"], "token"),
+                ("a rebound name", dashboard.curl("api/snapshot", ["-H", "Host: evil.example:\(dashboard.authority.split(separator: ":").last!)"]), "host"),
+                ("a rebound name, an emit", dashboard.curl("api/emit", ["-X", "POST", "-H", "Host: evil.example"] + json + ["--data", event]), "host"),
+                ("another site's page", dashboard.curl("api/emit", ["-X", "POST", "-H", "Origin: http://evil.example"] + json + ["--data", event]), "origin"),
+                ("a page on another port", dashboard.curl("api/cancel", ["-X", "POST", "-H", "Origin: http://127.0.0.1:8000"] + json + ["--data", #"{"address":"counter/stolen"}"#]), "origin"),
+                ("text/plain, a simple request", dashboard.curl("api/emit", ["-X", "POST", "-H", "content-type: text/plain", "--data", event]), "content_type"),
+                ("a form", dashboard.curl("api/emit", ["-X", "POST", "--data-urlencode", "address=counter/stolen"]), "content_type"),
+            ]
+            for (what, arguments, reason) in cases {
+                let result = try await cluster.runner.run("/usr/bin/curl", arguments + ["-w", "\n%{http_code}"])
+                #expect(result.stdout.hasSuffix("\n403") && result.stdout.contains(#""reason":"\#(reason)""#), "\(what): \(result.stdout)")
+            }
+            // The WebSocket: a page of another site, and no token.
+            await #expect(throws: TestWebSocket.Failure.self, "a foreign page's upgrade") {
+                try await TestWebSocket.connect(dashboard.live, headers: [dashboard.bearer, ("Origin", "http://evil.example")]) { _ in }
+            }
+            await #expect(throws: TestWebSocket.Failure.self, "an upgrade without the token") {
+                try await TestWebSocket.connect(dashboard.live) { _ in }
+            }
+            let upgrade = try await cluster.runner.run(
+                "/usr/bin/curl",
+                dashboard.curl("live", ["-i", "-H", "Connection: Upgrade", "-H", "Upgrade: websocket", "-H", "Sec-WebSocket-Version: 13",
+                                        "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "-H", "Origin: http://evil.example"])
+            )
+            #expect(upgrade.stdout.hasPrefix("HTTP/1.1 403") && upgrade.stdout.contains(#""reason":"origin""#), "\(upgrade.stdout)")
+
+            // Counted by reason; nothing was ordered: the first emit gets seq 1.
+            let info = try await cluster.runner.run("/usr/bin/curl", dashboard.curl("api/info"))
+            for (reason, least) in [("token", 4), ("host", 2), ("origin", 4), ("content_type", 2)] {
+                let count = info.stdout.components(separatedBy: #""\#(reason)":"#).dropFirst().first.flatMap { Int($0.prefix { $0.isNumber }) } ?? 0
+                #expect(count >= least, "\(reason) refusals counted: \(info.stdout)")
+            }
+            let first = try await cluster.flowkit(["emit", "counter/fair", #"{"increment":{}}"#, "--json"])
+            #expect(first.stdout.contains(#""seq":1"#), "nothing refused was ordered: \(first)")
+            #expect((cluster.process.stdoutText + cluster.process.stderrText()).contains("dashboard refused"), "refusals are logged")
         }
     }
 
-    /// The JSON lines of a WebSocket's messages, until a message contains `until`.
-    static func readLive(_ url: String, until: String) async throws -> [String] {
-        try await TestWebSocket.connect(url, maxMessageSize: 1 << 22) { socket in
+    /// The dashboard `flowkit cluster` printed: its URL, with its token.
+    static func dashboard(_ cluster: ClusterCommandProcess) async throws -> DashboardAddress {
+        let printed = try await eventually("the dashboard's URL", timeout: .seconds(10), every: .milliseconds(100)) {
+            cluster.process.stdoutText.split(separator: "\n").first { $0.hasPrefix("dashboard: http://") }.map { String($0.dropFirst("dashboard: ".count)) }
+        }
+        return try DashboardAddress(printed: printed)
+    }
+
+    /// The JSON lines of `/live`'s messages, until a message contains `until`.
+    static func readLive(_ dashboard: DashboardAddress, until: String) async throws -> [String] {
+        try await TestWebSocket.connect(dashboard.live, headers: [dashboard.bearer], maxMessageSize: 1 << 22) { socket in
             var lines: [String] = []
             while let text = try await socket.receiveText() {
                 lines += text.split(separator: "\n").map(String.init)  // one or more JSON lines a message

@@ -59,10 +59,16 @@ struct ClusterCommand: AsyncParsableCommand {
     @Flag(help: "Do not serve the web dashboard.")
     var noDashboard = false
 
+    @Flag(help: "Serve the dashboard without its token (loopback only): any program of any user of this machine may then emit and cancel through it.")
+    var noDashboardToken = false
+
     func validate() throws {
         guard (1...32).contains(nodes) else { throw ValidationError("--nodes must be 1 to 32") }
         if let dashboard, Dashboard.parse(listen: dashboard) == nil {
             throw ValidationError("--dashboard is host:port, e.g. 127.0.0.1:7480; got \(dashboard)")
+        }
+        if noDashboardToken, let host = dashboard.flatMap(Dashboard.parse(listen:))?.host, !Dashboard.isLoopback(host) {
+            throw ValidationError("--no-dashboard-token serves on loopback only; --dashboard \(dashboard ?? "") is reachable from other machines")
         }
         guard [1, 3, 5, 7].contains(coordinators) else { throw ValidationError("--coordinators must be 1, 3, 5 or 7") }
         if coordinators > 1, !EtcdServer.isInstalled {
@@ -113,12 +119,12 @@ struct ClusterCommand: AsyncParsableCommand {
         printFlushed("stopped; no child process left")
     }
 
-    /// Serves the web dashboard in the background, prints its URL and writes it in cluster.json
-    /// (where `flowkit bench --attach` finds it).
+    /// Serves the web dashboard in the background, prints its URL (with its token) and writes it
+    /// in cluster.json (where `flowkit bench --attach` finds it, and the token).
     private func serveDashboard(file: LocalClusterFile, supervisor: LocalCluster, logger: Logger) async throws -> Task<Void, any Error> {
         let address = dashboard.flatMap(Dashboard.parse(listen:)) ?? (host: "127.0.0.1", port: basePort == 0 ? 0 : basePort + 80)
-        let (task, url) = try await Dashboard.start(for: file, host: address.host, port: address.port, logger: logger)
-        try await supervisor.setDashboard(url)
+        let (task, url, access) = try await Dashboard.start(for: file, host: address.host, port: address.port, token: !noDashboardToken, logger: logger)
+        try await supervisor.setDashboard(access.baseURL, token: access.token)
         printFlushed("dashboard: \(url)" + (Dashboard.warning(host: address.host).map { " (\($0))" } ?? ""))
         return task
     }

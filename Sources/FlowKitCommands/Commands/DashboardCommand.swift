@@ -16,9 +16,9 @@ struct DashboardCommand: AsyncParsableCommand {
             coordinators, alarms, the latest entries (filtered by flow or instance), one instance's \
             state as it changes; and emits and cancels through a node. It is fed the JSON lines \
             of 'flowkit monitor --json', over a WebSocket at /live (docs/DASHBOARD.md). It listens \
-            on 127.0.0.1 unless --listen says otherwise; another address serves it to the network, \
-            without authentication, and it says so. With CURVE it connects with the cluster's \
-            client key (or --curve-secret) and the page says which.
+            on 127.0.0.1 unless --listen says otherwise. Every request needs this run's token: the \
+            URL it prints carries it (docs/SECURITY.md, "The dashboard"). With CURVE it connects \
+            with the cluster's client key (or --curve-secret) and the page says which.
               flowkit dashboard
               flowkit dashboard --listen 127.0.0.1:0 --duration 60
             """
@@ -38,6 +38,9 @@ struct DashboardCommand: AsyncParsableCommand {
 
     @Option(help: "Stop after this many seconds.")
     var duration: Double?
+
+    @Flag(help: "Serve without a token (loopback only): any program of any user of this machine may then use it.")
+    var noToken = false
 
     func validate() throws {
         guard Dashboard.parse(listen: listen) != nil else { throw ValidationError("--listen is host:port, e.g. 127.0.0.1:7480; got \(listen)") }
@@ -62,7 +65,8 @@ struct DashboardCommand: AsyncParsableCommand {
             if let warning = Dashboard.warning(host: host) { logger.warning("\(warning)") }
             let curveNote = transport.curve.map { _ in "CURVE on: this dashboard connects with " + (curve.curveSecret ?? "the cluster's client key") }
             let server = DashboardServer(
-                host: host, port: port, hub: DashboardHub(), nodes: nodes, transport: transport, curveNote: curveNote, logger: logger
+                host: host, port: port, access: try DashboardAccess(listenHost: host, token: !noToken), hub: DashboardHub(), nodes: nodes,
+                transport: transport, curveNote: curveNote, logger: logger
             )
             let stop = StopFlag()
             try await ShutdownService.run(logger: logger) {

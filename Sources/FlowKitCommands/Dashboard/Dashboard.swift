@@ -31,10 +31,14 @@ package enum Dashboard {
     }
 
     /// Serves the dashboard of a local cluster in the background (`flowkit cluster`, `flowkit bench
-    /// --serve-dashboard`); returns once it listens, with its URL, or throws why it could not.
+    /// --serve-dashboard`); returns once it listens, with its URL (the token in it) and its access
+    /// (the token, the base URL), or throws why it could not.
+    ///
+    /// - Parameter token: `false` serves without a token, on loopback only.
     package static func start(
-        for file: LocalClusterFile, host: String, port: Int, logger: Logger
-    ) async throws -> (task: Task<Void, any Error>, url: String) {
+        for file: LocalClusterFile, host: String, port: Int, token: Bool = true, logger: Logger
+    ) async throws -> (task: Task<Void, any Error>, url: String, access: DashboardAccess) {
+        let access = try DashboardAccess(listenHost: host, token: token)
         let (transport, serverKey) = try CurveClientOptions.resolve(localCluster: file) { $0.curve?.coordinatorPublicKey }
         let nodes = try file.nodes.map { node in
             DashboardServer.Node(
@@ -43,7 +47,7 @@ package enum Dashboard {
             )
         }
         let server = DashboardServer(
-            host: host, port: port, hub: DashboardHub(), nodes: nodes, transport: transport,
+            host: host, port: port, access: access, hub: DashboardHub(), nodes: nodes, transport: transport,
             curveNote: file.curve.map { _ in "CURVE on: this dashboard connects with the cluster's client key" }, logger: logger
         )
         let (listening, announce) = AsyncStream.makeStream(of: Result<String, any Error>.self)
@@ -61,7 +65,7 @@ package enum Dashboard {
             announce.finish()
         }
         for await outcome in listening {
-            return (task, try outcome.get())
+            return (task, try outcome.get(), access)
         }
         throw CancellationError()
     }
@@ -82,6 +86,6 @@ package enum Dashboard {
     package static func warning(host: String) -> String? {
         isLoopback(host)
             ? nil
-            : "the dashboard listens on \(host), beyond this machine, and has no authentication: anyone who reaches it can emit and cancel"
+            : "the dashboard listens on \(host), beyond this machine, in plain HTTP: its token is all that keeps others out, and anyone who can read the traffic can read it"
     }
 }

@@ -9,6 +9,7 @@ enum DashboardPage {
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>FlowKit cluster</title>
         <link rel="stylesheet" href="/dashboard.css">
+        <link rel="icon" href="data:,">
         </head>
         <body>
         <header>
@@ -320,10 +321,15 @@ enum DashboardPage {
           context.fillText((top < 10 ? top.toFixed(2) : Math.round(top).toLocaleString("en-US")) + unit, 4, 12);
         }
 
+        // A refusal is {"error":{"message":…}}: the message is what the page shows.
         async function call(path, body) {
           const response = await fetch(path, body ? { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) } : {});
           const text = await response.text();
-          if (!response.ok) throw new Error(text || response.statusText);
+          if (!response.ok) {
+            let message = text || response.statusText;
+            try { message = JSON.parse(text).error.message || message; } catch (_) {}
+            throw new Error(message);
+          }
           return JSON.parse(text);
         }
 

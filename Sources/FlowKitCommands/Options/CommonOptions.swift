@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ArgumentParser
 import FlowKitCluster
 import Foundation
@@ -130,6 +133,9 @@ package struct LocalClusterFile: Codable, Sendable {
     package var curve: CurveFiles?
     /// The URL of the web dashboard `flowkit cluster` serves, once it listens.
     package var dashboard: String?
+    /// Its token, which every request to it needs (`Authorization: Bearer <token>`); the reason
+    /// this file is readable by its owner alone.
+    package var dashboardToken: String?
 
     package struct CurveFiles: Codable, Sendable {
         package var clientSecretKey: String
@@ -162,9 +168,33 @@ package struct LocalClusterFile: Codable, Sendable {
         return try JSONDecoder().decode(LocalClusterFile.self, from: data)
     }
 
+    /// Writes `cluster.json`, readable and writable by its owner alone (it holds the dashboard's
+    /// token and the path of the client's secret key): a file of mode 600 renamed into place.
     package func write(directory: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        try encoder.encode(self).write(to: URL(fileURLWithPath: directory + "/cluster.json"), options: .atomic)
+        try Self.writePrivately(try encoder.encode(self), to: directory + "/cluster.json")
+    }
+
+    private static func writePrivately(_ data: Data, to path: String) throws {
+        let temporary = path + ".\(getpid()).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ValidationError("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        let written = data.withUnsafeBytes { bytes in
+            var done = 0
+            while done < bytes.count {
+                let count = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { break }
+                done += count
+            }
+            return done
+        }
+        close(fd)
+        guard written == data.count, rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw ValidationError("cannot write \(path): \(reason)")
+        }
     }
 }

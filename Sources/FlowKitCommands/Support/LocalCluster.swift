@@ -218,9 +218,10 @@ package actor LocalCluster {
     package func resumeNode(_ id: UInt32) { nodes[id]?.signal(SIGCONT) }
 
     /// Records the URL of the dashboard serving this cluster in `cluster.json`.
-    package func setDashboard(_ url: String) throws {
+    package func setDashboard(_ url: String, token: String?) throws {
         guard file != nil else { return }
         file!.dashboard = url
+        file!.dashboardToken = token
         try file!.write(directory: directory)
     }
 

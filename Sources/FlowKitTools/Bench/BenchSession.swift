@@ -88,16 +88,17 @@ struct BenchSession {
     private func showDashboard(target: BenchTarget) async throws -> (DashboardReporter?, Task<Void, any Error>?) {
         if command.noDashboard { return (nil, nil) }
         var page: Task<Void, any Error>?
-        var url = command.dashboard ?? target.file.dashboard
+        // The token: in the URL --dashboard names, or the attached cluster's (cluster.json).
+        var (url, token) = command.dashboard.map { ($0, nil) } ?? (target.file.dashboard, target.file.dashboardToken)
         if let listen = command.serveDashboard, let (host, port) = Dashboard.parse(listen: listen) {
             let served = try await Dashboard.start(for: target.file, host: host, port: port, logger: logger)
             page = served.task
-            url = served.url
+            (url, token) = (served.access.baseURL, served.access.token)
             printError("dashboard: \(served.url)" + (Dashboard.warning(host: host).map { " (\($0))" } ?? ""))
         } else if let url {
             printError("live on the dashboard at \(url)")
         }
-        return (url.flatMap(DashboardReporter.init(dashboard:)), page)
+        return (url.flatMap { DashboardReporter(dashboard: $0, token: token) }, page)
     }
 
     private func measureBaseline() async throws -> BaselineResult {

@@ -12,16 +12,23 @@ import FoundationNetworking
 /// not answer costs a note on stderr, once, and the bench goes on.
 final class DashboardReporter: Sendable {
     let url: URL
+    /// The dashboard's token, sent as `Authorization: Bearer` (docs/SECURITY.md, "The dashboard").
+    let token: String?
     private let session: URLSession
     private let waiting: AsyncStream<BenchLive>.Continuation
     private let sending: Task<Void, Never>
 
-    /// - Parameter dashboard: The dashboard's page URL, e.g. `http://127.0.0.1:7480/`.
-    init?(dashboard: String) {
-        guard let base = URL(string: dashboard), base.scheme == "http" || base.scheme == "https",
+    /// - Parameters:
+    ///   - dashboard: The dashboard's page URL, e.g. `http://127.0.0.1:7480/`, or the URL it printed,
+    ///     with `?token=…`.
+    ///   - token: Its token, when the URL does not carry it.
+    init?(dashboard: String, token: String? = nil) {
+        guard let components = URLComponents(string: dashboard), let base = components.url, base.scheme == "http" || base.scheme == "https",
             let url = URL(string: "api/bench", relativeTo: base)?.absoluteURL
         else { return nil }
+        let token = token ?? components.queryItems?.first { $0.name == "token" }?.value
         self.url = url
+        self.token = token
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 2
         let session = URLSession(configuration: configuration)
@@ -32,7 +39,7 @@ final class DashboardReporter: Sendable {
             var warned = false
             for await line in lines {
                 do {
-                    try await Self.post(line, to: url, session: session)
+                    try await Self.post(line, to: url, token: token, session: session)
                 } catch {
                     if !warned {
                         warned = true
@@ -54,10 +61,11 @@ final class DashboardReporter: Sendable {
         session.finishTasksAndInvalidate()
     }
 
-    private static func post(_ line: BenchLive, to url: URL, session: URLSession) async throws {
+    private static func post(_ line: BenchLive, to url: URL, token: String?, session: URLSession) async throws {
         var request = URLRequest(url: url)
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        if let token { request.setValue("Bearer " + token, forHTTPHeaderField: "Authorization") }
         request.httpBody = try JSONEncoder().encode(line)
         let (body, response) = try await session.data(for: request)
         guard let status = (response as? HTTPURLResponse)?.statusCode, (200..<300).contains(status) else {

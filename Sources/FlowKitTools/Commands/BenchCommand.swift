@@ -91,7 +91,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "With --trace: one seq in this many is traced.")
     var traceEvery: UInt64 = 50
 
-    @Option(help: "Show each second on the web dashboard at this URL (e.g. http://127.0.0.1:7480/). With --attach, the cluster's own dashboard is used unless --no-dashboard.")
+    @Option(help: "Show each second on the web dashboard at this URL, as it printed it (with ?token=…). With --attach, the cluster's own dashboard is used unless --no-dashboard.")
     var dashboard: String?
 
     @Option(help: "Serve a web dashboard of the cluster the bench starts, at host:port (port 0: any free one), showing the bench live.")

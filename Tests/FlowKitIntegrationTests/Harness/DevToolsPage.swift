@@ -18,17 +18,18 @@ final class DevToolsPage: @unchecked Sendable {
     }
 
     /// Opens `url` in a fresh headless Chromium and runs `body` with the page; Chromium is stopped
-    /// on every path.
+    /// on every path. `arguments` go to Chromium too (`--host-resolver-rules=…`).
     static func open(
-        _ url: String, chromium: String, directory: String, runner: CommandRunner, _ body: @escaping @Sendable (DevToolsPage) async throws -> Void
+        _ url: String, chromium: String, directory: String, runner: CommandRunner, arguments: [String] = [],
+        _ body: @escaping @Sendable (DevToolsPage) async throws -> Void
     ) async throws {
         let profile = directory + "/chromium-devtools-\(UInt32.random(in: 0...UInt32.max))"
         let process = try ChildProcess.testChild(
             executable: chromium,
             arguments: [
                 "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--user-data-dir=\(profile)",
-                "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-allow-origins=ws://127.0.0.1", "--window-size=1200,1500", url,
-            ],
+                "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-allow-origins=ws://127.0.0.1", "--window-size=1200,1500",
+            ] + arguments + [url],
             name: "chromium-devtools", directory: directory
         )
         do {
