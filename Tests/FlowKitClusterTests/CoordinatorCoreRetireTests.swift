@@ -47,7 +47,9 @@ import ZeroMQ
         )
 
         // Leading: a batch is ordered and written (the standbys have not confirmed it yet).
-        #expect(await core.handleSubmitBatch([submit(1...3)]))
+        let info = NodeInfo(name: "node-1", clientEndpoint: "tcp://127.0.0.1:1", flows: ["counter"], pid: 1)
+        let hello = Message(parts: [node.identity] + HelloMessage(node: 1, session: 7, info: info).frames)
+        #expect(await core.handleSubmitBatch([hello, submit(1...3)]))
         #expect(try await writer.run { $0.lastSeq } == 3)
         let committed = await core.retire()
         #expect(committed.head == 0 && committed.epoch == 5)

@@ -8,12 +8,13 @@ import ZeroMQ
 @Suite struct CoordinatorMachineTests {
     let node = RouterEnvelope(identity: [1, 2, 3], delimited: false)
 
-    func machine(head: UInt64 = 0, replication: ReplicationProgress? = nil) -> CoordinatorMachine {
+    /// A coordinator machine; `greeted`: node 1 (session 7) has said HELLO from ``node``.
+    func machine(head: UInt64 = 0, replication: ReplicationProgress? = nil, greeted: Bool = true) -> CoordinatorMachine {
         var registry = FlowRegistry()
         registry.register(CounterFlow.self, as: "counter")
         var configuration = CoordinatorConfiguration()
         configuration.nodeTimeout = .seconds(2)
-        return CoordinatorMachine(
+        var machine = CoordinatorMachine(
             configuration: configuration,
             registry: registry,
             sequencer: Sequencer(epoch: 5, durableHead: head),
@@ -23,6 +24,13 @@ import ZeroMQ
             now: 0,
             replication: replication
         )
+        if greeted { _ = machine.receive([hello(node: 1, session: 7)], now: 0) }
+        return machine
+    }
+
+    func hello(node id: UInt32, session: UInt64, from peer: RouterEnvelope? = nil, ackOrdered: Bool? = nil) -> Message {
+        let info = NodeInfo(name: "node-\(id)", clientEndpoint: "tcp://127.0.0.1:\(id)", flows: ["counter"], pid: 1, ackOrdered: ackOrdered)
+        return fromNode(HelloMessage(node: id, session: session, info: info).frames, peer: peer)
     }
 
     /// Leading c2 and c3, all three in sync, everything up to `head` committed.
@@ -118,11 +126,11 @@ import ZeroMQ
         Message(parts: [(peer ?? node).identity] + frames)
     }
 
-    func submit(_ ids: ClosedRange<UInt64>) -> Message {
+    func submit(_ ids: ClosedRange<UInt64>, origin: UInt32 = 1, session: UInt64 = 7, from peer: RouterEnvelope? = nil) -> Message {
         let submissions = ids.map {
             Submission(submission: $0, kind: .event, codec: .json, submittedAt: 0, address: "counter/a", payload: Array(#"{"increment":{}}"#.utf8))
         }
-        return fromNode(SubmitMessage(origin: 1, session: 7, submissions: submissions).frames)
+        return fromNode(SubmitMessage(origin: origin, session: session, submissions: submissions).frames, peer: peer)
     }
 
     /// The one commit among `actions`.
@@ -140,7 +148,7 @@ import ZeroMQ
     }
 
     @Test func aHelloIsWelcomedWithTheTermAndTheHead() throws {
-        var machine = machine(head: 41)
+        var machine = machine(head: 41, greeted: false)
         let hello = HelloMessage(node: 1, session: 7, info: NodeInfo(name: "node-1", clientEndpoint: "tcp://127.0.0.1:1", flows: ["counter"], pid: 1))
         let actions = machine.receive([fromNode(hello.frames)], now: 10)
         guard case .reply(let frames, let peer)? = actions.first, actions.count == 1 else {
@@ -170,20 +178,18 @@ import ZeroMQ
     }
 
     @Test func aNodeThatLearnsFromTheEntriesGetsNoAckForWhatWasOrdered() throws {
-        var machine = machine()
-        let info = NodeInfo(name: "node-1", clientEndpoint: "tcp://127.0.0.1:1", flows: ["counter"], pid: 1, ackOrdered: false)
-        _ = machine.receive([fromNode(HelloMessage(node: 1, session: 7, info: info).frames)], now: 1)
+        var machine = machine(greeted: false)
+        _ = machine.receive([hello(node: 1, session: 7, ackOrdered: false)], now: 1)
         let group = try commit(in: machine.receive([submit(1...2)], now: 2))
         let committed = machine.committed(group, now: 3)
         #expect(try acks(in: committed).isEmpty)
         #expect(committed.contains { if case .publish(_, 2) = $0 { true } else { false } }, "the entries tell it")
         // A retry is a duplicate, and that is acknowledged.
         #expect(try acks(in: machine.receive([submit(2...2)], now: 4)).flatMap(\.acks).map(\.status) == [.duplicate])
-        // Another process of node 1, not welcomed yet, is acknowledged as before.
-        let other = SubmitMessage(origin: 1, session: 8, submissions: [
-            Submission(submission: 1, kind: .event, codec: .json, submittedAt: 0, address: "counter/a", payload: Array(#"{"increment":{}}"#.utf8))
-        ])
-        let next = try commit(in: machine.receive([fromNode(other.frames)], now: 5))
+        // Another process of node 1, which did not say `ackOrdered: false`, is acknowledged.
+        let restarted = RouterEnvelope(identity: [9], delimited: false)
+        _ = machine.receive([hello(node: 1, session: 8, from: restarted)], now: 5)
+        let next = try commit(in: machine.receive([submit(1...1, session: 8, from: restarted)], now: 5))
         #expect(try acks(in: machine.committed(next, now: 6)).flatMap(\.acks).map(\.seq) == [3])
     }
 
@@ -229,7 +235,7 @@ import ZeroMQ
     }
 
     @Test func aNodeSilentForTheTimeoutIsAlarmedDownInTheNextStatus() throws {
-        var machine = machine()
+        var machine = machine(greeted: false)
         let hello = HelloMessage(node: 2, session: 9, info: NodeInfo(name: "node-2", clientEndpoint: "tcp://127.0.0.1:2", flows: ["counter"], pid: 2))
         _ = machine.receive([fromNode(hello.frames)], now: 0)
         let status = machine.status(now: 3_000_000, instances: 0)
@@ -238,5 +244,66 @@ import ZeroMQ
         #expect(alarms.map(\.kind) == [.nodeDown])
         let last = try ClusterStatusMessage(frames: try #require(published.last)).status
         #expect(last.nodes.map(\.alive) == [false])
+    }
+
+    // MARK: Node identity
+
+    func refusals(in actions: [CoordinatorMachine.Action]) throws -> [ProtocolError.Code?] {
+        try acks(in: actions).flatMap(\.acks).map { $0.status == .refused ? $0.reason : nil }
+    }
+
+    func errors(in actions: [CoordinatorMachine.Action]) -> [ProtocolError.Code] {
+        actions.compactMap { action in
+            guard case .reply(let frames, _) = action else { return nil }
+            return try? ErrorReply(frames: frames).error.code
+        }
+    }
+
+    /// A SUBMIT speaks for the node its connection said HELLO as: one from a connection that said
+    /// none is refused `helloFirst`, one naming another node or process `forbidden`, and nothing
+    /// of either is ordered; the last HELLO of a node takes its identity to its new connection.
+    @Test func aSubmitSpeaksOnlyForTheNodeItsConnectionSaidHelloAs() throws {
+        var machine = machine(greeted: false)
+        #expect(try refusals(in: machine.receive([submit(1...2)], now: 1)) == [.helloFirst, .helloFirst])
+
+        let other = RouterEnvelope(identity: [7, 7], delimited: false)
+        _ = machine.receive([hello(node: 2, session: 3, from: other)], now: 2)
+        #expect(try refusals(in: machine.receive([submit(1...1, origin: 1, session: 7, from: other)], now: 3)) == [.forbidden])
+        #expect(try refusals(in: machine.receive([submit(1...1, origin: 2, session: 4, from: other)], now: 3)) == [.forbidden])
+        #expect(machine.intake.pending.isEmpty && machine.durableHead == 0)
+        let own = try commit(in: machine.receive([submit(1...1, origin: 2, session: 3, from: other)], now: 4))
+        #expect(own.entries.map(\.origin) == [2])
+        _ = machine.committed(own, now: 5)
+
+        // Node 1 says HELLO, then again on a new connection: the first no longer speaks for it.
+        _ = machine.receive([hello(node: 1, session: 7)], now: 6)
+        let moved = RouterEnvelope(identity: [8], delimited: false)
+        _ = machine.receive([hello(node: 1, session: 7, from: moved)], now: 7)
+        #expect(try refusals(in: machine.receive([submit(1...1)], now: 8)) == [.helloFirst])
+        let fromNew = try commit(in: machine.receive([submit(1...1, from: moved)], now: 9))
+        #expect(fromNew.entries.map(\.origin) == [1])
+
+        // A connection speaks for one node: `other` saying HELLO as node 3 no longer speaks for 2.
+        _ = machine.committed(fromNew, now: 10)
+        _ = machine.receive([hello(node: 3, session: 1, from: other)], now: 11)
+        #expect(try refusals(in: machine.receive([submit(2...2, origin: 2, session: 3, from: other)], now: 12)) == [.forbidden])
+        #expect(machine.durableHead == 2)
+    }
+
+    /// A NODE_REPORT is taken only from the connection its node said HELLO on: from any other it
+    /// is answered with an ERROR and not decoded, so it moves no progress and compares no digest.
+    @Test func aReportIsTakenOnlyFromItsNodesConnection() throws {
+        var machine = machine()
+        let report = NodeReportMessage(node: 1, applied: 0, time: 1, report: NodeReport(
+            name: "node-1", digest: "", digests: [:], instances: 0, runningEffects: 0, effectsLost: 0, pendingSubmissions: 0, connected: true
+        )).frames
+        let stranger = RouterEnvelope(identity: [4, 4], delimited: false)
+        #expect(errors(in: machine.receive([fromNode(report, peer: stranger)], now: 1)) == [.helloFirst])
+        _ = machine.receive([hello(node: 2, session: 1, from: stranger)], now: 2)
+        let forged = machine.receive([fromNode(report, peer: stranger)], now: 3)
+        #expect(errors(in: forged) == [.forbidden])
+        #expect(!forged.contains { if case .decodeReport = $0 { true } else { false } })
+        let own = machine.receive([fromNode(report)], now: 4)
+        #expect(own.contains { if case .decodeReport = $0 { true } else { false } })
     }
 }

@@ -60,16 +60,34 @@ extension MembershipTests {
     @Test func madeUpNodesCannotGrowTheTable() {
         var membership = Membership(timeout: 1_000, memberCapacity: 8)
         let info = NodeInfo(name: "node-1", clientEndpoint: "tcp://127.0.0.1:1", flows: [], pid: 1)
-        _ = membership.hello(node: 1, session: 1, info: info, now: 0)
+        _ = membership.hello(node: 1, session: 1, info: info, peer: peer(1), now: 0)
         for id in 1_000..<3_000 as Range<UInt32> {
             let now = UInt64(id)
-            _ = membership.hello(node: id, session: 9, info: info, now: now)
-            if id % 4 == 0 { _ = membership.hello(node: 1, session: 1, info: info, now: now) }  // node 1 stays in touch
+            _ = membership.hello(node: id, session: 9, info: info, peer: peer(id), now: now)
+            if id % 4 == 0 { _ = membership.hello(node: 1, session: 1, info: info, peer: peer(1), now: now) }  // node 1 stays in touch
         }
         #expect(membership.members.count == 8)
         #expect(membership.members[1] != nil)
         #expect(membership.members[2_999] != nil)
         #expect(membership.members[1_000] == nil)
+        // A forgotten node's connection no longer speaks for it; a remembered one's does.
+        #expect(membership.speaker(peer(1_000)) == nil)
+        #expect(membership.speaker(peer(2_999))?.node == 2_999 && membership.speaker(peer(1))?.node == 1)
+    }
+
+    /// A connection's ROUTER identity, as the tests make it up: one per node.
+    func peer(_ node: UInt32) -> [UInt8] { withUnsafeBytes(of: node.bigEndian) { Array($0) } }
+
+    /// The last HELLO of a node binds it to its connection, and a connection to one node.
+    @Test func theLastHelloBindsANodeToItsConnection() {
+        var membership = Membership(timeout: 1_000)
+        _ = membership.hello(node: 1, session: 1, info: Self.info, peer: [1], now: 0)
+        #expect(membership.speaker([1])! == (1, 1))
+        _ = membership.hello(node: 1, session: 2, info: Self.info, peer: [2], now: 1)  // restarted, a new connection
+        #expect(membership.speaker([1]) == nil && membership.speaker([2])! == (1, 2))
+        _ = membership.hello(node: 3, session: 1, info: Self.info, peer: [2], now: 2)  // the connection says it is node 3
+        #expect(membership.speaker([2])! == (3, 1))
+        #expect(membership.members[1]?.peer == nil, "node 1 has no connection now")
     }
 }
 
@@ -88,7 +106,7 @@ extension MembershipTests {
     /// once; progress, or reaching the head, ends the stall.
     @Test func aNodeThatStopsApplyingWhileTheHeadMovesIsStalled() {
         var membership = Membership(timeout: 10_000_000, stallTimeout: 5_000_000)
-        _ = membership.hello(node: 1, session: 1, info: Self.info, now: 0)
+        _ = membership.hello(node: 1, session: 1, info: Self.info, peer: peer(1), now: 0)
         // Idle at the head for long: not stalled when the head then moves.
         _ = membership.report(Self.report(1, applied: 5), head: 5, now: 1_000_000)
         _ = membership.report(Self.report(1, applied: 5), head: 5, now: 20_000_000)
@@ -113,7 +131,7 @@ extension MembershipTests {
         var membership = Membership(timeout: 10_000_000, stallTimeout: 5_000_000)
         for node in 1...2 as ClosedRange<UInt32> {
             let info = NodeInfo(name: "node-\(node)", clientEndpoint: "tcp://127.0.0.1:1", flows: [], pid: 1)
-            _ = membership.hello(node: node, session: 1, info: info, now: 0)
+            _ = membership.hello(node: node, session: 1, info: info, peer: peer(node), now: 0)
         }
         func problems(_ head: UInt64, now: UInt64 = 1_000_000) -> [String] {
             membership.status(epoch: 1, head: head, firstSeq: 1, entriesPerSecond: 0, now: now).problems
@@ -136,8 +154,8 @@ extension MembershipTests {
     /// the forget interval leaves the status (a made-up HELLO cannot keep the cluster unhealthy).
     @Test func aSilentNodeIsDownOnceThenForgotten() {
         var membership = Membership(timeout: 3_000_000, forgetAfter: 60_000_000)
-        _ = membership.hello(node: 1, session: 1, info: Self.info, now: 0)
-        _ = membership.hello(node: 2, session: 1, info: Self.info, now: 0)
+        _ = membership.hello(node: 1, session: 1, info: Self.info, peer: peer(1), now: 0)
+        _ = membership.hello(node: 2, session: 1, info: Self.info, peer: peer(2), now: 0)
         _ = membership.report(Self.report(1, applied: 0), head: 0, now: 0)
         #expect(membership.takeChangesInLiveness(now: 1_000_000).down.isEmpty)
         _ = membership.report(Self.report(1, applied: 0), head: 0, now: 4_000_000)

@@ -107,6 +107,27 @@ import ZeroMQ
         #expect(words(machine.tick(now: 20 + 100_000)).contains("sync"))
     }
 
+    /// A coordinator that does not know this connection (it restarted, or the connection was
+    /// made again) refuses with `helloFirst`: the node says HELLO and sends the submission again
+    /// at once, on the same socket, HELLO first; the client hears only of its ordering. It asks
+    /// again at most every 100 ms; a report refused so asks the same.
+    @Test func askedForAHelloTheNodeSaysItAndResends() throws {
+        var machine = connected()
+        let submission = try submitted(machine.receiveFromClients([emit(7, wait: .ordered)], now: 10))[0]
+        let refused = AckMessage(epoch: 3, head: 0, acks: [.init(submission: submission.submission, seq: 0, status: .refused, reason: .helloFirst)])
+        let actions = machine.receiveFromCoordinator([Message(parts: refused.frames)], now: 20)
+        #expect(words(actions) == ["submit", "submit"])
+        guard case .submit(let first)? = actions.first else { return }
+        #expect(try HelloMessage(frames: first).node == 1)
+        #expect(try submitted(actions).map(\.submission) == [submission.submission])
+        // Within 100 ms, a second refusal waits for the retry interval instead.
+        #expect(machine.receiveFromCoordinator([Message(parts: refused.frames)], now: 50_000).isEmpty)
+        let error = ErrorReply(request: 0, error: ProtocolError(.helloFirst, "say HELLO"))
+        #expect(words(machine.receiveFromCoordinator([Message(parts: error.frames)], now: 200_000)) == ["submit", "submit"])
+        let ordered = AckMessage(epoch: 3, head: 1, acks: [.init(submission: submission.submission, seq: 1, status: .ordered)])
+        #expect(words(machine.receiveFromCoordinator([Message(parts: ordered.frames)], now: 300_000)) == ["emitted 7 at 1"])
+    }
+
     @Test func aClientWaitingUntilAppliedHearsAfterTheEntryIsApplied() throws {
         var machine = connected()
         let submission = try submitted(machine.receiveFromClients([emit(5, wait: .applied)], now: 10))[0]

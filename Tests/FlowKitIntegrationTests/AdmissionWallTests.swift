@@ -47,6 +47,7 @@ extension ClusterProcessTests {
             let endpoints = try #require(cluster.coordinatorEndpoints)
             let submit = try await RawDealer(endpoint: endpoints.submit, logger: cluster.logger)
             defer { Task { await submit.close() } }
+            try await submit.sayHello(node: 900, session: 77)
             let wedge = Self.frameLimit - 16 - 4 - 20 - "kv/wedge".utf8.count
             for (index, size) in [wedge, 5 << 20, (1 << 20) + 4_096, Self.maxEvent + 1].enumerated() {
                 let frames = Self.submit(UInt64(index + 1), address: "kv/wedge", payload: Self.kvEvent(bytes: size))
@@ -145,6 +146,7 @@ extension ClusterProcessTests {
         try await TestCluster.run(nodes: 1, durable: true) { cluster in
             let endpoints = try #require(cluster.coordinatorEndpoints)
             let first = try await RawDealer(endpoint: endpoints.submit, logger: cluster.logger)
+            try await first.sayHello(node: 900, session: 4_242)
             let increment = Array(#"{"increment":{}}"#.utf8)
             let (ordered, item) = try await Self.ack(first, for: Self.submit(1, address: "counter/epoch", payload: increment, session: 4_242))
             await first.close()
@@ -153,6 +155,7 @@ extension ClusterProcessTests {
             try await cluster.startCoordinator()
             let again = try await RawDealer(endpoint: endpoints.submit, logger: cluster.logger)
             defer { Task { await again.close() } }
+            try await again.sayHello(node: 900, session: 4_242)
             let (duplicate, retried) = try await Self.ack(again, for: Self.submit(1, address: "counter/epoch", payload: increment, session: 4_242))
             #expect(retried.status == .duplicate && retried.seq == item.seq, "\(retried)")
             #expect(duplicate.epoch == ordered.epoch, "the duplicate names epoch \(duplicate.epoch); epoch \(ordered.epoch) ordered it")

@@ -65,6 +65,7 @@ extension MultiProcessTests {
             try await publications.subscribe("")
             let submitter = try await ProbeSocket(type: .dealer, endpoint: old.endpoints.submit, curve: nil, logger: cluster.logger)
             defer { Task { await publications.close(); await submitter.close() } }
+            try await submitter.sayHello(node: 99, session: 1)
             try await Task.sleep(for: .milliseconds(300))  // both connected
 
             process.signal(SIGSTOP)

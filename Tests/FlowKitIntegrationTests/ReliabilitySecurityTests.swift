@@ -34,13 +34,29 @@ extension ReliabilityTests {
         chmod("\(keys)/server.key", mode_t(mode))
         let curve = ["--curve-secret", "\(keys)/server.key", "--curve-allow", "\(keys)/authorized"]
         let arguments = process == "coordinator"
-            ? ["coordinator", "--submit", "tcp://127.0.0.1:*", "--publish", "tcp://127.0.0.1:*", "--sync", "tcp://127.0.0.1:*"] + curve
+            ? ["coordinator", "--submit", "tcp://127.0.0.1:*", "--publish", "tcp://127.0.0.1:*", "--sync", "tcp://127.0.0.1:*", "--curve-allow-nodes", "\(keys)/authorized"] + curve
             : ["node", "--id", "1", "--coordinator", "tcp://127.0.0.1:1", "--client", "tcp://127.0.0.1:*", "--coordinator-key", "\(keys)/server.pub"] + curve
         let result = try await Reliability.flowkit(arguments, timeout: .seconds(30))
         #expect(result.status != 0, "\(process) started with a secret key of mode \(String(mode, radix: 8))")
         #expect(!result.stdout.contains("READY"))
         #expect(result.stderr.contains("can be read by other users"), "\(result.stderr)")
         #expect(result.stderr.contains("chmod 600 \(keys)/server.key"), "\(result.stderr)")
+    }
+
+    /// A coordinator with CURVE needs the node keys apart (`--curve-allow-nodes`): without them it
+    /// does not start, and says why.
+    @Test func aCoordinatorWithCurveNeedsTheNodeKeys() async throws {
+        let keys = try Reliability.temporaryDirectory("nodekeys")
+        defer { try? FileManager.default.removeItem(atPath: keys) }
+        _ = try await Reliability.flowkit(["keys", "--name", "server", "--dir", keys], timeout: .seconds(30))
+        try FileManager.default.copyItem(atPath: "\(keys)/server.pub", toPath: "\(keys)/authorized")
+        let result = try await Reliability.flowkit(
+            ["coordinator", "--submit", "tcp://127.0.0.1:*", "--publish", "tcp://127.0.0.1:*", "--sync", "tcp://127.0.0.1:*",
+             "--curve-secret", "\(keys)/server.key", "--curve-allow", "\(keys)/authorized"],
+            timeout: .seconds(30)
+        )
+        #expect(result.status != 0 && !result.stdout.contains("READY"))
+        #expect(result.stderr.contains("--curve-allow-nodes"), "\(result.stderr)")
     }
 
     /// With CURVE on, a client whose key is not in the allow-list, and a client without CURVE, are
@@ -78,12 +94,14 @@ struct CurveCluster {
         }
         let allowed = try ["node-1", "client"].map { try String(contentsOfFile: "\(keys)/\($0).pub", encoding: .utf8) }.joined()
         try ("# admitted\n" + allowed).write(toFile: "\(keys)/authorized", atomically: true, encoding: .utf8)
+        try FileManager.default.copyItem(atPath: "\(keys)/node-1.pub", toPath: "\(keys)/nodes")
         let binary = try TestCluster.findBinary()
         let coordinator = try ChildProcess.testChild(
             executable: binary,
             arguments: [
                 "coordinator", "--submit", "tcp://127.0.0.1:*", "--publish", "tcp://127.0.0.1:*", "--sync", "tcp://127.0.0.1:*",
-                "--curve-secret", "\(keys)/coordinator.key", "--curve-allow", "\(keys)/authorized", "--log-level", "info",
+                "--curve-secret", "\(keys)/coordinator.key", "--curve-allow", "\(keys)/authorized", "--curve-allow-nodes", "\(keys)/nodes",
+                "--log-level", "info",
             ],
             name: "coordinator", directory: directory
         )
@@ -168,6 +186,17 @@ struct CurveCluster {
             await subscriber.close()
         }
 
+        // An admitted client's key may not say HELLO as a node: the submit socket admits node keys
+        // only (its ZAP domain's allow-list), so neither the HELLO nor a SUBMIT is answered.
+        let clientAsNode = try await probe(.dealer, endpoints.submit, as: "client")
+        await #expect(throws: HarnessError.self, "the client key's HELLO as node 1 was answered") {
+            try await clientAsNode.sayHello(node: 1, session: 7, timeout: .seconds(3))
+        }
+        let submission = Submission(submission: 1, kind: .event, codec: .json, submittedAt: 1, address: "ledger/curve", payload: Array(ledger.replacingOccurrences(of: "%@", with: "client-submit").utf8))
+        try await clientAsNode.send(SubmitMessage(origin: 1, session: 7, submissions: [submission]).frames)
+        #expect(try await clientAsNode.receive(timeout: .seconds(3)) == nil, "the client key's SUBMIT was answered")
+        await clientAsNode.close()
+
         // Nothing was ordered in between: the next admitted emit follows the first.
         let second = try await client.emit(json: ledger.replacingOccurrences(of: "%@", with: "admitted-2"), to: "ledger/curve", wait: .applied)
         #expect(second.seq == first.seq + 1, "entries were ordered between \(first.seq) and \(second.seq)")
@@ -179,6 +208,7 @@ struct CurveCluster {
         let coordinatorLog = coordinator.stderrText()
         let nodeLog = node.stderrText()
         #expect(coordinatorLog.components(separatedBy: "refused a client").count - 1 >= 3, "coordinator log:\n\(coordinatorLog.suffix(3_000))")
+        #expect(coordinatorLog.contains("not allowed in domain flowkit-nodes"), "coordinator log:\n\(coordinatorLog.suffix(3_000))")
         #expect(nodeLog.contains("refused a client"), "node log:\n\(nodeLog.suffix(3_000))")
     }
 }

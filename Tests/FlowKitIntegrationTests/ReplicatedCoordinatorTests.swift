@@ -74,6 +74,7 @@ extension MultiProcessTests {
         func acknowledge(_ ids: ClosedRange<UInt64>, at endpoint: String) async throws -> [AckMessage.Ack] {
             let dealer = try await RawDealer(endpoint: endpoint, logger: Logger(label: "test"))
             let deadline = ContinuousClock.now + .seconds(5)
+            try await dealer.sayHello(node: 1, session: 7)
             try await dealer.send(submit(ids))
             var acks: [AckMessage.Ack] = []
             while acks.count < ids.count {
@@ -82,6 +83,7 @@ extension MultiProcessTests {
                 if let notLeader = try? NotLeaderMessage(frames: reply) {
                     print("replicated: \(endpoint) answered NOT_LEADER (leader \(notLeader.id.isEmpty ? "unknown" : notLeader.id)); again")
                     try await Task.sleep(for: .milliseconds(100))
+                    try await dealer.sayHello(node: 1, session: 7)
                     try await dealer.send(submit(ids))
                     continue
                 }

@@ -14,8 +14,8 @@ struct CurveTests {
     }
 
     /// Opens a CURVE ROUTER server; returns it with its endpoint.
-    func openServer(_ loop: IOLoop) async throws -> (AsyncSocket, String) {
-        let options = CurveServerOptions(keyPair: server)
+    func openServer(_ loop: IOLoop, zapDomain: String = "flowkit") async throws -> (AsyncSocket, String) {
+        let options = CurveServerOptions(keyPair: server, zapDomain: zapDomain)
         return try await loop.open(.router) { socket in
             try socket.configureCurveServer(options)
             return try socket.bind(anyLoopbackPort)
@@ -56,6 +56,35 @@ struct CurveTests {
             try await friend.send(["second"])
             #expect(try await receive(1, from: router) == [["friend", "second"]])
             #expect(router.statistics.received == 2)
+        }
+    }
+
+    @Test("a restricted ZAP domain admits only its own keys; the others admit the general allow-list")
+    func restrictedDomain() async throws {
+        try await withLoop { _, loop in
+            // `allowed` stands for a node, `stranger` for a client: both may use the open socket,
+            // only the node the restricted one.
+            let zap = try await ZAPHandler.start(
+                on: loop, allowing: [allowed.publicKey, stranger.publicKey], restricting: ["nodes": [allowed.publicKey]], logger: testLogger
+            )
+            let (restricted, restrictedEndpoint) = try await openServer(loop, zapDomain: "nodes")
+            let (open, openEndpoint) = try await openServer(loop)
+            let monitor = try await restricted.monitor(events: .handshakes)
+
+            let client = try await openClient(loop, keys: stranger, name: "client", endpoint: openEndpoint)
+            try await client.send(["on the open socket"])
+            #expect(try await receive(1, from: open) == [["client", "on the open socket"]])
+
+            let clientAsNode = try await openClient(loop, keys: stranger, name: "client", endpoint: restrictedEndpoint)
+            try await clientAsNode.send(["as a node"])
+            let failure = try await firstEvent(in: monitor) { event in event.isHandshakeFailure }
+            #expect(failure?.kind == .handshakeFailedAuth)
+
+            let node = try await openClient(loop, keys: allowed, name: "node", endpoint: restrictedEndpoint)
+            try await node.send(["hello"])
+            #expect(try await receive(1, from: restricted) == [["node", "hello"]])
+            #expect(restricted.statistics.received == 1, "nothing of the client arrived")
+            #expect(zap.statistics.refused >= 1)
         }
     }
 

@@ -55,9 +55,15 @@ public final class Coordinator: Sendable {
 
     private func bind(on loop: IOLoop) async throws -> Sockets {
         let transport = configuration.transport
+        if let curve = transport.curve, curve.allowedNodes == nil {
+            throw CurveSecurityError(
+                "a coordinator with CURVE needs the node keys that may say HELLO (CurveSecurity.allowedNodes, --curve-allow-nodes): its submit socket admits no other key"
+            )
+        }
         let socketConfiguration = AsyncSocket.Configuration(receiveBufferCapacity: 4_096, sendQueueCapacity: 65_536)
+        // With CURVE, only node keys reach the submit socket: only a node may say HELLO.
         let (submit, submitEndpoint) = try await transport.openServer(
-            .router, on: loop, configuration: socketConfiguration, binding: configuration.submitEndpoint
+            .router, on: loop, configuration: socketConfiguration, binding: configuration.submitEndpoint, zapDomain: CurveSecurity.nodesDomain
         )
         // XPUB, so the coordinator learns which topics are wanted: instance runs are published only
         // while someone subscribes to an address prefix.

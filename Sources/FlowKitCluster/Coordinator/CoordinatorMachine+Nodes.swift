@@ -26,7 +26,7 @@ extension CoordinatorMachine {
     /// A node's HELLO: it is a member, and hears the term and the head in a WELCOME.
     mutating func hello(_ hello: HelloMessage, from peer: RouterEnvelope, now: UInt64) -> [Action] {
         var actions: [Action] = []
-        let lost = oversight.membership.hello(node: hello.node, session: hello.session, info: hello.info, now: now)
+        let lost = oversight.membership.hello(node: hello.node, session: hello.session, info: hello.info, peer: peer.identity, now: now)
         if lost > 0 {
             counters.effectsLost.add(lost)
             let message = "\(hello.info.name) restarted: the \(lost) effect(s) its previous process was running were lost"
@@ -44,6 +44,21 @@ extension CoordinatorMachine {
         )
         actions.append(.reply(welcome.frames, to: peer))
         return actions
+    }
+
+    /// Whether the connection `peer` speaks for `node` (and, when given, its process `session`):
+    /// it said HELLO as that node, and the node has said none since on another connection.
+    ///
+    /// - Throws: `helloFirst` for a connection that said no HELLO (or whose node said one since on
+    ///   another), `forbidden` for one that said HELLO as another node or process.
+    func checkSpeaker(_ peer: RouterEnvelope, for node: UInt32, session: UInt64? = nil, in message: StaticString) throws {
+        guard let speaker = oversight.membership.speaker(peer.identity) else {
+            throw ProtocolError(.helloFirst, "a \(message) on a connection that has not said HELLO (or whose node has said it since on another): say HELLO, then resend")
+        }
+        guard speaker.node == node, session == nil || speaker.session == session else {
+            let named = session.map { "node \(node), session \($0)" } ?? "node \(node)"
+            throw ProtocolError(.forbidden, "a \(message) names \(named), but its connection said HELLO as node \(speaker.node), session \(speaker.session)")
+        }
     }
 
     /// Whether the ACKs for `message` list what it got ordered: yes, unless its node's process

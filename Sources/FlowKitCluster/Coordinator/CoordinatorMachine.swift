@@ -110,10 +110,19 @@ struct CoordinatorMachine {
                 }
                 switch try WireHeader.read(first, expecting: .submit, .hello, .nodeReport).0 {
                 case .submit:
-                    take(try SubmitMessage(frames: body), from: peer, now: now, received: received, answers: &answers)
+                    let message = try SubmitMessage(frames: body)
+                    do {
+                        try checkSpeaker(peer, for: message.origin, session: message.session, in: "SUBMIT")
+                    } catch let refusal as ProtocolError {
+                        refuse(message, from: peer, refusal, now: now, answers: &answers)
+                        continue
+                    }
+                    take(message, from: peer, now: now, received: received, answers: &answers)
                 case .hello:
                     actions += hello(try HelloMessage(frames: body), from: peer, now: now)
                 default:
+                    // Decoded off the ordering path; whose it is, the header tells now.
+                    try checkSpeaker(peer, for: try NodeReportMessage.node(in: first), in: "NODE_REPORT")
                     actions.append(.decodeReport(body, from: peer))
                 }
             } catch {
@@ -147,6 +156,17 @@ struct CoordinatorMachine {
                 trace.note(entry.seq, .coordinatorOrdered, at: now)
             }
         }
+    }
+
+    /// Refuses every submission of `message` for `refusal` (its connection may not speak for its
+    /// origin): answered in the ACK, counted and noted like the intake's refusals.
+    private mutating func refuse(_ message: SubmitMessage, from peer: RouterEnvelope, _ refusal: ProtocolError, now: UInt64, answers: inout SubmissionIntake.Answers) {
+        for submission in message.submissions {
+            answers.refusals.append(refusal)
+            answers.immediate.add(.init(submission: submission.submission, seq: 0, status: .refused, reason: refusal.code), to: peer, epoch: intake.epoch)
+        }
+        counters.count(refused: refusal.code, by: message.submissions.count)
+        refusals.note(refusal, now: now, logger: logger)
     }
 
     /// The ERROR for a message that broke a rule; counted and noted.

@@ -17,9 +17,14 @@ struct Membership {
         var stallAlarmed = false
         /// Whether the node's going down has been alarmed.
         var downAlarmed = false
+        /// The ROUTER identity of the connection that said its HELLO last: only that connection
+        /// speaks for the node (nil until a HELLO).
+        var peer: [UInt8]?
     }
 
     private(set) var members: [UInt32: Member] = [:]
+    /// Which node each connection said HELLO as (the inverse of ``Member/peer``).
+    private var nodeByPeer: [[UInt8]: UInt32] = [:]
     /// Microseconds without a report after which a node counts as down.
     let timeout: UInt64
     /// Microseconds behind the head without progress after which a live node counts as stalled.
@@ -50,16 +55,32 @@ struct Membership {
     private mutating func evictBeyondCapacity(keeping node: UInt32) {
         while members.count > memberCapacity {
             guard let oldest = members.values.filter({ $0.id != node }).min(by: { $0.lastSeen < $1.lastSeen }) else { return }
-            members[oldest.id] = nil
+            forget(oldest.id)
         }
+    }
+
+    private mutating func forget(_ node: UInt32) {
+        if let peer = members[node]?.peer, nodeByPeer[peer] == node { nodeByPeer[peer] = nil }
+        members[node] = nil
+    }
+
+    /// The node, and its process's session, that the connection `peer` said HELLO as; nil for a
+    /// connection that has not (or whose node said HELLO again on another connection since).
+    func speaker(_ peer: [UInt8]) -> (node: UInt32, session: UInt64)? {
+        guard let node = nodeByPeer[peer], let member = members[node], member.peer == peer else { return nil }
+        return (node, member.session)
     }
 
     /// Records a node's hello.
     ///
     /// - Returns: How many effects the node's previous process was running when it last reported,
     ///   if this hello is from a new process: those effects were lost with it.
-    mutating func hello(node: UInt32, session: UInt64, info: NodeInfo, now: UInt64) -> Int {
+    /// - Parameter peer: The connection it came on: from now on the only one that speaks for `node`.
+    ///   A connection speaks for one node: one that said HELLO as another before no longer does.
+    mutating func hello(node: UInt32, session: UInt64, info: NodeInfo, peer: [UInt8], now: UInt64) -> Int {
         var lost = 0
+        if let previous = members[node]?.peer, nodeByPeer[previous] == node { nodeByPeer[previous] = nil }
+        if let other = nodeByPeer[peer], other != node { members[other]?.peer = nil }
         if let previous = members[node], previous.session != session, previous.session != 0 {
             lost = previous.report?.runningEffects ?? 0
         }
@@ -71,6 +92,8 @@ struct Membership {
             members[node] = Member(id: node, session: session, info: info, lastSeen: now, progressAt: now)
             evictBeyondCapacity(keeping: node)
         }
+        members[node]!.peer = peer
+        nodeByPeer[peer] = node
         return lost
     }
 
@@ -116,7 +139,7 @@ struct Membership {
         var forgotten: [Member] = []
         for (id, member) in members where !isAlive(member, now: now) {
             if now >= member.lastSeen, now - member.lastSeen >= forgetAfter {
-                members[id] = nil
+                forget(id)
                 forgotten.append(member)
             } else if !member.downAlarmed {
                 members[id]!.downAlarmed = true

@@ -134,7 +134,11 @@ extension NodeMachine {
                     actions += perform(linkActions, now: now)
                 default:
                     let error = try ErrorReply(frames: parts)
-                    logger.error("the coordinator refused a message", metadata: ["flowkit.error": "\(error.error)"])
+                    if error.error.code == .helloFirst {
+                        actions += helloOnRequest(now: now)
+                    } else {
+                        logger.error("the coordinator refused a message", metadata: ["flowkit.error": "\(error.error)"])
+                    }
                 }
             } catch {
                 counters.count(rejected: (error as? ProtocolError)?.code ?? .malformed)
@@ -147,6 +151,7 @@ extension NodeMachine {
         // A new term is handled before the answers (see CoordinatorLink.ack).
         let duplicatesOnly = !ack.acks.contains { $0.status != .duplicate }
         var actions = perform(link.ack(epoch: ack.epoch, head: ack.head, duplicatesOnly: duplicatesOnly, applied: follower.applied), now: now)
+        let askedForHello = ack.acks.contains { $0.status == .refused && $0.reason == .helloFirst }
         for outcome in submissions.receive(ack) {
             switch outcome {
             case .ordered(let pending, let seq):
@@ -164,7 +169,20 @@ extension NodeMachine {
                 }
             }
         }
+        if askedForHello { actions += helloOnRequest(now: now) }
         return actions
+    }
+
+    /// The coordinator does not know this connection (it restarted, or the connection was made
+    /// again): say HELLO on it and send every unacknowledged submission again, at most every
+    /// 100 ms; the HELLO goes first on the same connection, so the coordinator knows it by then.
+    private mutating func helloOnRequest(now: UInt64) -> [Action] {
+        guard now >= lastHelloOnRequest + 100_000 || lastHelloOnRequest == 0 else { return [] }
+        lastHelloOnRequest = now
+        logger.notice("the coordinator asked this node to say HELLO again (it restarted, or the connection was made again); resending")
+        choice.greeted(now: now)
+        submissions.resendAll()
+        return [hello] + flush(now: now)
     }
 
     /// Traces a sampled submission of this node's, once it knows its seq (from its ACK or ENTRIES).

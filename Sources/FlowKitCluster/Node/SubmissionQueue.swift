@@ -86,7 +86,8 @@ struct SubmissionQueue {
     /// Takes in an ACK from the coordinator.
     ///
     /// Ordered and duplicate submissions leave the queue; so do refused ones, unless the refusal is
-    /// one to retry (the coordinator overloaded, its log unavailable): those stay and go again,
+    /// one to retry (the coordinator overloaded, its log unavailable, or it asks for a HELLO first):
+    /// those stay and go again,
     /// their reason noted for the client's error should its wait run out.
     ///
     /// - Returns: The outcome of each submission the ACK settled, in its order; submissions
@@ -101,7 +102,9 @@ struct SubmissionQueue {
                 outcomes.append(.ordered(settled, seq: item.seq))
             case .refused:
                 let reason = item.reason ?? .internalError
-                if reason == .overloaded || reason == .internalError {
+                // `helloFirst`: the coordinator does not know this connection yet; the node says
+                // HELLO and sends them again.
+                if reason == .overloaded || reason == .internalError || reason == .helloFirst {
                     pending[item.submission]?.lastRefusal = reason
                     continue
                 }

@@ -171,6 +171,12 @@ enum JSONFrame {
         return [header.bytes, JSONFrame.encode(report), binary.bytes]
     }
 
+    /// The node a NODE_REPORT's header frame names, read without decoding the rest.
+    public static func node(in header: [UInt8]) throws -> UInt32 {
+        var (_, reader) = try WireHeader.read(header, expecting: .nodeReport)
+        return try reader.readUInt32("node")
+    }
+
     public init(frames: [[UInt8]]) throws {
         guard frames.count == 2 || frames.count == 3 else {
             throw ProtocolError(.wrongFrameCount, "a NODE_REPORT message has 2 frames, or 3 with binary digests; got \(frames.count)")

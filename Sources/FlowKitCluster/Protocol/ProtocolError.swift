@@ -33,6 +33,12 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
         case unsupportedCodec = 13
         /// The receiver failed for a reason of its own (disk full, shutting down).
         case internalError = 14
+        /// The connection has not said HELLO (or the coordinator restarted and forgot it): a node
+        /// says HELLO again and resends. Only a node's own connection may submit.
+        case helloFirst = 15
+        /// The connection may not do this: a SUBMIT or NODE_REPORT that names another node than
+        /// the one this connection said HELLO as.
+        case forbidden = 16
 
         public var description: String {
             switch self {
@@ -50,6 +56,8 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
             case .notFound: "not found"
             case .unsupportedCodec: "unsupported codec"
             case .internalError: "internal error"
+            case .helloFirst: "hello first"
+            case .forbidden: "forbidden"
             }
         }
 

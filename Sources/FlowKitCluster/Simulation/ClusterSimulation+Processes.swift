@@ -90,8 +90,13 @@ extension ClusterSimulation {
         (coordinatorProcesses + nodes.indices.map { .node($0) } + (isReplicated ? [.etcd] : [])).filter { $0 != process }
     }
 
-    /// Faults at random moments of the active period, each undone a while later.
+    /// Faults at random moments of the active period, each undone a while later; and in every
+    /// seed, two forged submissions from a stranger.
     func planFaults(until end: UInt64) {
+        for _ in 0..<2 {
+            let at = UInt64.random(in: 200_000...max(200_001, end), using: &random)
+            schedule.schedule(.fault(.forge(node: Int.random(in: 0..<options.nodes, using: &random))), at: at)
+        }
         for _ in 0..<options.faults {
             let at = UInt64.random(in: 200_000...max(200_001, end), using: &random)
             let lasts = UInt64.random(in: 100_000...3_000_000, using: &random)
@@ -177,8 +182,34 @@ extension ClusterSimulation {
             if isRunning, paused[process] == nil { paused[process] = [] }
         case .resume(let process):
             resume(process)
+        case .forge(let index):
+            forge(asNode: index)
         case .strike:
             break
+        }
+    }
+
+    /// A stranger's connection (not a node's: its identity names no process) says HELLO as node
+    /// 1000 + k, then submits an event whose token is `forged-k` as node `index`'s running
+    /// process, with submission ids among those the node uses. Only the node's own connection
+    /// speaks for it, so nothing of it may be ordered (``SimulationChecks``).
+    private func forge(asNode index: Int) {
+        guard let victim = nodes[index] else { return }
+        forgeries += 1
+        let stranger = Array("stranger-\(forgeries)".utf8)
+        let info = NodeInfo(name: "stranger-\(forgeries)", clientEndpoint: "sim://stranger", flows: ["sim"], pid: 0)
+        let hello = HelloMessage(node: UInt32(1_000 + forgeries), session: 1, info: info).frames
+        let submissions = (1...3).map { _ in
+            let payload = (try? JSONEncoder().encode(SimulationFlow.Event.append("forged-\(forgeries)"))).map { [UInt8]($0) } ?? []
+            return Submission(
+                submission: UInt64.random(in: 1...64, using: &random), kind: .event, codec: .json, submittedAt: now, address: "sim/k0", payload: payload
+            )
+        }
+        let submit = SubmitMessage(origin: victim.machine.configuration.id, session: victim.machine.session, submissions: submissions).frames
+        for index in coordinators.indices {
+            for frames in [hello, submit] {
+                send(Message(parts: [stranger] + frames), to: .coordinatorSubmit(index), incarnation: coordinatorIncarnations[index])
+            }
         }
     }
 

@@ -32,6 +32,8 @@ final class ClusterSimulation {
     var nodeIncarnations: [Int]
     var history = SimulationHistory()
     var nextRequest: UInt64 = 1
+    /// How many forged SUBMITs a stranger sent (``SimulatedFault/forge(node:)``).
+    var forgeries = 0
     var nextElectionRequest: UInt64 = 1
     /// Processes that stopped running, and what arrived for them meanwhile, in order.
     var paused: [SimulatedProcess: [SimulationEvent]] = [:]
@@ -219,7 +221,8 @@ final class ClusterSimulation {
         case .coordinatorSubmit(let index):
             guard let coordinator = coordinator(index, packet.incarnation) else { return }
             if coordinator.machine != nil {
-                try await perform(coordinator.machine!.receive([packet.message], now: now), on: coordinator)
+                let message = options.bug == .trustTheSubmitOrigin ? asFromItsOrigin(packet.message) : packet.message
+                try await perform(coordinator.machine!.receive([message], now: now), on: coordinator)
             } else {
                 for reply in ReplicatedRole.redirections([packet.message], leader: coordinator.following) { replyToNode(reply, from: coordinator) }
             }
@@ -261,6 +264,16 @@ final class ClusterSimulation {
         case .clients:
             break
         }
+    }
+
+    /// The injected bug ``InjectedBug/trustTheSubmitOrigin``: a SUBMIT as if the connection of the
+    /// node its origin names had sent it.
+    private func asFromItsOrigin(_ message: Message) -> Message {
+        guard let (_, body) = RouterEnvelope.split(message), let first = body.first,
+            (try? WireHeader.read(first, expecting: .submit)) != nil, let submit = try? SubmitMessage(frames: body),
+            let node = nodes.indices.contains(Int(submit.origin) - 1) ? nodes[Int(submit.origin) - 1] : nil
+        else { return message }
+        return Message(parts: [node.identity] + body)
     }
 
     /// Sends a message over the simulated network.

@@ -19,6 +19,8 @@ package struct SimulationFailure: Sendable, CustomStringConvertible {
 /// - every node applied every seq once, in order, and converged: its applied seq is the head and
 ///   its state's digest is that of the log replayed from scratch;
 /// - an entry's effects would run only on the node and session that submitted it, and once;
+/// - nothing a stranger submitted in a node's name is ordered (a SUBMIT speaks for the node its
+///   connection said HELLO as);
 /// - at the end, each node runs exactly the effects of its own entries that no cancel ordered
 ///   after them stopped.
 ///
@@ -50,6 +52,9 @@ struct SimulationChecks {
         var seqsOfToken: [String: [UInt64]] = [:]
         for entry in log {
             if let event = Self.event(entry) { seqsOfToken[SimulationFlow.token(of: event), default: []].append(entry.seq) }
+        }
+        for (token, seqs) in seqsOfToken.sorted(by: { $0.key < $1.key }) where token.hasPrefix("forged-") {
+            failures.append(SimulationFailure(check: "only a node's connection speaks for it", detail: "a stranger's SUBMIT in a node's name is in the log: \(token) at seqs \(seqs)"))
         }
         for (token, seqs) in seqsOfToken.sorted(by: { $0.key < $1.key }) where seqs.count > 1 {
             failures.append(SimulationFailure(check: "nothing ordered twice", detail: "\(token) is in the log at seqs \(seqs)"))

@@ -42,12 +42,16 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// Replicated: a leader checks its lease only when its election's timer fires, not before each
     /// acknowledgement and publication: woken past its lease, it acts on what arrived meanwhile.
     case fenceOnlyOnTimer = "fence-only-on-timer"
+    /// The coordinator takes a SUBMIT's word for who sent it: it handles each SUBMIT as if the
+    /// connection of the node its `origin` names had sent it, so a stranger's forged submissions
+    /// are ordered as that node's.
+    case trustTheSubmitOrigin = "trust-the-submit-origin"
 
     /// Whether the bug lives among replicated coordinators (a run with several).
     package var needsReplicatedCoordinators: Bool {
         switch self {
         case .commitWithoutStandbys, .fenceOnlyOnTimer: true
-        case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps: false
+        case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin: false
         }
     }
 }

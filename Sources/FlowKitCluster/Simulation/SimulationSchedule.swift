@@ -97,6 +97,9 @@ enum SimulatedFault: CustomStringConvertible {
     /// (``ClusterSimulation/resolve(_:coordinator:strikesLeader:node:)``): its coordinator (or
     /// whoever leads then), its node, and how long until it is undone.
     case strike(ReplicatedFault, coordinator: Int, strikesLeader: Bool, node: Int, lasts: UInt64)
+    /// A stranger's connection says HELLO as a node of its own, then sends every coordinator a
+    /// SUBMIT in this node's name (its id and session), its ids among the node's own.
+    case forge(node: Int)
 
     var description: String {
         switch self {
@@ -111,6 +114,7 @@ enum SimulatedFault: CustomStringConvertible {
         case .pause(let process): "pause \(process)"
         case .resume(let process): "resume \(process)"
         case .strike(let kind, let coordinator, let strikesLeader, _, _): "\(kind) (\(strikesLeader ? "the leader" : "c\(coordinator)"))"
+        case .forge(let node): "a stranger submits in node \(node)'s name"
         }
     }
 }

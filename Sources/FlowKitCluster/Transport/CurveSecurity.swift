@@ -20,23 +20,33 @@ public struct CurveSecurity: Sendable {
     public var keyPair: CurveKeyPair
     /// Public keys of the clients this process's bound sockets admit.
     public var allowedClients: [CurveKey]
+    /// Public keys of the nodes: the only ones a coordinator's submit socket admits (its ZAP
+    /// domain is ``nodesDomain``), so only a node may say HELLO. `nil` for a node.
+    public var allowedNodes: [CurveKey]?
 
-    public init(keyPair: CurveKeyPair, allowedClients: [CurveKey]) {
+    /// The ZAP domain of the sockets that admit only ``allowedNodes``.
+    public static let nodesDomain = "flowkit-nodes"
+    /// The ZAP domain of every other CURVE server socket.
+    public static let clientsDomain = "flowkit"
+
+    public init(keyPair: CurveKeyPair, allowedClients: [CurveKey], allowedNodes: [CurveKey]? = nil) {
         self.keyPair = keyPair
         self.allowedClients = allowedClients
+        self.allowedNodes = allowedNodes
     }
 
-    /// Loads a secret key file (deriving the public key) and an allow-list file.
+    /// Loads a secret key file (deriving the public key) and allow-list files.
     ///
     /// - Parameters:
     ///   - secretKeyFile: A file with one Z85 secret key; its mode must not let others read it.
     ///   - allowListFile: Z85 public keys, one per line, optionally followed by whitespace and a
     ///     note; blank lines and lines starting with `#` are ignored.
-    public static func load(secretKeyFile: String, allowListFile: String?) throws -> CurveSecurity {
+    ///   - nodeAllowListFile: The same, of node keys (a coordinator's).
+    public static func load(secretKeyFile: String, allowListFile: String?, nodeAllowListFile: String? = nil) throws -> CurveSecurity {
         let secret = try CurveKey(z85: try readSecretKeyFile(secretKeyFile), isSecret: true)
         let keyPair = try CurveKeyPair(secretKey: secret)
         let allowed = try allowListFile.map(readAllowList) ?? []
-        return CurveSecurity(keyPair: keyPair, allowedClients: allowed)
+        return CurveSecurity(keyPair: keyPair, allowedClients: allowed, allowedNodes: try nodeAllowListFile.map(readAllowList))
     }
 
     /// Reads a public key: Z85 text given inline, or a file holding it.

@@ -53,11 +53,12 @@ public struct TransportOptions: Sendable {
         on loop: IOLoop,
         configuration: AsyncSocket.Configuration,
         binding endpoint: String,
+        zapDomain: String = CurveSecurity.clientsDomain,
         _ configure: @escaping @Sendable (any SocketSetup) throws -> Void = { _ in }
     ) async throws -> (AsyncSocket, String) {
         try await loop.open(type, engine: engine(for: [endpoint]), configuration: configuration) { [self] socket in
             try apply(to: socket)
-            if let curve, let socket = socket as? Socket { try socket.configureCurveServer(CurveServerOptions(keyPair: curve.keyPair)) }
+            if let curve { try Self.curveSocket(socket).configureCurveServer(CurveServerOptions(keyPair: curve.keyPair, zapDomain: zapDomain)) }
             try configure(socket)
             return try socket.bind(endpoint)
         }
@@ -78,8 +79,8 @@ public struct TransportOptions: Sendable {
         }
         let (socket, _) = try await loop.open(type, engine: engine(for: endpoints), configuration: configuration) { [self] socket in
             try apply(to: socket)
-            if let curve, let serverKey, let socket = socket as? Socket {
-                try socket.configureCurveClient(CurveClientOptions(keyPair: curve.keyPair, serverPublicKey: serverKey))
+            if let curve, let serverKey {
+                try Self.curveSocket(socket).configureCurveClient(CurveClientOptions(keyPair: curve.keyPair, serverPublicKey: serverKey))
             }
             try configure(socket)
             for endpoint in endpoints { try socket.connect(endpoint) }
@@ -87,10 +88,21 @@ public struct TransportOptions: Sendable {
         return socket
     }
 
-    /// Starts the ZAP handler that enforces the allow-list, when CURVE is on.
+    /// The socket as one that can have CURVE (libzmq's): any other is refused, loudly, rather than
+    /// left to send plain text.
+    static func curveSocket(_ socket: any SocketSetup) throws -> Socket {
+        guard let socket = socket as? Socket else {
+            throw CurveSecurityError("CURVE is on, but this socket is carried by an engine without CURVE (\(type(of: socket))); refusing to open it in plain text")
+        }
+        return socket
+    }
+
+    /// Starts the ZAP handler that enforces the allow-lists, when CURVE is on: sockets of the
+    /// ``CurveSecurity/nodesDomain`` admit only the node keys, the others the client keys.
     func startAuthentication(on loop: IOLoop, logger: Logger) async throws -> ZAPHandler? {
         guard let curve else { return nil }
-        return try await ZAPHandler.start(on: loop, allowing: curve.allowedClients, logger: logger)
+        let restricted = curve.allowedNodes.map { [CurveSecurity.nodesDomain: $0] } ?? [:]
+        return try await ZAPHandler.start(on: loop, allowing: curve.allowedClients, restricting: restricted, logger: logger)
     }
 
     func apply(to socket: any SocketSetup) throws {

@@ -100,7 +100,7 @@ struct ClusterCommand: AsyncParsableCommand {
             } ?? "coordinator \(file.coordinator.submit)"
             printFlushed("cluster up: \(coordinatorList), nodes " + file.nodes.map { "\($0.name) \($0.clientEndpoint)" }.joined(separator: ", "))
             printFlushed("data and logs in \(dir); try: flowkit emit counter/a '{\"increment\":{}}' --node node-2")
-            if curve { printFlushed("CURVE on: keys in \(dir)/keys, allow-list \(dir)/keys/authorized") }
+            if curve { printFlushed("CURVE on: keys in \(dir)/keys, allow-lists \(dir)/keys/authorized (everyone) and \(dir)/keys/nodes (the coordinators' submit sockets)") }
             let stop = StopFlag()
             let page = noDashboard ? nil : try await serveDashboard(file: file, supervisor: supervisor, logger: logger)
             defer { page?.cancel() }

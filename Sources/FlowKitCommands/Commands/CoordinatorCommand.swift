@@ -19,6 +19,9 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @OptionGroup var curve: CurveServerOptions
     @OptionGroup var tracing: TraceOptions
 
+    @Option(help: "With CURVE: the nodes' public keys (one per line), the only keys the submit socket admits, so only a node may say HELLO. Required with --curve-secret.")
+    var curveAllowNodes: String?
+
     @Option(help: "Serve Prometheus metrics at http://<host:port>/metrics (port 0: one the OS chooses).")
     var metrics: String?
 
@@ -142,7 +145,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
             // Its own endpoints are the ones the others know it by.
             (configuration.submitEndpoint, configuration.publishEndpoint, configuration.syncEndpoint) = (own.submit, own.publish, own.sync)
         }
-        configuration.transport.curve = try curve.security(settings: settings, section: "coordinator")
+        configuration.transport.curve = try curve.security(settings: settings, section: "coordinator", allowNodes: .some(curveAllowNodes))
         configuration.transport.engine = try common.engine(settings: settings)
         configuration.trace = tracing.trace(name: "coordinator")
         let coordinator = Coordinator(configuration: configuration, registry: FlowKitCLI.registry, logger: logger)

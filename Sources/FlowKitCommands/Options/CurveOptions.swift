@@ -12,13 +12,24 @@ package struct CurveServerOptions: ParsableArguments {
     @Option(help: "With CURVE: the public keys (one per line) allowed to connect. Everyone else is refused.")
     package var curveAllow: String?
 
-    package func security(settings: Settings, section: String) throws -> CurveSecurity? {
+    /// - Parameter allowNodes: A coordinator's `--curve-allow-nodes` (required with CURVE); `nil`
+    ///   for a node.
+    package func security(settings: Settings, section: String, allowNodes: String?? = .none) throws -> CurveSecurity? {
         guard let secret = settings.string(section, "curve-secret", flag: curveSecret) else { return nil }
         let allow = settings.string(section, "curve-allow", flag: curveAllow)
         guard allow != nil else {
             throw ValidationError("--curve-secret needs --curve-allow: a CURVE server must say whose keys it admits")
         }
-        return try CurveSecurity.load(secretKeyFile: secret, allowListFile: allow)
+        var nodes: String?
+        if case .some(let flag) = allowNodes {
+            nodes = settings.string(section, "curve-allow-nodes", flag: flag)
+            guard nodes != nil else {
+                throw ValidationError(
+                    "--curve-secret needs --curve-allow-nodes on a coordinator: the node keys that may say HELLO (its submit socket admits no other key)"
+                )
+            }
+        }
+        return try CurveSecurity.load(secretKeyFile: secret, allowListFile: allow, nodeAllowListFile: nodes)
     }
 }
 

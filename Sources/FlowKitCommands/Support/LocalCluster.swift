@@ -39,7 +39,8 @@ package actor LocalCluster {
         extraNodeArguments = node
     }
 
-    /// Generates a key pair per process and one for clients, and an allow-list admitting all of them.
+    /// Generates a key pair per process and one for clients, an allow-list admitting all of them,
+    /// and one of the node keys alone (`keys/nodes`: the coordinators' submit sockets admit only these).
     package func enableCurve(nodes count: Int) throws {
         let keys = directory + "/keys"
         let coordinator = try CurveSecurity.generate(name: "coordinator", directory: keys)
@@ -50,6 +51,9 @@ package actor LocalCluster {
             nodePublicKeys["node-\(id)"] = pair.publicKey.z85
             allowed.append("\(pair.publicKey.z85)  # node-\(id)")
         }
+        try (["# CURVE public keys of this cluster's nodes: the only ones that may say HELLO to a coordinator"] + allowed)
+            .joined(separator: "\n").appending("\n")
+            .write(toFile: keys + "/nodes", atomically: true, encoding: .utf8)
         // Replicated coordinators share the key pair; a standby fetches from the leader with it.
         allowed.append("\(coordinator.publicKey.z85)  # coordinator (standbys fetch from the leader)")
         let client = try CurveSecurity.generate(name: "client", directory: keys)
@@ -66,7 +70,10 @@ package actor LocalCluster {
 
     private var curveCoordinatorArguments: [String] {
         guard curve != nil else { return [] }
-        return ["--curve-secret", directory + "/keys/coordinator.key", "--curve-allow", directory + "/keys/authorized"]
+        return [
+            "--curve-secret", directory + "/keys/coordinator.key", "--curve-allow", directory + "/keys/authorized",
+            "--curve-allow-nodes", directory + "/keys/nodes",
+        ]
     }
 
     private func curveNodeArguments(_ id: UInt32) -> [String] {

@@ -72,6 +72,11 @@ struct FuzzDriver: Sendable {
         defer { socket.close(linger: .zero) }
         try socket.connect(endpoint)
         Thread.sleep(forTimeInterval: 0.2)
+        if target == .coordinatorSubmit {
+            // Said first, so that SUBMITs as node 900 reach the admission rule (a mutated HELLO
+            // may later take the connection to another node; the templates' HELLO brings it back).
+            try socket.send(Message(parts: FuzzTemplates.hello.frames))
+        }
         var remaining = count
         while remaining > 0 {
             let burst = min(256, remaining)

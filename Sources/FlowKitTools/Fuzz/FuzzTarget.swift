@@ -60,6 +60,9 @@ enum FuzzTemplates {
         var weight: Int
     }
 
+    /// The HELLO of the node the coordinator's templates speak as (900, session 77).
+    static let hello = HelloMessage(node: 900, session: 77, info: NodeInfo(name: "fuzz-900", clientEndpoint: "tcp://127.0.0.1:1", flows: ["counter"], pid: 1))
+
     static func templates(for target: FuzzTarget, head: UInt64) -> [Template] {
         switch target {
         case .nodeDealer, .nodeReq:
@@ -78,11 +81,10 @@ enum FuzzTemplates {
             let submissions = (1...3).map {
                 Submission(submission: UInt64($0), kind: .event, codec: .json, submittedAt: 1, address: "counter/fz-\($0)", payload: Array(#"{"increment":{}}"#.utf8))
             }
-            let info = NodeInfo(name: "fuzz-900", clientEndpoint: "tcp://127.0.0.1:1", flows: ["counter"], pid: 1)
             let report = NodeReport(name: "fuzz-900", digest: "00", digests: [:], instances: 0, runningEffects: 0, effectsLost: 0, pendingSubmissions: 0, connected: true)
             return [
                 Template(name: "SUBMIT", frames: SubmitMessage(origin: 900, session: 77, submissions: submissions).frames, weight: 40),
-                Template(name: "HELLO", frames: HelloMessage(node: 900, session: 77, info: info).frames, weight: 15),
+                Template(name: "HELLO", frames: hello.frames, weight: 15),
                 Template(name: "NODE_REPORT", frames: NodeReportMessage(node: 900, applied: 0, time: 1, report: report).frames, weight: 15),
             ]
         case .coordinatorSync:

@@ -64,6 +64,13 @@ struct WallAgreement: Sendable {
                 coordinator.close(linger: .zero)
             }
             Thread.sleep(forTimeInterval: 0.2)
+            // The coordinator takes a SUBMIT only from the connection that said HELLO as its
+            // origin: the cases reach its admission rule as a node's would.
+            let info = NodeInfo(name: "wall-\(WallCase.origin)", clientEndpoint: "tcp://127.0.0.1:1", flows: [], pid: 1)
+            try coordinator.send(Message(parts: HelloMessage(node: WallCase.origin, session: session, info: info).frames))
+            guard try answer(on: coordinator, within: .seconds(15), matches: { (try? WelcomeMessage(frames: $0)) != nil }) != nil else {
+                throw ChaosError("the coordinator did not answer the wall check's HELLO")
+            }
             for (index, wallCase) in cases.enumerated() {
                 let id = UInt64(index + 1)
                 result.cases += 1

@@ -28,14 +28,17 @@ public final class ZAPHandler: Sendable {
     }
 
     private let allowed: Mutex<Set<[UInt8]>>
+    /// Domains with an allow-list of their own: a request for one of them admits only its keys.
+    private let restricted: [String: Set<[UInt8]>]
     private let acceptedCount = Atomic<Int>(0)
     private let refusedCount = Atomic<Int>(0)
     private let loop: IOLoop
     private let logger: Logger
 
-    private init(loop: IOLoop, allowed: Set<[UInt8]>, logger: Logger) {
+    private init(loop: IOLoop, allowed: Set<[UInt8]>, restricted: [String: Set<[UInt8]>], logger: Logger) {
         self.loop = loop
         self.allowed = Mutex(allowed)
+        self.restricted = restricted
         self.logger = logger
     }
 
@@ -43,11 +46,17 @@ public final class ZAPHandler: Sendable {
     /// - Parameters:
     ///   - loop: The loop whose thread answers requests; its context is the one protected.
     ///   - allowing: The CURVE public keys of the clients to admit.
+    ///   - restricting: ZAP domains (``CurveServerOptions/zapDomain``) whose sockets admit only
+    ///     the keys listed for them here, instead of `allowing`.
     ///   - logger: Where refusals are logged (metadata `flowkit.zmq.zap.*`).
     /// - Returns: The running handler.
     /// - Throws: ``ZMQError`` (`EADDRINUSE` if the context already has a ZAP handler).
-    public static func start(on loop: IOLoop, allowing: some Sequence<CurveKey>, logger: Logger) async throws -> ZAPHandler {
-        let handler = ZAPHandler(loop: loop, allowed: Set(allowing.map(\.bytes)), logger: logger)
+    public static func start(
+        on loop: IOLoop, allowing: some Sequence<CurveKey>, restricting: [String: [CurveKey]] = [:], logger: Logger
+    ) async throws -> ZAPHandler {
+        let handler = ZAPHandler(
+            loop: loop, allowed: Set(allowing.map(\.bytes)), restricted: restricting.mapValues { Set($0.map(\.bytes)) }, logger: logger
+        )
         try await loop.withCore("ZAPHandler.start") { [handler] core in
             let socket = try Socket(context: core.context, type: .rep)
             do {
@@ -143,8 +152,14 @@ public final class ZAPHandler: Sendable {
         guard let key = request.curveClientKey else {
             return ZAPReply(statusCode: "400", statusText: "missing CURVE client key")
         }
-        guard allowed.withLock({ $0.contains(key.bytes) }) else {
-            return ZAPReply(statusCode: "400", statusText: "client key not allowed")
+        if let keys = restricted[request.domain] {
+            guard keys.contains(key.bytes) else {
+                return ZAPReply(statusCode: "400", statusText: "client key not allowed in domain \(request.domain)")
+            }
+        } else {
+            guard allowed.withLock({ $0.contains(key.bytes) }) else {
+                return ZAPReply(statusCode: "400", statusText: "client key not allowed")
+            }
         }
         return ZAPReply(statusCode: "200", statusText: "OK", userID: key.z85)
     }

@@ -417,9 +417,11 @@ final class ZMTPDriver: SocketSetup {
     }
 
     /// ROUTER: the peer's own identity when it sent one that is free, else a generated one
-    /// (a zero byte and a counter, as libzmq makes them).
+    /// (a zero byte and a counter, as libzmq makes them). A claimed identity that starts with a
+    /// zero byte is not taken: those are the generated ones, and a peer that could claim one
+    /// could step into the place of a connection that just closed.
     private func route(_ peer: Peer, claiming claimed: [UInt8]) {
-        if !claimed.isEmpty, routes[claimed] == nil {
+        if let first = claimed.first, first != 0, routes[claimed] == nil {
             peer.routingID = claimed
         } else {
             nextRoutingID &+= 1
