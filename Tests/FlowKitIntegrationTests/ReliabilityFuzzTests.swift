@@ -35,15 +35,19 @@ extension ReliabilityTests {
         }
     }
 
-    /// libFuzzer on every wire decoder, in-process, for 25 s (scripts/fuzz-decoders.sh). The script
-    /// builds the Fuzz package from clean, in debug, with every module instrumented: a minute or two here.
-    @Test(.enabled(if: Reliability.toolchainHasLibFuzzer, "the Swift toolchain has no libFuzzer runtime (libclang_rt.fuzzer)"))
-    func libFuzzerFindsNothingInTheDecoders() async throws {
+    /// libFuzzer for 25 s on each target of `Fuzz/` (`scripts/fuzz`): every wire decoder, and the
+    /// ZMTP engine's session, greeting and command parsers. The script builds the Fuzz package from
+    /// clean, in debug, with every module instrumented: a minute or two here. The run's coverage
+    /// and speed are printed for the CI log.
+    @Test(.enabled(if: Reliability.toolchainHasLibFuzzer, "the Swift toolchain has no libFuzzer runtime (libclang_rt.fuzzer)"), arguments: ["decoders", "zmtp"])
+    func libFuzzerFindsNothing(in target: String) async throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("scripts/fuzz-decoders.sh").path
-        let result = try await Reliability.run("/bin/bash", [script, "25"], timeout: .seconds(1_800))
-        #expect(result.status == 0, "scripts/fuzz-decoders.sh exited \(result.status):\n\(result.stdout.suffix(3_000))\n\(result.stderr.suffix(3_000))")
+            .appendingPathComponent("scripts/fuzz").path
+        let result = try await Reliability.run("/bin/bash", [script, target, "25"], timeout: .seconds(1_800))
+        #expect(result.status == 0, "scripts/fuzz \(target) exited \(result.status):\n\(result.stdout.suffix(3_000))\n\(result.stderr.suffix(3_000))")
         #expect(result.stdout.contains("stat::number_of_executed_units"), "\(result.stdout.suffix(2_000))")
+        let figures = result.stdout.split(separator: "\n").filter { $0.contains("DONE") || $0.hasPrefix("stat::number_of_executed_units") || $0.hasPrefix("stat::average_exec_per_sec") }
+        print("libFuzzer, \(target), 25 s: \(figures.joined(separator: "; "))")
     }
 }
 

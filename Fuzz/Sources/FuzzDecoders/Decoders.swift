@@ -2,6 +2,7 @@ import FlowKitCore
 @_spi(Wire) import FlowKitCluster
 import FlowKitExamples
 import Foundation
+import FuzzDriver
 
 /// Every decoder a FlowKit process runs on bytes from the network, each with a round-trip check:
 /// whatever decodes must encode and decode again to the same value. A trap, a sanitizer report or a
@@ -84,7 +85,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 }
 
 /// With `FLOWKIT_FUZZ_SEEDS=<dir>`, writes a seed corpus of valid messages for every decoder and
-/// exits: `scripts/fuzz-decoders.sh` starts libFuzzer from it.
+/// exits: `scripts/fuzz decoders` starts libFuzzer from it.
 @_cdecl("LLVMFuzzerInitialize")
 public func fuzzInitialize(_ argc: UnsafeMutablePointer<CInt>?, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?) -> CInt {
     if let directory = ProcessInfo.processInfo.environment["FLOWKIT_FUZZ_SEEDS"] {
@@ -94,20 +95,9 @@ public func fuzzInitialize(_ argc: UnsafeMutablePointer<CInt>?, _ argv: UnsafeMu
     return 0
 }
 
-/// libFuzzer's driver, called from this executable's entry point.
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ testOneInput: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
-
-/// The executable's entry point. SwiftPM names an executable target's `main` `<target>_main` and
-/// points `main` at it; only the instrumentation (not libFuzzer's own `main`) is linked into every
-/// module, so this hands the command line to libFuzzer's driver.
+/// The executable's entry point (SwiftPM names an executable target's `main` `<target>_main`):
+/// hands the command line to libFuzzer's driver.
 @_cdecl("FuzzDecoders_main")
 public func fuzzDecodersMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
-    var argc = argc
-    var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = argv
-    return runFuzzerDriver(&argc, &argv, fuzzOneInput)
+    LibFuzzer.run(argc, argv, fuzzOneInput)
 }
