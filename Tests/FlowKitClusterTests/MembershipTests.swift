@@ -102,6 +102,17 @@ extension MembershipTests {
         return NodeReportMessage(node: node, applied: applied, time: 0, report: report)
     }
 
+    /// A node's lag is how far behind the head it was when it reported, not the head now minus
+    /// what it reported a second ago: under load the head runs ahead between reports.
+    @Test func theLagIsAsOfTheReport() {
+        var membership = Membership(timeout: 10_000_000)
+        _ = membership.hello(node: 1, session: 1, info: Self.info, peer: peer(1), now: 0)
+        membership.report(Self.report(1, applied: 990), head: 1_000, now: 1)
+        #expect(membership.status(epoch: 1, head: 1_500, firstSeq: 1, entriesPerSecond: 500, now: 2).nodes.map(\.lag) == [10])
+        membership.report(Self.report(1, applied: 1_500), head: 1_500, now: 3)
+        #expect(membership.status(epoch: 1, head: 2_000, firstSeq: 1, entriesPerSecond: 500, now: 4).nodes.map(\.lag) == [0])
+    }
+
     /// A live node behind the head that applies nothing for the stall timeout is stalled, alarmed
     /// once; progress, or reaching the head, ends the stall.
     @Test func aNodeThatStopsApplyingWhileTheHeadMovesIsStalled() {

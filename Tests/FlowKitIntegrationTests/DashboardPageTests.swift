@@ -12,44 +12,63 @@ import Testing
 extension ClusterProcessTests {
     /// Emit, cancel, the instance view and the filter, each through the page's own form.
     @Test func thePagesFormsEmitCancelAndWatchAnInstance() async throws {
-        let chromium = try #require(HeadlessChromium.installedPath, "chromium is not installed (scripts/install-deps --test installs it)")
-        try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo"] }, clusterDirectory: "cluster") { cluster in
-            let dashboard = try await Self.dashboard(cluster)
-            try await DevToolsPage.open(dashboard.page, chromium: chromium, directory: cluster.directory, runner: cluster.runner) { page in
-                _ = try await page.waitFor("three nodes alive on the page", #"document.querySelectorAll('#nodes tr[data-alive="true"]').length === 3 ? "yes" : null"#)
+        try await Self.withClusterPage { cluster, page in
+            try await page.evaluate(Self.submit("state-form", ["state-address": "counter/form"]))
+            try await page.evaluate(Self.submit("emit-form", ["emit-address": "counter/form", "emit-event": #"{"add":{"_0":7}}"#, "emit-node": "node-3"]))
+            let ordered = try await page.waitFor("the emit's answer", Self.text("result", startingWith: "ordered"))
+            #expect(ordered == "ordered at seq 1 (epoch 1)")
+            let seven = try await page.waitFor("the watched instance at 7", Self.text("state", containing: #""count": 7"#))
+            #expect(seven.hasPrefix("counter/form after seq 1"), "\(seven)")
 
-                try await page.evaluate(Self.submit("state-form", ["state-address": "counter/form"]))
-                try await page.evaluate(Self.submit("emit-form", ["emit-address": "counter/form", "emit-event": #"{"add":{"_0":7}}"#, "emit-node": "node-3"]))
-                let ordered = try await page.waitFor("the emit's answer", Self.text("result", startingWith: "ordered"))
-                #expect(ordered == "ordered at seq 1 (epoch 1)")
-                let seven = try await page.waitFor("the watched instance at 7", Self.text("state", containing: #""count": 7"#))
-                #expect(seven.hasPrefix("counter/form after seq 1"), "\(seven)")
+            // The watched instance follows its entries: an emit from elsewhere shows up without asking.
+            let increment = try await cluster.flowkit(["emit", "counter/form", #"{"increment":{}}"#, "--wait", "applied"])
+            #expect(increment.exitCode == 0, "\(increment)")
+            _ = try await page.waitFor("the watched instance at 8", Self.text("state", containing: #""count": 8"#))
 
-                // The watched instance follows its entries: an emit from elsewhere shows up without asking.
-                let increment = try await cluster.flowkit(["emit", "counter/form", #"{"increment":{}}"#, "--wait", "applied"])
-                #expect(increment.exitCode == 0, "\(increment)")
-                _ = try await page.waitFor("the watched instance at 8", Self.text("state", containing: #""count": 8"#))
+            try await page.evaluate(Self.submit("emit-form", ["emit-address": "counter/form", "emit-event": #"{"explode":{}}"#]))
+            let refused = try await page.waitFor("the refusal", Self.text("result", startingWith: "refused"))
+            #expect(refused.contains("explode"), "a refusal names the problem: \(refused)")
+            #expect(!refused.hasPrefix("refused: {") && !refused.contains("\"error\""), "the refusal's message, not its JSON: \(refused)")
 
-                try await page.evaluate(Self.submit("emit-form", ["emit-address": "counter/form", "emit-event": #"{"explode":{}}"#]))
-                let refused = try await page.waitFor("the refusal", Self.text("result", startingWith: "refused"))
-                #expect(refused.contains("explode"), "a refusal names the problem: \(refused)")
+            try await page.evaluate(Self.submit("cancel-form", ["cancel-address": "counter/form", "cancel-id": "tick"]))
+            #expect(try await page.waitFor("the cancel's answer", Self.text("result", startingWith: "cancel")) == "cancel ordered at seq 3")
+            let cancelRow = try await page.waitFor(
+                "the cancel among the entries", #"(document.querySelector('#entries tr[data-seq="3"]') || {}).innerText || null"#
+            )
+            #expect(cancelRow.contains("cancel tick"), "\(cancelRow)")
+            let origin = try await page.evaluate(#"document.querySelector('#entries tr[data-seq="1"]').cells[3].textContent"#)
+            #expect(origin == #""node-3""#, "the first entry came through node-3, as the form asked: \(origin)")
 
-                try await page.evaluate(Self.submit("cancel-form", ["cancel-address": "counter/form", "cancel-id": "tick"]))
-                #expect(try await page.waitFor("the cancel's answer", Self.text("result", startingWith: "cancel")) == "cancel ordered at seq 3")
-                let cancelRow = try await page.waitFor(
-                    "the cancel among the entries", #"(document.querySelector('#entries tr[data-seq="3"]') || {}).innerText || null"#
-                )
-                #expect(cancelRow.contains("cancel tick"), "\(cancelRow)")
-                let origin = try await page.evaluate(#"document.querySelector('#entries tr[data-seq="1"]').cells[3].textContent"#)
-                #expect(origin == #""node-3""#, "the first entry came through node-3, as the form asked: \(origin)")
+            // The filter keeps one instance's entries.
+            #expect(try await cluster.flowkit(["emit", "counter/other", #"{"increment":{}}"#, "--wait", "applied"]).exitCode == 0)
+            _ = try await page.waitFor("the other instance's entry", #"document.querySelector('#entries tr[data-seq="4"]') ? "yes" : null"#)
+            try await page.evaluate(#"(() => { const f = document.getElementById("filter"); f.value = "counter/form"; f.dispatchEvent(new Event("input")); })()"#)
+            let shown = try await page.evaluate(##"Array.from(document.querySelectorAll("#entries tbody tr")).map((row) => row.dataset.seq).join(",")"##)
+            #expect(shown == #""3,2,1""#, "only counter/form's entries, newest first: \(shown)")
+        }
+    }
 
-                // The filter keeps one instance's entries.
-                #expect(try await cluster.flowkit(["emit", "counter/other", #"{"increment":{}}"#, "--wait", "applied"]).exitCode == 0)
-                _ = try await page.waitFor("the other instance's entry", #"document.querySelector('#entries tr[data-seq="4"]') ? "yes" : null"#)
-                try await page.evaluate(#"(() => { const f = document.getElementById("filter"); f.value = "counter/form"; f.dispatchEvent(new Event("input")); })()"#)
-                let shown = try await page.evaluate(##"Array.from(document.querySelectorAll("#entries tbody tr")).map((row) => row.dataset.seq).join(",")"##)
-                #expect(shown == #""3,2,1""#, "only counter/form's entries, newest first: \(shown)")
-            }
+    /// The controls stay where they are while the page fills: a timer ticks (a row of "Latest
+    /// entries" a second, the nodes' figures changing), and a click on cancel whose press and
+    /// release straddle the page's redraws still lands, and stops it.
+    @Test func aClickOnCancelLandsWhileATimerTicks() async throws {
+        try await Self.withClusterPage { cluster, page in
+            let before = try await page.position(of: "#cancel-form button")
+            #expect(try await cluster.flowkit(["emit", "timer/oven", #"{"toggleTimerButtonTapped":{}}"#]).exitCode == 0)
+            _ = try await page.waitFor("three ticks among the entries", #"document.querySelectorAll('#entries tbody tr').length >= 4 ? "yes" : null"#, timeout: .seconds(20))
+            let during = try await page.position(of: "#cancel-form button")
+            #expect(during.top == before.top && during.left == before.left, "the cancel button moved from \(before) to \(during)")
+
+            try await page.evaluate(#"(() => { document.getElementById("cancel-address").value = "timer/oven"; document.getElementById("cancel-id").value = "timer"; })()"#)
+            // Held across at least two redraws (the page redraws at most four times a second).
+            try await page.click("#cancel-form button", holding: .milliseconds(700))
+            let answer = try await page.waitFor("the cancel's answer", Self.text("result", startingWith: "cancel"), timeout: .seconds(10))
+            #expect(answer.hasPrefix("cancel ordered at seq"), "\(answer)")
+            // The timer stops: once a tick already on its way has landed, no more are ordered.
+            try await Task.sleep(for: .milliseconds(1_200))
+            let head = try await page.evaluate("view.head")
+            try await Task.sleep(for: .milliseconds(2_500))
+            #expect(try await page.evaluate("view.head") == head, "ticks went on after the cancel")
         }
     }
 
@@ -92,6 +111,12 @@ extension ClusterProcessTests {
                 "/usr/bin/curl", dashboard.curl("api/bench", ["-w", "%{http_code}", "-X", "POST", "-H", "content-type: application/json", "--data", #"{"type":"bench","run":""}"#])
             )
             #expect(malformed.stdout.hasSuffix("400") && malformed.stdout.contains("not a bench line"), "\(malformed)")
+            // A body that is not one at all: the field it lacks, in a sentence, not the decoder's internals.
+            let undecodable = try await cluster.runner.run(
+                "/usr/bin/curl", dashboard.curl("api/bench", ["-w", "%{http_code}", "-X", "POST", "-H", "content-type: application/json", "--data", #"{"type":"bench"}"#])
+            )
+            #expect(undecodable.stdout.hasSuffix("400") && undecodable.stdout.contains("the body is not a bench line"), "\(undecodable)")
+            #expect(!undecodable.stdout.contains("HTTPError") && !undecodable.stdout.contains("CodingKeys"), "\(undecodable)")
         }
     }
 
@@ -202,6 +227,19 @@ extension ClusterProcessTests {
             #expect(info.stdout.contains(#""host":1"#) || info.stdout.contains(#""host":2"#), "the rebound load was refused for its name: \(info.stdout)")
             let first = try await cluster.flowkit(["emit", "counter/fair", #"{"increment":{}}"#, "--json"])
             #expect(first.stdout.contains(#""seq":1"#), "nothing the other site sent was ordered: \(first)")
+        }
+    }
+
+    /// A `flowkit cluster` (no demo) with its dashboard open in headless Chromium, the page showing
+    /// its three nodes alive.
+    static func withClusterPage(_ body: @escaping @Sendable (ClusterCommandProcess, DevToolsPage) async throws -> Void) async throws {
+        let chromium = try #require(HeadlessChromium.installedPath, "chromium is not installed (scripts/install-deps --test installs it)")
+        try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo"] }, clusterDirectory: "cluster") { cluster in
+            let dashboard = try await Self.dashboard(cluster)
+            try await DevToolsPage.open(dashboard.page, chromium: chromium, directory: cluster.directory, runner: cluster.runner) { page in
+                _ = try await page.waitFor("three nodes alive on the page", #"document.querySelectorAll('#nodes tr[data-alive="true"]').length === 3 ? "yes" : null"#)
+                try await body(cluster, page)
+            }
         }
     }
 

@@ -9,6 +9,9 @@ struct Membership {
         var session: UInt64
         var info: NodeInfo
         var applied: UInt64 = 0
+        /// How far behind the head it was when its last report arrived (the head moves on between
+        /// reports; a report says nothing of what the node applied since).
+        var lagAtReport: UInt64 = 0
         var lastSeen: UInt64
         var report: NodeReport?
         /// When its applied seq last moved, or it was last at the head.
@@ -111,6 +114,7 @@ struct Membership {
             member.stallAlarmed = false
         }
         member.applied = message.applied
+        member.lagAtReport = head > message.applied ? head - message.applied : 0
         member.lastSeen = now
         member.downAlarmed = false
         member.report = message.report
@@ -172,7 +176,7 @@ struct Membership {
                     name: member.info.name,
                     clientEndpoint: member.info.clientEndpoint,
                     applied: member.applied,
-                    lag: head > member.applied ? head - member.applied : 0,
+                    lag: member.lagAtReport,
                     alive: isAlive(member, now: now),
                     lastSeenMillis: now > member.lastSeen ? (now - member.lastSeen) / 1_000 : 0,
                     digest: member.report?.digest ?? "",

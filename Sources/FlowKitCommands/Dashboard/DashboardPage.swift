@@ -24,50 +24,7 @@ enum DashboardPage {
           <div><label>leader</label><b id="leader">–</b></div>
           <div><label>divergences</label><b id="divergences">–</b></div>
         </section>
-        <section>
-          <h2>Entries per second, the last two minutes</h2>
-          <canvas id="rates" width="960" height="110"></canvas>
-        </section>
-        <section id="bench-section" hidden>
-          <h2>Bench: <span id="bench-title"></span></h2>
-          <table id="bench">
-            <thead><tr><th>latency, ms</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>events</th></tr></thead>
-            <tbody>
-              <tr id="bench-ordered"><th>to ordered</th></tr>
-              <tr id="bench-applied"><th>to applied on every node</th></tr>
-            </tbody>
-          </table>
-          <p id="bench-rates"></p>
-          <canvas id="bench-latency" width="960" height="130"></canvas>
-          <canvas id="bench-throughput" width="960" height="70"></canvas>
-        </section>
-        <section>
-          <h2>Nodes</h2>
-          <table id="nodes">
-            <thead><tr><th>node</th><th>applied</th><th>lag</th><th>state</th><th>instances</th><th>effects running</th><th>digest</th></tr></thead>
-            <tbody></tbody>
-          </table>
-        </section>
-        <section id="coordinators-section" hidden>
-          <h2>Coordinators</h2>
-          <table id="coordinators">
-            <thead><tr><th>coordinator</th><th>role</th><th>in sync</th><th>durable</th><th>lag</th></tr></thead>
-            <tbody></tbody>
-          </table>
-        </section>
-        <section>
-          <h2>Alarms</h2>
-          <ul id="alarms"><li class="none">none</li></ul>
-        </section>
-        <section>
-          <h2>Latest entries</h2>
-          <input id="filter" placeholder="filter: flow or flow/key">
-          <table id="entries">
-            <thead><tr><th>seq</th><th>address</th><th>event</th><th>origin</th></tr></thead>
-            <tbody></tbody>
-          </table>
-        </section>
-        <section class="columns">
+        <section class="columns" id="controls">
           <div>
             <h2>One instance</h2>
             <form id="state-form"><input id="state-address" placeholder="counter/a"><button>watch</button></form>
@@ -88,6 +45,52 @@ enum DashboardPage {
             </form>
             <pre id="result"></pre>
           </div>
+        </section>
+        <section>
+          <h2>Entries per second, the last two minutes</h2>
+          <canvas id="rates" width="960" height="110"></canvas>
+        </section>
+        <section id="bench-section" hidden>
+          <h2>Bench: <span id="bench-title"></span></h2>
+          <table id="bench">
+            <thead><tr><th>latency, ms</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>events</th></tr></thead>
+            <tbody>
+              <tr id="bench-ordered"><th>to ordered</th></tr>
+              <tr id="bench-applied"><th>to applied on every node</th></tr>
+            </tbody>
+          </table>
+          <p id="bench-rates"></p>
+          <canvas id="bench-latency" width="960" height="130"></canvas>
+          <canvas id="bench-throughput" width="960" height="70"></canvas>
+        </section>
+        <section>
+          <h2>Nodes</h2>
+          <table id="nodes">
+            <thead><tr><th>node</th><th>applied</th><th title="entries behind the head when the node last reported">lag at report</th><th>state</th><th>instances</th><th>effects running</th><th>digest</th></tr></thead>
+            <tbody></tbody>
+          </table>
+          <p class="note" id="nodes-note">Nodes report once a second: <b>applied</b> and <b>lag at report</b> are as of
+            each node's last report (lag: how many entries it was behind the head then), not of this moment. A node
+            silent for 3 s counts as down.</p>
+        </section>
+        <section id="coordinators-section" hidden>
+          <h2>Coordinators</h2>
+          <table id="coordinators">
+            <thead><tr><th>coordinator</th><th>role</th><th>in sync</th><th>durable</th><th>lag</th></tr></thead>
+            <tbody></tbody>
+          </table>
+        </section>
+        <section>
+          <h2>Alarms</h2>
+          <ul id="alarms"><li class="none">none</li></ul>
+        </section>
+        <section>
+          <h2>Latest entries</h2>
+          <input id="filter" placeholder="filter: flow or flow/key">
+          <table id="entries">
+            <thead><tr><th>seq</th><th>address</th><th>event</th><th>origin</th></tr></thead>
+            <tbody></tbody>
+          </table>
         </section>
         <script src="/dashboard.js"></script>
         </body>
@@ -448,6 +451,7 @@ enum DashboardPage {
         #bench-rates { margin: 6px 0; font-size: 0.9em; color: #4b5563; }
         #bench-section canvas { margin-top: 6px; }
         .columns { display: grid; grid-template-columns: 1fr 1fr; gap: 24px; }
-        pre { background: white; border-radius: 8px; padding: 8px 12px; min-height: 2em; box-shadow: 0 1px 2px #0001; white-space: pre-wrap; }
+        .note { color: #666; font-size: 0.85em; margin: 4px 0 0; }
+        pre { background: white; border-radius: 8px; padding: 8px 12px; min-height: 2em; box-shadow: 0 1px 2px #0001; white-space: pre-wrap; max-height: 12em; overflow: auto; }
         """#
 }

@@ -57,27 +57,53 @@ final class DevToolsPage: @unchecked Sendable {
     /// - Throws: ``HarnessError`` with the page's exception when it throws.
     @discardableResult
     func evaluate(_ expression: String) async throws -> String {
+        let result = try await call("Runtime.evaluate", ["expression": expression, "returnByValue": true, "awaitPromise": true])
+        if let exception = result["exceptionDetails"] as? [String: Any] {
+            throw HarnessError("the page threw on `\(expression)`: \(exception)")
+        }
+        let value = (result["result"] as? [String: Any])?["value"]
+        guard let value else { return "null" }
+        let data = try JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed])
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Sends one DevTools command and returns its result.
+    @discardableResult
+    private func call(_ method: String, _ parameters: [String: Any]) async throws -> [String: Any] {
         let id = nextID
         nextID += 1
-        let command: [String: Any] = [
-            "id": id, "method": "Runtime.evaluate",
-            "params": ["expression": expression, "returnByValue": true, "awaitPromise": true],
-        ]
-        let text = String(decoding: try JSONSerialization.data(withJSONObject: command), as: UTF8.self)
-        try await socket.send(text: text)
+        let command: [String: Any] = ["id": id, "method": method, "params": parameters]
+        try await socket.send(text: String(decoding: try JSONSerialization.data(withJSONObject: command), as: UTF8.self))
         while let line = try await socket.receiveText() {
             guard let reply = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], reply["id"] as? Int == id
             else { continue }  // an event, or another reply
-            let result = reply["result"] as? [String: Any]
-            if let exception = result?["exceptionDetails"] as? [String: Any] {
-                throw HarnessError("the page threw on `\(expression)`: \(exception)")
-            }
-            let value = (result?["result"] as? [String: Any])?["value"]
-            guard let value else { return "null" }
-            let data = try JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed])
-            return String(decoding: data, as: UTF8.self)
+            if let error = reply["error"] as? [String: Any] { throw HarnessError("DevTools refused \(method): \(error)") }
+            return reply["result"] as? [String: Any] ?? [:]
         }
         throw HarnessError("the DevTools socket closed")
+    }
+
+    /// Where the element is on the page now: its bounding box's top-left and centre, in CSS pixels.
+    func position(of selector: String) async throws -> (top: Double, left: Double, x: Double, y: Double) {
+        let quoted = String(decoding: try JSONSerialization.data(withJSONObject: selector, options: [.fragmentsAllowed]), as: UTF8.self)
+        let json = try await evaluate(
+            "(() => { const r = document.querySelector(\(quoted)).getBoundingClientRect(); "
+                + "return [r.top + window.scrollY, r.left, r.left + r.width / 2, r.top + r.height / 2]; })()"
+        )
+        let values = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [Double] ?? []
+        guard values.count == 4 else { throw HarnessError("no element \(selector) on the page: \(json)") }
+        return (values[0], values[1], values[2], values[3])
+    }
+
+    /// Clicks the element with the mouse, as a person does: the button goes down at its centre,
+    /// stays down for `holding`, and comes up where the pointer is then. If the element moved
+    /// meanwhile, the click lands elsewhere (or nowhere), as it would for a person.
+    func click(_ selector: String, holding: Duration) async throws {
+        let (_, _, x, y) = try await position(of: selector)
+        try await call("Input.dispatchMouseEvent", ["type": "mouseMoved", "x": x, "y": y])
+        try await call("Input.dispatchMouseEvent", ["type": "mousePressed", "x": x, "y": y, "button": "left", "clickCount": 1])
+        try await Task.sleep(for: holding)
+        try await call("Input.dispatchMouseEvent", ["type": "mouseReleased", "x": x, "y": y, "button": "left", "clickCount": 1])
     }
 
     /// Evaluates `expression` until it returns a string (not `null`), and returns that string.
