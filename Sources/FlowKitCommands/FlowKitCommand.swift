@@ -18,6 +18,7 @@ public struct FlowKitCommand: AsyncParsableCommand {
         EmitCommand.self,
         StateCommand.self,
         CancelCommand.self,
+        FlowsCommand.self,
         StatusCommand.self,
         MonitorCommand.self,
         DashboardCommand.self,

@@ -16,7 +16,9 @@ public protocol ReplicatedFlow: Flow where State: Codable, Event: Codable {
     init()
     /// The state of an instance before its first event.
     static var initialState: State { get }
-    /// A few events, shown (as JSON) in the error a client gets for an event that does not decode.
+    /// An event of each kind the flow takes (those clients send first, then those its effects
+    /// send), shown as JSON by `flowkit flows` and in the error a client gets for an event that
+    /// does not decode.
     static var sampleEvents: [Event] { get }
     /// The flow's name in addresses (`name/instanceKey`) unless it is registered under another:
     /// by default the type's name without its `Flow` suffix, in kebab case (`CounterFlow` is

@@ -66,6 +66,6 @@ public struct CountdownFlow: Flow {
 
 extension CountdownFlow: ReplicatedFlow {
     public static var initialState: State { State() }
-    public static var sampleEvents: [Event] { [.startCountdown] }
+    public static var sampleEvents: [Event] { [.startCountdown, .timerTick, .timerCompleted] }
 
 }

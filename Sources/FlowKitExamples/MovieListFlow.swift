@@ -103,6 +103,8 @@ extension DependencyValues {
 extension MovieListFlow: ReplicatedFlow {
     public static var initialState: State { .initial }
     public static var flowName: String { "movies" }
-    public static var sampleEvents: [Event] { [.fetchMovies(page: 1), .reset] }
+    public static var sampleEvents: [Event] {
+        [.fetchMovies(page: 1), .reset, .moviesLoaded([Movie(id: 1, title: "Alien", synopsis: "In space no one can hear you scream.")]), .moviesFailed("page 9 not found")]
+    }
 
 }

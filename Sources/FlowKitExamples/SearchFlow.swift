@@ -122,6 +122,8 @@ extension DependencyValues {
 
 extension SearchFlow: ReplicatedFlow {
     public static var initialState: State { State() }
-    public static var sampleEvents: [Event] { [.searchTextChanged("mat"), .filterChanged(.shortTitles), .sortOrderChanged(.descending)] }
+    public static var sampleEvents: [Event] {
+        [.searchTextChanged("mat"), .filterChanged(.shortTitles), .sortOrderChanged(.descending), .searchResults(["The Matrix"]), .searchFailed("offline")]
+    }
 
 }

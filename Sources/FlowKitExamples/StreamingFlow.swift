@@ -101,6 +101,6 @@ extension DependencyValues {
 
 extension StreamingFlow: ReplicatedFlow {
     public static var initialState: State { State() }
-    public static var sampleEvents: [Event] { [.startStreaming, .stopStreaming] }
+    public static var sampleEvents: [Event] { [.startStreaming, .stopStreaming, .didReceiveData("chunk 1"), .streamFailed("closed")] }
 
 }

@@ -55,6 +55,6 @@ public struct TimerFlow: Flow {
 
 extension TimerFlow: ReplicatedFlow {
     public static var initialState: State { State() }
-    public static var sampleEvents: [Event] { [.toggleTimerButtonTapped, .stop] }
+    public static var sampleEvents: [Event] { [.toggleTimerButtonTapped, .stop, .timerTick] }
 
 }

@@ -108,8 +108,15 @@ extension ChildProcess {
     /// that will not close) must not leave the process behind.
     package static func dieWithParentIfAsked() {
         guard let text = ProcessInfo.processInfo.environment[parentVariable], let parent = Int32(text) else { return }
-        // The parent may have died before this process got here.
-        if getppid() != parent { exit(1) }
+        // The parent may have died before this process got here; or the variable was inherited
+        // (a command line copied with its environment): say which, rather than exit silently.
+        if getppid() != parent {
+            FileHandle.standardError.write(Data((
+                "flowkit: \(parentVariable)=\(parent) names the process that supervises this one, but its parent is pid \(getppid()): "
+                    + "the supervisor is gone, or the variable was inherited. Exiting; to run this process by hand, unset \(parentVariable).\n"
+            ).utf8))
+            exit(1)
+        }
         Thread.detachNewThread {
             while getppid() == parent { usleep(100_000) }
             FileHandle.standardError.write(Data("flowkit: the supervising process (pid \(parent)) is gone; stopping\n".utf8))

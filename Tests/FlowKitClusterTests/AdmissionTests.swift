@@ -87,7 +87,7 @@ import Testing
     }
 
     static func atTheNode(_ frames: [[UInt8]]) -> Outcome {
-        var admission = Admission(registry: registry, limits: limits)
+        let admission = Admission(registry: registry, limits: limits)
         do {
             guard let admitted = try admission.admit(try ClientRequest(frames: frames)) else { return .refused(ProtocolError(.internalError, "not a submission")) }
             return .admitted(admitted)
@@ -97,7 +97,7 @@ import Testing
     }
 
     static func atTheCoordinator(_ frames: [[UInt8]]) -> Outcome {
-        var admission = Admission(registry: registry, limits: limits)
+        let admission = Admission(registry: registry, limits: limits)
         do {
             let message = try SubmitMessage(frames: frames)
             return .admitted(try admission.admit(message.submissions[0]))

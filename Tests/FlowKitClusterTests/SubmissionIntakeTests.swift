@@ -153,3 +153,26 @@ import Testing
         #expect(intake.logFailure == nil && intake.durableHead == 21)
     }
 }
+
+extension SubmissionIntakeTests {
+    /// A new leader holds entries of the old term past the commit point: a retry of one is a
+    /// duplicate acknowledged once committed, under the term that ordered it (the entry's own
+    /// epoch, which EMITTED then reports), not the new leader's.
+    @Test func aDuplicateNotYetCommittedIsAcknowledgedUnderTheTermThatOrderedIt() throws {
+        var sequencer = Sequencer(epoch: 8, durableHead: 5)
+        for seq in 1...5 as ClosedRange<UInt64> {
+            sequencer.recover(Entry(
+                seq: seq, epoch: 7, kind: .event, codec: .json, origin: 1, session: 9, submission: seq, submittedAt: 0, committedAt: 0,
+                address: "counter/a", payload: Array(#"{"increment":{}}"#.utf8)
+            ))
+        }
+        var intake = intake(sequencer)
+        var answers = SubmissionIntake.Answers()
+        // Committed through 3: entry 5 (submission 5) is in the log, not yet committed.
+        intake.take(submit(5...5), from: nodeA, committed: 3, now: 1, answers: &answers)
+        #expect(answers.immediate.isEmpty, "not acknowledged before it is committed")
+        let group = try takeGroup(&intake)
+        #expect(group.acks.byPeer.map(\.epoch) == [7], "acknowledged under epoch 7, which ordered seq 5")
+        #expect(group.acks.byPeer.first?.acks == [.init(submission: 5, seq: 5, status: .duplicate)])
+    }
+}

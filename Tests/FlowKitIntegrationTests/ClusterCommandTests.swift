@@ -208,3 +208,55 @@ extension Sequence {
         return result
     }
 }
+
+extension ClusterProcessTests {
+    /// One node of a `flowkit cluster`, stopped and started again by hand from the command line
+    /// `cluster.json` keeps for it (flowkit cluster --help, README): it comes back where the
+    /// cluster knows it, catches up, and the cluster is healthy.
+    @Test func aNodeRestartedByHandFromClusterJSONRejoins() async throws {
+        try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo", "--no-dashboard"] }, clusterDirectory: "cluster") { cluster in
+            let data = try #require(FileManager.default.contents(atPath: cluster.clusterDirectory + "/cluster.json"))
+            let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            let nodes = try #require(json["nodes"] as? [[String: Any]])
+            let node2 = try #require(nodes.first { $0["name"] as? String == "node-2" })
+            let command = try #require(node2["command"] as? [String], "cluster.json has no command for node-2: \(node2)")
+            let pid = try #require(node2["pid"] as? Int32)
+            #expect(command.contains(node2["clientEndpoint"] as? String ?? "?"), "the command binds where the cluster knows the node: \(command)")
+            #expect(!command.contains { $0.hasSuffix(":*") }, "\(command)")
+
+            kill(pid, SIGKILL)
+            _ = try await eventually("node-2 gone", timeout: .seconds(10), every: .milliseconds(50)) { ProcessTable.isGone(pid) ? true : nil }
+            let ordered = try await cluster.flowkit(["emit", "counter/by-hand", #"{"increment":{}}"#, "--node", "node-1", "--wait", "applied"])
+            #expect(ordered.exitCode == 0, "\(ordered)")
+
+            // As a person runs it from another shell.
+            let node = try ChildProcess.testChild(executable: command[0], arguments: Array(command.dropFirst()), name: "node-2-by-hand", directory: cluster.directory)
+            do {
+                _ = try await node.waitForLine(prefix: "READY ", timeout: .seconds(30))
+                // It catches up with what was ordered while it was down.
+                _ = try await eventually("node-2 holds the entry ordered while it was down", timeout: .seconds(20), every: .milliseconds(200)) {
+                    try await cluster.flowkit(["state", "counter/by-hand", "--node", "node-2", "--json"]).stdout.contains(#""count":1"#) ? true : nil
+                }
+                _ = try await eventually("a healthy cluster", timeout: .seconds(20), every: .milliseconds(500)) {
+                    try await cluster.flowkit(["status", "--expect-nodes", "3"]).exitCode == 0 ? true : nil
+                }
+            } catch {
+                await node.stop()
+                throw error
+            }
+            await node.stop()
+        }
+    }
+
+    /// A process given the `FLOWKIT_PARENT_PID` of a supervisor that is not its parent (a command
+    /// line copied with its environment) says so and exits, rather than vanishing without a word.
+    @Test func aStaleParentPidIsExplained() async throws {
+        let directory = try ClusterCommandProcess.makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try await CommandRunner(directory: directory).run(
+            "/usr/bin/env", ["FLOWKIT_PARENT_PID=1", try TestCluster.findBinary(), "node", "--id", "1", "--coordinator", "tcp://127.0.0.1:1"]
+        )
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("FLOWKIT_PARENT_PID=1") && result.stderr.contains("unset FLOWKIT_PARENT_PID"), "\(result.stderr)")
+    }
+}

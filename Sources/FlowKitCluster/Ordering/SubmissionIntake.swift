@@ -101,7 +101,9 @@ struct SubmissionIntake {
                 answers.duplicates += 1
                 let ack = AckMessage.Ack(submission: submission.submission, seq: seq ?? 0, status: .duplicate)
                 if let seq, seq > min(committed, sequencer.durableHead) {
-                    pending.acks.add(ack, to: peer, epoch: epoch)  // not committed yet: acknowledged with its group
+                    // Not committed yet: acknowledged with its group, under the term that ordered
+                    // it (an older one's, for an entry a new leader found in its log).
+                    pending.acks.add(ack, to: peer, epoch: orderedIn ?? epoch)
                 } else {
                     // Acknowledged under the epoch that ordered it (0 when it is no longer known).
                     answers.immediate.add(ack, to: peer, epoch: orderedIn ?? 0)

@@ -75,6 +75,9 @@ public struct FlowRegistry: Sendable {
     /// The registered names, sorted.
     public var names: [String] { flows.keys.sorted() }
 
+    /// What each registered flow takes and holds, by name: for people (`flowkit flows`).
+    public var descriptions: [FlowDescription] { names.map { flows[$0]!.flowDescription } }
+
     func flow(named name: String) -> (any RegisteredFlow)? { flows[name] }
 
     /// The registration for an address, or an `unknownFlow` error that lists what is registered.
@@ -101,6 +104,24 @@ protocol RegisteredFlow: Sendable {
 
     /// Decodes an event payload to check it, and returns it encoded with the wire codec.
     func normalise(_ payload: [UInt8], codec: PayloadCodec) throws -> [UInt8]
+
+    var flowDescription: FlowDescription { get }
+}
+
+/// A registered flow as a person sees it: its name, its events and the state of a new instance,
+/// in the JSON that clients send and queries return.
+public struct FlowDescription: Codable, Sendable, Equatable {
+    /// The name in addresses (`name/key`).
+    public var name: String
+    /// The Swift types of its events and its state.
+    public var eventType: String
+    public var stateType: String
+    /// How nodes encode its events in submissions (`json` or `binary`); clients may always send JSON.
+    public var codec: String
+    /// Sample events, one of each kind the flow lists (`ReplicatedFlow.sampleEvents`), as JSON.
+    public var events: [String]
+    /// The state of a new instance (key `example`), as JSON.
+    public var initialState: String
 }
 
 /// How one flow's events are encoded, captured once at registration.
@@ -232,4 +253,13 @@ struct TypedFlowRegistration<F: Flow>: RegisteredFlow where F.State: Codable, F.
     }
 
     var typed: Self { self }
+
+    var flowDescription: FlowDescription {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return FlowDescription(
+            name: name, eventType: String(reflecting: F.Event.self), stateType: String(reflecting: F.State.self), codec: "\(codecs.wire)",
+            events: samples, initialState: (try? String(decoding: encoder.encode(initialState("example")), as: UTF8.self)) ?? "?"
+        )
+    }
 }

@@ -10,13 +10,24 @@ struct ClusterCommand: AsyncParsableCommand {
         commandName: "cluster",
         abstract: "Run a local cluster: a coordinator and nodes as child processes, a demo, and a live view.",
         discussion: """
-            With no arguments: a coordinator and 3 nodes on 127.0.0.1 (ports 7400-7402 and 7411-7413), \
-            with --coordinators 3 also etcd (7450) and two more coordinators (7430-7432, 7433-7435), \
+            With no arguments: a coordinator and 3 nodes on 127.0.0.1, \
             their data in .flowkit/cluster, a short demo workload, then a live view until q or Ctrl-C (see flowkit monitor), \
-            and a web dashboard at http://127.0.0.1:7480/ (see flowkit dashboard; --no-dashboard turns it off). \
-            Other commands find this cluster through .flowkit/cluster/cluster.json: \
+            and a web dashboard at the URL it prints, http://127.0.0.1:7480/?token=… (see flowkit dashboard; \
+            --no-dashboard turns it off). Other commands find this cluster through .flowkit/cluster/cluster.json: \
             'flowkit emit counter/a {"increment":{}}', 'flowkit monitor', 'flowkit status'. \
             Children die with this process, even if it is killed.
+
+            The ports it opens, from --base-port (7400): the coordinator's submit, publish and sync 7400-7402 \
+            and its metrics 7403; node N's client socket 7410+N and its metrics 7420+N; the dashboard 7480. \
+            With --coordinators 3 (or 5, 7) also etcd's client and peer ports 7450-7451, coordinator cK's \
+            three sockets from 7430+3(K-2) (c2 7430-7432, c3 7433-7435) and its metrics 7439+K (c2 7441); \
+            c1 takes the single coordinator's. --base-port 0 lets the OS choose every one. ('flowkit bench' \
+            starts clusters of its own on ports the OS chooses, and its raw ZeroMQ baseline does too.)
+
+            To restart one node by hand, after stopping it (its pid is in cluster.json): cluster.json holds \
+            each process's command line ("command"); run it in another shell. A process 'flowkit cluster' \
+            starts carries FLOWKIT_PARENT_PID and stops when 'flowkit cluster' does; one started by hand \
+            does not, so it runs until you stop it.
             """
     )
 

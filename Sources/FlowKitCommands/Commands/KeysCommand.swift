@@ -11,7 +11,8 @@ struct KeysCommand: AsyncParsableCommand {
             Writes <name>.key (the secret key, mode 600) and <name>.pub (the public key) in --dir:
               flowkit keys --name coordinator --dir /etc/flowkit/keys
               flowkit keys --show /etc/flowkit/keys/node-1.key
-            Servers admit the public keys listed in their --curve-allow file, one per line. To roll \
+            Servers admit the public keys listed in their --curve-allow file, one per line; a coordinator's \
+            submit socket admits only the node keys of its --curve-allow-nodes file. To roll \
             a key: generate the new pair, add its .pub to every allow-list, restart the process with \
             the new secret, then remove the old public key from the allow-lists (docs/SECURITY.md).
             """

@@ -134,16 +134,22 @@ struct StatusCommand: AsyncParsableCommand {
     }
 }
 
-/// `flowkit status --json`: the coordinator's status, with what keeps it from being healthy.
-private struct StatusOutput: Encodable {
-    var status: ClusterStatus
-    var problems: [String]
+/// `flowkit status --json`: the coordinator's status, with what keeps it from being healthy
+/// (docs/DASHBOARD.md lists every field).
+package struct StatusOutput: Encodable {
+    package var status: ClusterStatus
+    package var problems: [String]
+
+    package init(status: ClusterStatus, problems: [String]) {
+        self.status = status
+        self.problems = problems
+    }
 
     private enum CodingKeys: String, CodingKey {
         case healthy, problems
     }
 
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         try status.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(problems.isEmpty, forKey: .healthy)

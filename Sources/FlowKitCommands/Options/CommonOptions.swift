@@ -117,6 +117,8 @@ package struct LocalClusterFile: Codable, Sendable {
         package var pid: Int32
         /// `host:port` of the node's Prometheus endpoint.
         package var metrics: String?
+        /// The command line that started it: run it to start the node again by hand.
+        package var command: [String]?
     }
 
     /// The coordinator; with replicated coordinators, the first of ``coordinators``.
@@ -151,6 +153,8 @@ package struct LocalClusterFile: Codable, Sendable {
         package var sync: String
         package var pid: Int32
         package var metrics: String?
+        /// The command line that started it: run it to start the coordinator again by hand.
+        package var command: [String]?
     }
 
     package static let defaultDirectory = ".flowkit/cluster"

@@ -18,6 +18,7 @@ package actor LocalCluster {
     package private(set) var nodes: [UInt32: ChildProcess] = [:]
     package private(set) var file: LocalClusterFile?
     private var coordinatorMetrics: String?
+    private var coordinatorCommand: [String]?
     /// How many coordinators: 1, or an odd number of replicated ones with an etcd.
     package let coordinatorCount: Int
     /// Replicated coordinators by id, and the etcd they elect their leader in.
@@ -93,7 +94,8 @@ package actor LocalCluster {
         } else {
             let endpoints = try await startCoordinator()
             coordinators = [
-                .init(submit: endpoints.submit, publish: endpoints.publish, sync: endpoints.sync, pid: coordinator!.pid, metrics: coordinatorMetrics)
+                .init(submit: endpoints.submit, publish: endpoints.publish, sync: endpoints.sync, pid: coordinator!.pid, metrics: coordinatorMetrics,
+                    command: coordinatorCommand)
             ]
         }
         // A partial file first: startNode finds the coordinators in it.
@@ -139,7 +141,9 @@ package actor LocalCluster {
             guard let submit = ready["submit"], let publish = ready["publish"], let sync = ready["sync"] else {
                 throw ChildProcessError("\(id)'s READY line lacks endpoints: \(ready)")
             }
-            entries.append(.init(id: id, submit: submit, publish: publish, sync: sync, pid: child.pid, metrics: ready["metrics"]))
+            entries.append(
+                .init(id: id, submit: submit, publish: publish, sync: sync, pid: child.pid, metrics: ready["metrics"], command: Self.commandLine(arguments))
+            )
         }
         let election = EtcdElection(client: try EtcdClient(endpoints: [etcd.clientURL]), prefix: Self.etcdPrefix)
         let deadline = ContinuousClock.now + .seconds(20)
@@ -175,6 +179,7 @@ package actor LocalCluster {
             throw ChildProcessError("the coordinator's READY line lacks endpoints: \(ready)")
         }
         coordinatorMetrics = ready["metrics"]
+        coordinatorCommand = Self.commandLine(arguments, bound: ["--submit": submit, "--publish": publish, "--sync": sync])
         if file != nil { file!.coordinator.pid = child.pid }
         return CoordinatorEndpoints(submit: submit, publish: publish, sync: sync)
     }
@@ -201,9 +206,23 @@ package actor LocalCluster {
         let ready = try await child.waitUntilReady()
         nodes[id] = child
         guard let client = ready["client"] else { throw ChildProcessError("node-\(id)'s READY line lacks its endpoint: \(ready)") }
-        let entry = LocalClusterFile.NodeEntry(id: id, name: "node-\(id)", clientEndpoint: client, pid: child.pid, metrics: ready["metrics"])
+        let entry = LocalClusterFile.NodeEntry(
+            id: id, name: "node-\(id)", clientEndpoint: client, pid: child.pid, metrics: ready["metrics"],
+            command: Self.commandLine(arguments, bound: ["--client": client])
+        )
         if let index = self.file?.nodes.firstIndex(where: { $0.id == id }) { self.file!.nodes[index] = entry }
         return entry
+    }
+
+    /// The command line a child was started with, for `cluster.json`.
+    /// - Parameter bound: Options whose value becomes what the process bound (a `*` port as the
+    ///   port the system chose), so the command starts it where the cluster knows it.
+    private static func commandLine(_ arguments: [String], bound: [String: String] = [:]) -> [String] {
+        var command = [ChildProcess.thisExecutable] + arguments
+        for index in command.indices.dropLast() {
+            if let value = bound[command[index]] { command[index + 1] = value }
+        }
+        return command
     }
 
     /// Starts this very `flowkit` with `arguments`, its stderr in `name.log` (appended to on a
