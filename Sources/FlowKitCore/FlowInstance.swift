@@ -12,6 +12,8 @@ package final class FlowInstance<F: Flow> {
     package let runtime: EffectRuntime<F.Event>
     /// The dependencies reducers and effects see, captured when the owner was created.
     package let dependencies: DependencyValues
+    /// The draws of the entry being reduced (``EntryStamp``), reset for each one.
+    private let entropy = EntryEntropy()
 
     package init(flow: F, state: F.State, dependencies: DependencyValues, runtime: EffectRuntime<F.Event>) {
         self.flow = flow
@@ -29,14 +31,17 @@ package final class FlowInstance<F: Flow> {
     ///     what every replica must (``EffectRuntime/Mode/replica``).
     ///   - group: The group new effect tasks join; `nil` creates one on the first task.
     /// - Returns: The group the effects joined, or `nil` when no effect task was started.
+    ///   - stamp: The entry being reduced: what the reducer's `uuid`, `date`, random numbers and
+    ///     clocks derive from (`DependencyValues.deriveReducerValuesFromEntries()`).
     @discardableResult
     package func apply(
         _ event: F.Event,
+        stamp: EntryStamp,
         mode: EffectRuntime<F.Event>.Mode = .origin,
         group: EffectGroup? = nil
     ) -> EffectGroup? {
         // No empty closure as a default `didReduce`: a generic closure value is allocated per call.
-        apply(event, mode: mode, group: group, notifying: nil)
+        apply(event, stamp: stamp, mode: mode, group: group, notifying: nil)
     }
 
     /// Applies `event` and its synchronous follow-ups like ``apply(_:mode:group:)``, calling
@@ -44,22 +49,47 @@ package final class FlowInstance<F: Flow> {
     @discardableResult
     package func apply(
         _ event: F.Event,
+        stamp: EntryStamp,
         mode: EffectRuntime<F.Event>.Mode = .origin,
         group: EffectGroup? = nil,
         didReduce: (F.Event, F.State) -> Void
     ) -> EffectGroup? {
         withoutActuallyEscaping(didReduce) { didReduce in
-            apply(event, mode: mode, group: group, notifying: didReduce)
+            apply(event, stamp: stamp, mode: mode, group: group, notifying: didReduce)
         }
+    }
+
+    /// Reduces `event` from `state` twice, each time with the entry's draws from the start, and
+    /// returns both states: a reducer that reads nothing but its state, its event and its
+    /// dependencies gives the same state both times. Nothing changes and no effect starts; the
+    /// entry-derived `uuid`, `date`, random numbers and clocks stand in for any the owner set
+    /// (a test's `.incrementing` generator is not advanced by the check).
+    package func reduceTwice(_ event: F.Event, stamp: EntryStamp) -> (F.State, F.State) {
+        func once() -> F.State {
+            var copy = state
+            entropy.reset(stamp)
+            withDependencies { $0.deriveReducerValuesFromEntries() } operation: {
+                _ = ReducingEntry.with(entropy) { flow.reduce(into: &copy, event: event) }
+            }
+            return copy
+        }
+        return (once(), once())
+    }
+
+    private func reduce(_ event: F.Event) -> Effect<F.Event> {
+        ReducingEntry.with(entropy) { flow.reduce(into: &state, event: event) }
     }
 
     private func apply(
         _ event: F.Event,
+        stamp: EntryStamp,
         mode: EffectRuntime<F.Event>.Mode,
         group: EffectGroup?,
         notifying didReduce: ((F.Event, F.State) -> Void)?
     ) -> EffectGroup? {
-        let effect = flow.reduce(into: &state, event: event)
+        // Follow-ups (`.send`) are part of the entry: they draw on after it, in order.
+        entropy.reset(stamp)
+        let effect = reduce(event)
         didReduce?(event, state)
         // The common case, a reducer that returns `.none`, touches nothing else.
         guard !effect.isNone else { return group }
@@ -72,7 +102,7 @@ package final class FlowInstance<F: Flow> {
         while cursor < scope.followUps.count {
             let next = scope.followUps[cursor]
             cursor += 1
-            let effect = flow.reduce(into: &state, event: next)
+            let effect = reduce(next)
             didReduce?(next, state)
             if !effect.isNone { runtime.start(effect, in: &scope) }
         }

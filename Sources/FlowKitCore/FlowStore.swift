@@ -1,4 +1,5 @@
 import Dependencies
+import Foundation
 import Logging
 
 /// An actor that runs one instance of a flow: it applies emitted events one at a time, runs their
@@ -20,6 +21,8 @@ import Logging
 /// or orphaned effect is dropped.
 public actor FlowStore<F: Flow> {
     private let instance: FlowInstance<F>
+    /// How many events the store has reduced: the seq of their ``EntryStamp``s.
+    private var reduced: UInt64 = 0
     /// The instance's runtime, also held here so that `deinit` (which may not touch the instance)
     /// can stop the effects.
     private let runtime: EffectRuntime<F.Event>
@@ -39,7 +42,10 @@ public actor FlowStore<F: Flow> {
     ///     `.run` effect that has no `catch:` handler. Tests use it to observe failures.
     ///   - flow: Builds the flow; `@Dependency` properties it declares see `prepareDependencies`.
     ///   - prepareDependencies: Overrides dependencies (a test clock, a stub client) for the reducer
-    ///     and every effect this store runs.
+    ///     and every effect this store runs. Inside the reducer, `uuid`, `date`, random numbers and
+    ///     the clocks' `now` derive from each event's ``EntryStamp`` (its count, and when it
+    ///     arrived), as they do on every node of a cluster, unless overridden here
+    ///     (`DependencyValues.deriveReducerValuesFromEntries()`); effects get the live values.
     public init(
         initialState: F.State,
         logger: Logger = Logger(label: "flowkit.store"),
@@ -47,7 +53,10 @@ public actor FlowStore<F: Flow> {
         flow: () -> F,
         withDependencies prepareDependencies: (inout DependencyValues) -> Void = { _ in }
     ) {
-        let (flow, dependencies) = withDependencies(prepareDependencies) {
+        let (flow, dependencies) = withDependencies {
+            $0.deriveReducerValuesFromEntries()
+            prepareDependencies(&$0)
+        } operation: {
             (flow(), DependencyValues._current)
         }
         let weakStore = WeakBox<FlowStore>()
@@ -124,10 +133,12 @@ public actor FlowStore<F: Flow> {
 
     @discardableResult
     private func apply(_ event: F.Event, group: EffectGroup?) -> EffectGroup? {
+        reduced += 1
+        let stamp = EntryStamp(seq: reduced, epoch: 0, committedAt: UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000)))
         if subscribers.isEmpty, stateSubscribers.isEmpty {
-            return instance.apply(event, group: group)
+            return instance.apply(event, stamp: stamp, group: group)
         }
-        return instance.apply(event, group: group) { _, state in
+        return instance.apply(event, stamp: stamp, group: group) { _, state in
             subscribers.notify(state)
             for subscriber in stateSubscribers { subscriber(state) }
         }

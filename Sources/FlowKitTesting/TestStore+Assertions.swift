@@ -108,7 +108,7 @@ extension TestStore {
     /// Applies every event the effects have sent so far, in order, keeping each for `receive`.
     func applyInbox() {
         for (event, group) in inbox.takeAll() {
-            instance.apply(event, group: group) { reducedEvent, state in
+            instance.apply(event, stamp: nextStamp(), group: group) { reducedEvent, state in
                 received.append(Received(event: reducedEvent, state: state))
             }
         }
@@ -191,6 +191,34 @@ extension TestStore {
 
     func fail(_ message: String, at location: SourceLocation) {
         location.fail(message)
+    }
+
+    /// The stamp of the next event reduced: its count, and a time that is the same in every run
+    /// (2026-01-01T00:00:00Z plus a second per event), so what a reducer reads of `date` and
+    /// draws from `uuid` and random numbers is the same in every run of the test.
+    func nextStamp() -> EntryStamp {
+        reduced += 1
+        return EntryStamp(seq: reduced, epoch: 0, committedAt: 1_767_225_600_000_000 + reduced * 1_000_000)
+    }
+
+    /// Fails the test when reducing `event` twice from the same state, with the same draws, gives
+    /// two states: the reducer reads something beyond its state, its event and its dependencies
+    /// (`Date()`, `UUID()`, `Int.random`, a global), and would give each node of a cluster another
+    /// state.
+    func checkDeterminism(of event: F.Event, stamp: EntryStamp, at location: SourceLocation) {
+        let (first, second) = instance.reduceTwice(event, stamp: stamp)
+        guard first != second else { return }
+        fail(
+            """
+            The reducer of \(F.self) is not deterministic: reducing \(String(customDumping: event)) twice from the \
+            same state gave two states. It reads something other than its state, its event and its \
+            dependencies — Date(), UUID(), a random number, a global — so every node of a cluster would \
+            hold another state. Read @Dependency(\\.date), \\.uuid, \\.withRandomNumberGenerator instead.
+            First: \(String(customDumping: first))
+            Second: \(String(customDumping: second))
+            """,
+            at: location
+        )
     }
 }
 

@@ -53,6 +53,8 @@ public actor TestStore<F: Flow> where F.State: Equatable {
     }
 
     let instance: FlowInstance<F>
+    /// How many events the store has reduced: the seq of their ``EntryStamp``s.
+    var reduced: UInt64 = 0
     /// Held apart from the instance so that `deinit` can stop the effects.
     let runtime: EffectRuntime<F.Event>
     /// The state as the test last asserted it: what the next assertion's closure starts from.
@@ -85,7 +87,12 @@ public actor TestStore<F: Flow> where F.State: Equatable {
         flow: () -> F,
         withDependencies prepareDependencies: (inout DependencyValues) -> Void = { _ in }
     ) {
-        let (flow, dependencies) = withDependencies(prepareDependencies) { (flow(), DependencyValues._current) }
+        let (flow, dependencies) = withDependencies {
+            $0.deriveReducerValuesFromEntries()
+            prepareDependencies(&$0)
+        } operation: {
+            (flow(), DependencyValues._current)
+        }
         let failures = FailureLog()
         let inbox = Inbox<F.Event>()
         let runtime = EffectRuntime<F.Event>(
@@ -139,7 +146,9 @@ public actor TestStore<F: Flow> where F.State: Equatable {
         }
         var first = true
         var stateAfterSend = instance.state
-        let group = instance.apply(event) { reducedEvent, state in
+        let stamp = nextStamp()
+        checkDeterminism(of: event, stamp: stamp, at: location)
+        let group = instance.apply(event, stamp: stamp) { reducedEvent, state in
             if first {
                 first = false
                 stateAfterSend = state

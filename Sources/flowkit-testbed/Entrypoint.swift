@@ -1,6 +1,7 @@
 import FlowKit
 import FlowKitCluster
 import FlowKitTools
+import Foundation
 
 /// `flowkit` with extra flows that only tests need, given to the command the way a user's own
 /// binary gives its flows to `FlowKitCLI.main(registry:)`.
@@ -9,6 +10,8 @@ enum Entrypoint {
     static func main() async {
         var registry = FlowKitTools.registry
         registry.register(NondeterministicFlow.self, as: "nondeterministic")
+        registry.register(TodosFlow.self, as: "todos")
+        registry.register(DiceFlow.self, as: "dice")
         await FlowKitTools.main(registry: registry)
     }
 }
@@ -23,6 +26,46 @@ struct NondeterministicFlow: ReplicatedFlow {
 
     func reduce(into state: inout State, event: Event) -> Effect<Event> {
         state.value = Int.random(in: 0..<1_000_000)
+        return .none
+    }
+}
+
+/// A reducer written the TCA way: every todo gets `uuid()` and `now` (`date`). Replicated, every
+/// node must compute the same todos.
+struct TodosFlow: ReplicatedFlow {
+    struct Todo: Codable, Equatable, Sendable {
+        var id: UUID
+        var title: String
+        var createdAt: Date
+    }
+    struct State: Codable, Equatable, Sendable { var todos: [Todo] = [] }
+    enum Event: Codable, Equatable, Sendable { case add(String) }
+
+    static var initialState: State { State() }
+
+    @Dependency(\.uuid) var uuid
+    @Dependency(\.date.now) var now
+
+    func reduce(into state: inout State, event: Event) -> Effect<Event> {
+        switch event {
+        case .add(let title):
+            state.todos.append(Todo(id: uuid(), title: title, createdAt: now))
+            return .none
+        }
+    }
+}
+
+/// Dice rolled through `withRandomNumberGenerator`, as TCA's docs roll them.
+struct DiceFlow: ReplicatedFlow {
+    struct State: Codable, Equatable, Sendable { var rolls: [Int] = [] }
+    enum Event: Codable, Equatable, Sendable { case roll }
+
+    static var initialState: State { State() }
+
+    @Dependency(\.withRandomNumberGenerator) var withRandomNumberGenerator
+
+    func reduce(into state: inout State, event: Event) -> Effect<Event> {
+        state.rolls.append(withRandomNumberGenerator { Int.random(in: 1...6, using: &$0) })
         return .none
     }
 }

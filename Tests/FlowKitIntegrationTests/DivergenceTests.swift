@@ -46,6 +46,9 @@ extension ClusterProcessTests {
             #expect(divergence.address == "nondeterministic/x")
             #expect((divergence.seq ?? 0) >= 1 && (divergence.seq ?? 0) <= last)
             #expect((divergence.digests?.count ?? 0) >= 2, "the alarm names the replicas' digests: \(divergence)")
+            // Before that, each node named the flow whose reducer reads what it should not.
+            let nodeLog = try #require(cluster.node(1)).process.stderrText()
+            #expect(nodeLog.contains("NONDETERMINISTIC REDUCER: flow nondeterministic"), "\(nodeLog.suffix(2_000))")
 
             // The operator's view: `status` fails with the divergence count.
             let runner = CommandRunner(directory: cluster.directory)
@@ -82,4 +85,48 @@ extension ClusterProcessTests {
         guard let range = text.range(of: label) else { return nil }
         return Int(text[range.upperBound...].prefix { $0.isNumber })
     }
+}
+
+extension ClusterProcessTests {
+    /// Reducers that read `uuid()`, `now` and random numbers, as TCA's do, in a user's own binary
+    /// (flowkit-testbed, through FlowKitCLI.main(registry:)): events emitted at all three nodes
+    /// leave the same state and digest on every node, with distinct UUIDs, timestamps within the
+    /// second of the emit, and dice that are not all alike; no divergence.
+    @Test func reducersThatReadUUIDsTimeAndDiceConvergeOnEveryNode() async throws {
+        var options = TestCluster.Options()
+        options.binary = "flowkit-testbed"
+        try await TestCluster.run(nodes: 3, options: options) { cluster in
+            let started = Date()
+            var last: UInt64 = 0
+            for round in 0..<9 {
+                last = try await cluster.client(round % 3 + 1).emit(json: #"{"add":{"_0":"todo \#(round)"}}"#, to: "todos/list").seq
+                last = max(last, try await cluster.client(round % 3 + 1).emit(json: #"{"roll":{}}"#, to: "dice/table").seq)
+            }
+            let finished = Date()
+            try await cluster.waitUntilApplied(last)
+            for address in ["todos/list", "dice/table"] {
+                let states = try await cluster.states(of: address, minApplied: last)
+                #expect(states.count == 3 && Set(states.values.map(\.digest)).count == 1, "\(address): \(states.mapValues(\.digest))")
+            }
+            let todos = try #require(try await cluster.states(of: "todos/list", minApplied: last)[1])
+            let decoder = JSONDecoder()
+            let list = try decoder.decode(TodosState.self, from: Data(todos.json)).todos
+            #expect(list.count == 9 && Set(list.map(\.id)).count == 9, "distinct UUIDs: \(list.map(\.id))")
+            #expect(list.allSatisfy { $0.createdAt >= started.addingTimeInterval(-1) && $0.createdAt <= finished.addingTimeInterval(1) }, "\(list.map(\.createdAt))")
+            let dice = try decoder.decode(DiceState.self, from: Data(try #require(try await cluster.states(of: "dice/table", minApplied: last)[2]).json))
+            #expect(dice.rolls.count == 9 && Set(dice.rolls).count > 1 && dice.rolls.allSatisfy { (1...6).contains($0) }, "\(dice.rolls)")
+            let endpoints = try #require(cluster.coordinatorEndpoints)
+            let status = try await CommandRunner(directory: cluster.directory).run(
+                cluster.binary, ["status", "--coordinator", endpoints.submit, "--coordinator-publish", endpoints.publish, "--coordinator-sync", endpoints.sync]
+            )
+            #expect(status.exitCode == 0, "no divergence, every node at the head: \(status)")
+        }
+    }
+
+    struct TodosState: Decodable {
+        struct Todo: Decodable { var id: UUID; var createdAt: Date }
+        var todos: [Todo]
+    }
+
+    struct DiceState: Decodable { var rolls: [Int] }
 }

@@ -26,8 +26,15 @@ public struct FlowRegistry: Sendable {
     ///     by default the flow's `ReplicatedFlow.flowName`.
     ///   - codec: How nodes encode this flow's events in submissions. `.binary` needs an `Event`
     ///     that conforms to `BinaryEventCodable`. Clients may always send JSON.
-    public mutating func register<F: ReplicatedFlow>(_ type: F.Type, as name: String = F.flowName, codec: PayloadCodec = .json) {
-        register(type, as: name, codec: codec, initialState: { _ in F.initialState }, flow: { F() })
+    ///   - prepareDependencies: Overrides dependencies for this flow's reducers and effects, as a
+    ///     store's `withDependencies:` does. Inside a reducer, `uuid`, `date`, random numbers and
+    ///     the clocks' `now` already derive from the entry being reduced, the same on every node;
+    ///     what is set here wins over that, so set it to the same on every node.
+    public mutating func register<F: ReplicatedFlow>(
+        _ type: F.Type, as name: String = F.flowName, codec: PayloadCodec = .json,
+        withDependencies prepareDependencies: @escaping @Sendable (inout DependencyValues) -> Void = { _ in }
+    ) {
+        register(type, as: name, codec: codec, initialState: { _ in F.initialState }, flow: { F() }, withDependencies: prepareDependencies)
         flows[name] = (flows[name] as? TypedFlowRegistration<F>)?.withSamples(F.sampleEvents)
     }
 
@@ -52,12 +59,15 @@ public struct FlowRegistry: Sendable {
     ///   - codec: How nodes encode this flow's events in submissions.
     ///   - initialState: The state of a new instance, given its key.
     ///   - flow: Builds the flow for a new instance.
+    ///   - prepareDependencies: Overrides dependencies for the flow's reducers and effects (see
+    ///     ``register(_:as:codec:withDependencies:)``).
     public mutating func register<F: Flow>(
         _ type: F.Type,
         as name: String,
         codec: PayloadCodec = .json,
         initialState: @escaping @Sendable (_ key: String) -> F.State,
-        flow: @escaping @Sendable () -> F
+        flow: @escaping @Sendable () -> F,
+        withDependencies prepareDependencies: @escaping @Sendable (inout DependencyValues) -> Void = { _ in }
     ) where F.State: Codable, F.Event: Codable {
         do {
             _ = try Address(flow: name, key: "x")
@@ -69,7 +79,9 @@ public struct FlowRegistry: Sendable {
             codec == .json || codecs.supportsBinary,
             "flow \"\(name)\" is registered with the binary codec, but \(F.Event.self) does not conform to BinaryEventCodable"
         )
-        flows[name] = TypedFlowRegistration<F>(name: name, codecs: codecs, initialState: initialState, makeFlow: flow)
+        flows[name] = TypedFlowRegistration<F>(
+            name: name, codecs: codecs, initialState: initialState, makeFlow: flow, prepareDependencies: prepareDependencies
+        )
     }
 
     /// The registered names, sorted.
@@ -227,6 +239,8 @@ struct TypedFlowRegistration<F: Flow>: RegisteredFlow where F.State: Codable, F.
     let codecs: EventCodecs<F.Event>
     let initialState: @Sendable (String) -> F.State
     let makeFlow: @Sendable () -> F
+    /// The registration's own dependency overrides, applied after the entry-derived values.
+    var prepareDependencies: @Sendable (inout DependencyValues) -> Void = { _ in }
 
     var wireCodec: PayloadCodec { codecs.wire }
 

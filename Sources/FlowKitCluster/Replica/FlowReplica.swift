@@ -60,8 +60,20 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
     private let instance: FlowInstance<F>
     private(set) var lastSeq: UInt64 = 0
     var isUndigested = false
+    private let sampler: DeterminismSampler?
+    private let logger: Logger
 
-    init(registration: TypedFlowRegistration<F>, address: Address, context: ReplicaContext) {
+    /// - Parameters:
+    ///   - dependencies: What the flow's reducers and effects see
+    ///     (``TypedFlowRegistration/replicaDependencies(from:)``, made once per flow and process).
+    ///   - sampler: Checks the flow's first entries in this process for a reducer that reads
+    ///     something it should not (shared by the flow's instances).
+    init(
+        registration: TypedFlowRegistration<F>, address: Address, context: ReplicaContext, dependencies: DependencyValues? = nil,
+        sampler: DeterminismSampler? = nil
+    ) {
+        self.sampler = sampler
+        self.logger = context.logger
         self.address = address
         self.registration = registration
         let codecs = registration.codecs
@@ -82,13 +94,9 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
                 for id in ids { await context.submit(address, .cancel, .json, Array(id.description.utf8)) }
             }
         )
-        let flow = withDependencies { $0 = context.dependencies } operation: { registration.makeFlow() }
-        instance = FlowInstance(
-            flow: flow,
-            state: registration.initialState(address.key),
-            dependencies: context.dependencies,
-            runtime: runtime
-        )
+        let dependencies = dependencies ?? registration.replicaDependencies(from: context.dependencies)
+        let flow = withDependencies { $0 = dependencies } operation: { registration.makeFlow() }
+        instance = FlowInstance(flow: flow, state: registration.initialState(address.key), dependencies: dependencies, runtime: runtime)
     }
 
     var runningEffects: Int { instance.runtime.runningCount }
@@ -102,7 +110,9 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
         switch entry.kind {
         case .event:
             let event = try registration.codecs.decode(entry.payload, codec: entry.codec)
-            instance.apply(event, mode: runEffects ? .origin : .replica)
+            let stamp = EntryStamp(seq: entry.seq, epoch: entry.epoch, committedAt: entry.committedAt)
+            if let sampler, sampler.takesSample() { check(event, stamp: stamp, seq: entry.seq, sampler: sampler) }
+            instance.apply(event, stamp: stamp, mode: runEffects ? .origin : .replica)
         case .cancel:
             let name = String(decoding: entry.payload, as: UTF8.self)
             instance.runtime.cancel { $0.description == name }
@@ -111,6 +121,19 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
         case .quarantined:
             break  // ReplicaSet skips these before they reach an instance
         }
+    }
+
+    /// Reduces the entry twice from the current state, as a test store does for every event: two
+    /// states mean a reducer that reads `Date()`, `UUID()`, a random number or a global, which no
+    /// replica can reproduce. Said once per flow, with its name, before the divergence alarm.
+    private func check(_ event: F.Event, stamp: EntryStamp, seq: UInt64, sampler: DeterminismSampler) {
+        let (first, second) = instance.reduceTwice(event, stamp: stamp)
+        guard (try? StateDigest(of: first)) != (try? StateDigest(of: second)) else { return }
+        sampler.remaining = 0
+        logger.critical(
+            "NONDETERMINISTIC REDUCER: flow \(registration.name) gave two states for the same entry: it reads something other than its state, its event and its dependencies (Date(), UUID(), a random number, a global); replicas of it will diverge. Read @Dependency(\\.date), \\.uuid, \\.withRandomNumberGenerator instead",
+            metadata: ["flowkit.address": "\(address)", "flowkit.seq": "\(seq)"]
+        )
     }
 
     func stateJSON() throws -> [UInt8] {
@@ -151,7 +174,39 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
 
 extension RegisteredFlow {
     /// Makes the replica of one instance of the registered flow, at its initial state.
-    func makeReplica(address: Address, context: ReplicaContext) -> any FlowReplica {
-        TypedReplica<Registered>(registration: typed, address: address, context: context)
+    func makeReplica(address: Address, context: ReplicaContext, dependencies: DependencyValues, sampler: DeterminismSampler) -> any FlowReplica {
+        TypedReplica<Registered>(registration: typed, address: address, context: context, dependencies: dependencies, sampler: sampler)
+    }
+
+    func replicaDependencies(from base: DependencyValues) -> DependencyValues {
+        typed.replicaDependencies(from: base)
+    }
+}
+
+extension TypedFlowRegistration {
+    /// What a replica's reducers and effects see: the process's dependencies (`base`), with `uuid`,
+    /// `date`, random numbers and the clocks' `now` derived from the entry inside reducers (the
+    /// same on every replica; effects, which run once, keep the process's values), then the
+    /// registration's own overrides.
+    func replicaDependencies(from base: DependencyValues) -> DependencyValues {
+        withDependencies {
+            $0 = base
+            $0.deriveReducerValuesFromEntries()
+            prepareDependencies(&$0)
+        } operation: {
+            DependencyValues._current
+        }
+    }
+}
+
+/// How many of a flow's entries a process still reduces twice to check its reducer (the first
+/// 16), shared by the flow's instances in one replica set: a cost at start, none after.
+final class DeterminismSampler {
+    var remaining = 16
+
+    func takesSample() -> Bool {
+        guard remaining > 0 else { return false }
+        remaining -= 1
+        return true
     }
 }

@@ -8,6 +8,9 @@ import Logging
 @_spi(Benchmarks) public final class ReplicaSet {
     private let registry: FlowRegistry
     private let context: ReplicaContext
+    /// What each flow's replicas see (``TypedFlowRegistration/replicaDependencies(from:)``) and the
+    /// check of its first entries, by flow name.
+    private var flowDependencies: [String: (DependencyValues, DeterminismSampler)] = [:]
     private let logger: Logger
     private var replicas: [Address: any FlowReplica] = [:]
     /// The same replicas by address text, as entries carry it: the apply path finds an instance
@@ -99,7 +102,11 @@ import Logging
 
     private func replicaCreatingIfNeeded(_ address: Address) throws -> any FlowReplica {
         if let existing = replicas[address] { return existing }
-        let replica = try registry.flow(for: address).makeReplica(address: address, context: context)
+        let registered = try registry.flow(for: address)
+        // One set of dependencies per flow, shared by its instances (a million of them hold one).
+        let (dependencies, sampler) = flowDependencies[address.flow] ?? (registered.replicaDependencies(from: context.dependencies), DeterminismSampler())
+        flowDependencies[address.flow] = (dependencies, sampler)
+        let replica = registered.makeReplica(address: address, context: context, dependencies: dependencies, sampler: sampler)
         replicas[address] = replica
         byText[address.description] = replica
         return replica

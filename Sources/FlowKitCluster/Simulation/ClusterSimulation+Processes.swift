@@ -41,7 +41,7 @@ extension ClusterSimulation {
         configuration.joinThroughSnapshot = random.next() % 2 == 0
         let node = SimulatedNode(
             index: index, incarnation: nodeIncarnations[index], session: random.next() | 1, configuration: configuration,
-            logger: nodeLogger(index), now: now
+            registry: SimulationFlow.registry(bug: options.bug), logger: nodeLogger(index), now: now
         )
         nodes[index] = node
         trace.note(at: now, "n\(index): started, run \(node.incarnation)")

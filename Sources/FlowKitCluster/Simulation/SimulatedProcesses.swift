@@ -232,11 +232,12 @@ final class SimulatedNode {
     /// The last seq this run applied, to check that it applies every seq once, in order.
     var lastApplied: UInt64 = 0
 
-    init(index: Int, incarnation: Int, session: UInt64, configuration: NodeConfiguration, logger: Logger, now: UInt64) {
+    /// - Parameter registry: What its replicas run (``SimulationFlow/registry(bug:)``).
+    init(index: Int, incarnation: Int, session: UInt64, configuration: NodeConfiguration, registry: FlowRegistry, logger: Logger, now: UInt64) {
         self.index = index
         self.incarnation = incarnation
         self.identity = Array("n\(index).\(incarnation)".utf8)
-        self.replicas = ReplicaSet(registry: SimulationFlow.registry, logger: logger)
+        self.replicas = ReplicaSet(registry: registry, logger: logger)
         let info = NodeInfo(name: configuration.name, clientEndpoint: "sim://node-\(index)", flows: ["sim"], pid: Int32(index))
         self.machine = NodeMachine(
             configuration: configuration, registry: SimulationFlow.registry, session: session, info: info, logger: logger,

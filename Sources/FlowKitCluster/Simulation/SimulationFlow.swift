@@ -1,14 +1,24 @@
 import FlowKitCore
+import Foundation
 
 /// The flow a simulation's clients drive: every event carries a token no other event carries, so
 /// an acknowledged event can be found in the log, and the state is the tokens in the order they
 /// were applied, so two replicas agree only if they applied the same entries in the same order.
 /// A `work` event starts an effect that runs until it is cancelled by its token: the checks find
 /// it running on its origin node, and nowhere else, unless a cancel was ordered after it.
+///
+/// Its reducer reads `uuid`, `date` and random numbers, as TCA reducers do: each entry also leaves
+/// a mark made of them, which every replica must compute alike (they derive from the entry).
 struct SimulationFlow: ReplicatedFlow {
     struct State: Codable, Hashable, Sendable {
         var tokens: [String] = []
+        /// Per entry: a UUID, the time and a die roll, as the reducer read them.
+        var marks: [String] = []
     }
+
+    @Dependency(\.uuid) var uuid
+    @Dependency(\.date.now) var now
+    @Dependency(\.withRandomNumberGenerator) var withRandomNumberGenerator
 
     enum Event: Codable, Hashable, Sendable {
         case append(String)
@@ -19,6 +29,8 @@ struct SimulationFlow: ReplicatedFlow {
     static let initialState = State()
 
     func reduce(into state: inout State, event: Event) -> Effect<Event> {
+        let roll = withRandomNumberGenerator { Int.random(in: 1...6, using: &$0) }
+        state.marks.append("\(uuid().uuidString.prefix(8)) \(Int(now.timeIntervalSince1970 * 1_000)) \(roll)")
         switch event {
         case .append(let token):
             state.tokens.append(token)
@@ -37,9 +49,22 @@ struct SimulationFlow: ReplicatedFlow {
     }
 
     /// The registry every process of a simulated cluster runs.
-    static var registry: FlowRegistry {
+    static var registry: FlowRegistry { registry(bug: nil) }
+
+    /// The registry, or with ``InjectedBug/liveReducerDependencies`` one whose reducers read the
+    /// process's own UUIDs, time and random numbers (a registration that overrides them with live
+    /// ones, the mistake a user could make).
+    static func registry(bug: InjectedBug?) -> FlowRegistry {
         var registry = FlowRegistry()
-        registry.register(SimulationFlow.self, as: "sim")
+        if bug == .liveReducerDependencies {
+            registry.register(SimulationFlow.self, as: "sim") {
+                $0.uuid = UUIDGenerator { UUID() }
+                $0.date = DateGenerator { Date() }
+                $0.withRandomNumberGenerator = WithRandomNumberGenerator(SystemRandomNumberGenerator())
+            }
+        } else {
+            registry.register(SimulationFlow.self, as: "sim")
+        }
         return registry
     }
 }

@@ -46,12 +46,15 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// connection of the node its `origin` names had sent it, so a stranger's forged submissions
     /// are ordered as that node's.
     case trustTheSubmitOrigin = "trust-the-submit-origin"
+    /// Nodes' reducers read their process's own UUIDs, time and random numbers instead of values
+    /// derived from the entry: every replica computes another state.
+    case liveReducerDependencies = "live-reducer-dependencies"
 
     /// Whether the bug lives among replicated coordinators (a run with several).
     package var needsReplicatedCoordinators: Bool {
         switch self {
         case .commitWithoutStandbys, .fenceOnlyOnTimer: true
-        case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin: false
+        case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies: false
         }
     }
 }
