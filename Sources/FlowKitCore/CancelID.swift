@@ -34,6 +34,18 @@ public struct CancelID: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(value)" }
+
+    /// The id's type, named alike in every process that runs the same code: module-qualified
+    /// (`MyApp.TimerFlow.CancelID`, `Swift.String`). Swift names a private or local type's context
+    /// by an address that differs from process to process; that part reads `(private)` here, so
+    /// two private types of the same name in one module have the same name.
+    public var typeName: String {
+        var name = String(reflecting: type(of: value))
+        while let start = name.firstRange(of: "(unknown context at $"), let end = name[start.upperBound...].firstIndex(of: ")") {
+            name.replaceSubrange(start.lowerBound...end, with: "(private)")
+        }
+        return name
+    }
 }
 
 extension Hashable {

@@ -12,6 +12,7 @@ enum Entrypoint {
         registry.register(NondeterministicFlow.self, as: "nondeterministic")
         registry.register(TodosFlow.self, as: "todos")
         registry.register(DiceFlow.self, as: "dice")
+        registry.register(TickersFlow.self, as: "tickers")
         await FlowKitTools.main(registry: registry)
     }
 }
@@ -67,5 +68,45 @@ struct DiceFlow: ReplicatedFlow {
     func reduce(into state: inout State, event: Event) -> Effect<Event> {
         state.rolls.append(withRandomNumberGenerator { Int.random(in: 1...6, using: &$0) })
         return .none
+    }
+}
+
+/// Three tickers whose cancel ids all read `timer`, of three types. `stopFirstLater` cancels
+/// `First.timer` from inside running work, which goes through the order as a typed cancel: every
+/// node stops that ticker alone, as one process would.
+struct TickersFlow: ReplicatedFlow {
+    enum First: Hashable, Sendable { case timer }
+    enum Second: Hashable, Sendable { case timer }
+    struct State: Codable, Equatable, Sendable { var ticks: [String: Int] = [:] }
+    enum Event: Codable, Equatable, Sendable {
+        case start
+        case stopFirstLater
+        case tick(String)
+    }
+
+    static var initialState: State { State() }
+
+    @Dependency(\.continuousClock) var clock
+
+    func reduce(into state: inout State, event: Event) -> Effect<Event> {
+        switch event {
+        case .start:
+            return .merge(
+                ticker("first").cancellable(id: First.timer),
+                ticker("second").cancellable(id: Second.timer),
+                ticker("string").cancellable(id: "timer")
+            )
+        case .stopFirstLater:
+            return .concatenate(.run { _ in await Task.yield() }, .cancel(id: First.timer))
+        case .tick(let name):
+            state.ticks[name, default: 0] += 1
+            return .none
+        }
+    }
+
+    private func ticker(_ name: String) -> Effect<Event> {
+        .run { [clock] send in
+            for await _ in clock.timer(interval: .milliseconds(200)) { await send(.tick(name)) }
+        }
     }
 }

@@ -144,14 +144,35 @@ import Testing
     static let coordinatorOnly: [(String, [UInt8])] = {
         let address = Wire.shortString("counter/a")
         let kind4: [UInt8] = Wire.u64(1) + [4, 1] + Wire.u64(0) + address
-        let cancelCodec2: [UInt8] = Wire.u64(1) + [2, 2] + Wire.u64(0) + address + Array("timer".utf8)
+        let typed: [UInt8] = Wire.u64(1) + [2, 2] + Wire.u64(0) + address
         let cancelAllCodec2: [UInt8] = Wire.u64(1) + [3, 2] + Wire.u64(0) + address
         let longID: [UInt8] = Wire.u64(1) + [2, 1] + Wire.u64(0) + address + [UInt8](repeating: 0x61, count: 65_536)
         return [
-            ("kind 4, the coordinator's own", kind4), ("a cancel with codec 2", cancelCodec2),
+            ("kind 4, the coordinator's own", kind4), ("a cancel with codec 3", Wire.u64(1) + [2, 3] + Wire.u64(0) + address + Array("timer".utf8)),
+            ("a typed cancel without a type", typed + Wire.shortString("") + Array("timer".utf8)),
+            ("a typed cancel whose type runs past the payload", typed + Wire.u16(50) + Array("timer".utf8)),
+            ("a typed cancel without a text", typed + Wire.shortString("M.CancelID")),
+            ("a typed cancel whose text is not UTF-8", typed + Wire.shortString("M.CancelID") + [0xFF]),
+            ("a typed cancel whose type is not UTF-8", typed + Wire.shortBytes([0xC3]) + Array("timer".utf8)),
             ("a cancel of every effect with codec 2", cancelAllCodec2), ("a cancel id of 65,536 bytes", longID),
+            ("a typed cancel id of 65,536 bytes", typed + Wire.shortString("M.CancelID") + [UInt8](repeating: 0x61, count: 65_536)),
         ]
     }()
+
+    /// A flow's own cancel from inside running work names the id's type and text (codec 2); only a
+    /// node builds one, so only the coordinator's wall sees it.
+    @Test func typedCancelsAreAdmittedAtTheCoordinator() throws {
+        let target = CancelTarget.typed(type: "MyApp.TimerFlow.CancelID", description: "timer")
+        let record: [UInt8] = Wire.u64(1) + [2, 2] + Wire.u64(0) + Wire.shortString("counter/a") + target.payload
+        let frames = [[0x46, 0x4B, 1, 0x01] + Wire.u32(7) + Wire.u64(99), Wire.u32(UInt32(record.count)) + record]
+        guard case .admitted(let admitted) = Self.atTheCoordinator(frames) else {
+            Issue.record("refused: \(Self.atTheCoordinator(frames))")
+            return
+        }
+        #expect(admitted.codec == .binary && admitted.payload == target.payload)
+        #expect(try CancelTarget(codec: admitted.codec, payload: admitted.payload) == target)
+        #expect(try CancelTarget(codec: .json, payload: Array("timer".utf8)) == .described("timer"))
+    }
 
     @Test(arguments: coordinatorOnly)
     func submissionsNoNodeSendsAreRefused(_ name: String, _ record: [UInt8]) {
@@ -160,7 +181,7 @@ import Testing
             Issue.record("\(name) was admitted")
             return
         }
-        let expected: Set<ProtocolError.Code> = [.malformed, .unsupportedCodec, .oversize]
+        let expected: Set<ProtocolError.Code> = [.malformed, .unsupportedCodec, .oversize, .truncated]
         #expect(expected.contains(error.code), "\(name): \(error)")
     }
 
@@ -253,6 +274,7 @@ import Testing
 /// Builders for raw protocol fields.
 enum Wire {
     static func u32(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
+    static func u16(_ value: UInt16) -> [UInt8] { [UInt8(value >> 8), UInt8(truncatingIfNeeded: value)] }
     static func u64(_ value: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) } }
     static func shortString(_ text: String) -> [UInt8] { shortBytes(Array(text.utf8)) }
     static func shortBytes(_ bytes: [UInt8]) -> [UInt8] { [UInt8(bytes.count >> 8), UInt8(bytes.count & 0xFF)] + bytes }

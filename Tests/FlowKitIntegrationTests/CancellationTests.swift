@@ -38,6 +38,54 @@ extension ClusterProcessTests {
         }
     }
 
+    /// Cancel ids compare type and value in the cluster, as in one process: three tickers run at
+    /// node 1 under `First.timer`, `Second.timer` and the string `"timer"`; an effect at node 2
+    /// cancels `First.timer` from inside running work, and only that ticker stops, on every node.
+    /// An operator's cancel of the text `timer` then stops the other two, whatever their types.
+    @Test func aFlowsCancelStopsItsOwnTypeAndAnOperatorsTheText() async throws {
+        var options = TestCluster.Options()
+        options.binary = "flowkit-testbed"
+        try await TestCluster.run(nodes: 3, options: options) { cluster in
+            let address = "tickers/t"
+            let start = try await cluster.client(1).emit(json: #"{"start":{}}"#, to: address, wait: .applied)
+            func ticks(minApplied seq: UInt64) async throws -> [String: Int] {
+                try await cluster.client(3).query(address, minApplied: seq).decode(TickersState.self).ticks
+            }
+            _ = try await eventually("three tickers ticking", timeout: .seconds(10), every: .milliseconds(100)) {
+                let now = try await ticks(minApplied: start.seq)
+                return ["first", "second", "string"].allSatisfy { (now[$0] ?? 0) >= 2 } ? now : nil
+            }
+
+            let stop = try await cluster.client(2).emit(json: #"{"stopFirstLater":{}}"#, to: address, wait: .applied)
+            // The typed cancel entry follows the stop; once node 1 has applied it, two tickers run.
+            // A tick sent just before it may be ordered just after: look once they have landed.
+            let stopped = try await eventually("the typed cancel applied on node 1", timeout: .seconds(10), every: .milliseconds(50)) {
+                let status = try await cluster.client(1).status()
+                return status.runningEffects == 2 ? status.applied : nil
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            let before = try await ticks(minApplied: max(stop.seq, stopped))
+            try await Task.sleep(for: .seconds(1))
+            let after = try await ticks(minApplied: 0)
+            #expect(after["first"] == before["first"], "First.timer stopped: \(before) then \(after)")
+            #expect((after["second"] ?? 0) > (before["second"] ?? 0), "Second.timer still ticks: \(before) then \(after)")
+            #expect((after["string"] ?? 0) > (before["string"] ?? 0), "the string \"timer\" still ticks: \(before) then \(after)")
+
+            let cancel = try await cluster.client(3).cancel(at: address, id: "timer", wait: .applied)
+            try await Task.sleep(for: .milliseconds(300))
+            let head = try await cluster.client(1).status().applied
+            let stilled = try await cluster.states(of: address, minApplied: max(cancel.seq, head))
+            try await Task.sleep(for: .seconds(1))
+            let later = try await cluster.states(of: address, minApplied: max(cancel.seq, head))
+            for id in cluster.nodeIDs {
+                #expect(later[id]?.text == stilled[id]?.text && later[id]?.digest == later[1]?.digest, "node \(id): \(String(describing: later[id]?.text))")
+                #expect(try await cluster.client(id).status().runningEffects == 0, "node \(id) still runs an effect")
+            }
+        }
+    }
+
+    struct TickersState: Decodable { var ticks: [String: Int] }
+
     /// Waits until `nodes` have applied at least `ticks` timer ticks of `address`.
     static func waitForTicks(_ ticks: Int, at address: String, on nodes: [Int], after seq: UInt64, in cluster: TestCluster) async throws {
         for id in nodes {

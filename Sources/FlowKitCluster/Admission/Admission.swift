@@ -10,7 +10,8 @@
 /// - `address`: a valid `flow/key` (``Address``) of a registered flow;
 /// - kind 1, an event: the codec is one the flow accepts, the payload decodes as the flow's event
 ///   and is at most ``AdmissionLimits/maxEventBytes``, as sent and in the flow's wire codec;
-/// - kind 2, a cancel by id: codec 1, the id 1 to 65,535 bytes of UTF-8;
+/// - kind 2, a cancel by id: codec 1, the id's text (1 to 65,535 bytes of UTF-8), or codec 2, its
+///   type and text (``CancelTarget``);
 /// - kind 3, cancel all: codec 1, no payload;
 /// - kind 4 is the coordinator's own (``EntryKind/quarantined``) and is never submitted.
 struct Admission: Sendable {
@@ -60,10 +61,11 @@ struct Admission: Sendable {
         case .event:
             try limits.checkEventSize(payload.count)
         case .cancel:
-            try Self.requireTextCodec(codec, kind: kind)
-            _ = try CancelPayload.cancelID(payload)
+            _ = try CancelTarget(codec: codec, payload: payload)
         case .cancelAll:
-            try Self.requireTextCodec(codec, kind: kind)
+            guard codec == .json else {
+                throw ProtocolError(.unsupportedCodec, "a cancel of every effect (kind 3) carries codec 1 (JSON); got \(codec.rawValue)")
+            }
             try CancelPayload.checkCancelAll(payload)
         case .quarantined:
             throw ProtocolError(.malformed, "entry kind 4 marks an entry the coordinator quarantined; it cannot be submitted")
@@ -80,11 +82,5 @@ struct Admission: Sendable {
     private func flow(at address: String) throws -> any RegisteredFlow {
         if let name = Address.plainFlowName(of: address), let flow = registry.flow(named: String(name)) { return flow }
         return try registry.flow(for: try Address(parsing: address))
-    }
-
-    private static func requireTextCodec(_ codec: PayloadCodec, kind: EntryKind) throws {
-        guard codec == .json else {
-            throw ProtocolError(.unsupportedCodec, "a cancel (kind \(kind.rawValue)) carries text: its codec is 1 (JSON); got \(codec.rawValue)")
-        }
     }
 }

@@ -94,7 +94,8 @@ public struct Address: Hashable, Sendable, Comparable, CustomStringConvertible {
 public enum EntryKind: UInt8, Sendable, Codable {
     /// Apply an event: the payload is the event, in the entry's codec.
     case event = 1
-    /// Cancel the effects marked with a cancel id: the payload is the id as text (its description).
+    /// Cancel the effects marked with a cancel id: the payload names it (``CancelTarget``), by type and
+    /// text (codec 2) or by text alone (codec 1).
     case cancel = 2
     /// Cancel every effect of the instance: the payload is empty.
     case cancelAll = 3

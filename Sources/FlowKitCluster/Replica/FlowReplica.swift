@@ -90,8 +90,12 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
             },
             cancelFromTask: { ids in
                 // A cancel reached inside running work goes through the order like any other, so
-                // that every replica cancels its effects with that id too.
-                for id in ids { await context.submit(address, .cancel, .json, Array(id.description.utf8)) }
+                // that every replica cancels its effects with that id too: by type and value, as
+                // one process compares ids.
+                for id in ids {
+                    let target = CancelTarget(id)
+                    await context.submit(address, .cancel, target.codec, target.payload)
+                }
             }
         )
         let dependencies = dependencies ?? registration.replicaDependencies(from: context.dependencies)
@@ -114,8 +118,8 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
             if let sampler, sampler.takesSample() { check(event, stamp: stamp, seq: entry.seq, sampler: sampler) }
             instance.apply(event, stamp: stamp, mode: runEffects ? .origin : .replica)
         case .cancel:
-            let name = String(decoding: entry.payload, as: UTF8.self)
-            instance.runtime.cancel { $0.description == name }
+            let target = try CancelTarget(codec: entry.codec, payload: entry.payload)
+            instance.runtime.cancel(where: target.matches)
         case .cancelAll:
             instance.runtime.cancelAll()
         case .quarantined:

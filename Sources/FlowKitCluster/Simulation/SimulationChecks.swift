@@ -1,3 +1,4 @@
+import FlowKitCore
 import Foundation
 import Logging
 
@@ -106,7 +107,10 @@ struct SimulationChecks {
                 case .event where node.machine.isOwn(entry):
                     if case .work(let token)? = Self.event(entry) { expected[entry.address, default: []].insert(token) }
                 case .cancel:
-                    expected[entry.address]?.remove(String(decoding: entry.payload, as: UTF8.self))
+                    // The work effects' ids are their tokens, strings.
+                    if let target = try? CancelTarget(codec: entry.codec, payload: entry.payload), let token = expected[entry.address]?.first(where: { target.matches(CancelID($0)) }) {
+                        expected[entry.address]?.remove(token)
+                    }
                 case .cancelAll:
                     expected[entry.address] = nil
                 default:

@@ -8,7 +8,8 @@ struct CancelCommand: AsyncParsableCommand {
         abstract: "Cancel a flow instance's effects on every node.",
         discussion: """
             The cancel is a control entry in the order: every node cancels its own effects of that \
-            instance with that cancel id (as text: an enum case's name, a string id) when it applies it.
+            instance whose cancel id reads as that text (an enum case's name, a string id), of \
+            any type, when it applies it.
               flowkit cancel timer/kitchen --id timer
               flowkit cancel streaming/feed --all
             """

@@ -253,7 +253,9 @@ enum DashboardPage {
             row.dataset.seq = entry.seq;
             cell(row, entry.seq);
             cell(row, entry.address);
-            const what = entry.kind === "event" ? JSON.stringify(entry.payload) : entry.kind === "cancel" ? "cancel " + entry.payload : "cancel every effect";
+            const what = entry.kind === "event" ? JSON.stringify(entry.payload)
+              : entry.kind === "cancel" ? "cancel " + entry.payload + (entry.cancelIDType ? " (" + entry.cancelIDType + ")" : "")
+              : entry.kind === "cancelAll" ? "cancel every effect" : "quarantined: skipped by every replica";
             cell(row, what.length > 100 ? what.slice(0, 100) + "…" : what, "payload");
             cell(row, view.names[entry.origin] || "node " + entry.origin);
           }

@@ -108,7 +108,7 @@ package struct MonitorView {
                 ? String(decoding: entry.payload, as: UTF8.self)
                 : "binary " + entry.payload.prefix(16).map { String(format: "%02x", $0) }.joined()
         case .cancel:
-            what = "CANCEL id \(String(decoding: entry.payload, as: UTF8.self))"
+            what = "CANCEL id \((try? CancelTarget(codec: entry.codec, payload: entry.payload))?.description ?? "(unreadable)")"
         case .cancelAll:
             what = "CANCEL every effect"
         case .quarantined:
@@ -148,6 +148,16 @@ package struct MonitorView {
         }
     }
 
+    /// An entry kind's name in JSON lines.
+    private static func kindName(_ kind: EntryKind) -> String {
+        switch kind {
+        case .event: "event"
+        case .cancel: "cancel"
+        case .cancelAll: "cancelAll"
+        case .quarantined: "quarantined"
+        }
+    }
+
     /// JSON lines with stable field names.
     package static func json(for event: ClusterMonitor.Event) -> [String] {
         switch event {
@@ -155,12 +165,24 @@ package struct MonitorView {
             return entries.map { entry in
                 var object: [String: Any] = [
                     "type": "entry", "seq": entry.seq, "epoch": entry.epoch, "address": entry.address,
-                    "origin": entry.origin, "kind": ["", "event", "cancel", "cancelAll"][Int(entry.kind.rawValue)],
+                    "origin": entry.origin, "kind": kindName(entry.kind),
                     "codec": entry.codec.description, "committedAt": entry.committedAt,
                 ]
-                if entry.codec == .json, let payload = try? JSONSerialization.jsonObject(with: Data(entry.payload), options: [.fragmentsAllowed]) {
-                    object["payload"] = payload
-                } else {
+                switch entry.kind {
+                case .cancel:
+                    switch try? CancelTarget(codec: entry.codec, payload: entry.payload) {
+                    case .described(let text)?:
+                        object["payload"] = text
+                    case .typed(let type, let description)?:
+                        object["payload"] = description
+                        object["cancelIDType"] = type
+                    case nil:
+                        object["payload"] = String(decoding: entry.payload, as: UTF8.self)
+                    }
+                case .event where entry.codec == .json:
+                    object["payload"] = (try? JSONSerialization.jsonObject(with: Data(entry.payload), options: [.fragmentsAllowed]))
+                        ?? String(decoding: entry.payload, as: UTF8.self)
+                default:
                     object["payload"] = String(decoding: entry.payload, as: UTF8.self)
                 }
                 return serialize(object)
