@@ -1,5 +1,4 @@
 import FlowKitCore
-import FlowKitExamples
 
 /// The flow the load tool drives: each event counts, carries padding of a chosen size, and can
 /// start an effect, so a benchmark can be plain or effect-heavy.

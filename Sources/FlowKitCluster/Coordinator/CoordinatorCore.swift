@@ -78,7 +78,6 @@ actor CoordinatorCore: SyncSource {
 
     // MARK: Inputs
 
-    /// A batch of messages from the submit socket.
     /// Orders a batch read from the submit socket.
     /// - Returns: `false` when this core has stepped down (``retire()``): the batch is not its to
     ///   order, and the caller answers it as a standby would.

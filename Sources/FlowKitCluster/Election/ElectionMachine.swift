@@ -39,7 +39,7 @@ package struct ElectionMachine {
         package var endpoints: CoordinatorEndpoints
         /// Seconds the lease lives without a renewal: how long a dead leader keeps its seat.
         package var leaseSeconds: Int64
-        /// How often the lease is renewed (a third of the lease by default).
+        /// How often the lease is renewed (a quarter of the lease by default).
         package var renewEvery: UInt64
         /// How long before the lease's deadline a leader stops acting.
         package var safety: UInt64

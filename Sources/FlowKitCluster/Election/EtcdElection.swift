@@ -15,7 +15,7 @@ package struct ElectionView: Sendable, Equatable {
 
 /// The election's keys in etcd, and the transactions that change them.
 ///
-/// Under the cluster's prefix (`/flowkit/<cluster>` by default):
+/// Under the cluster's prefix (`/flowkit/cluster` by default, `--etcd-prefix`):
 ///
 /// | key | value | written by |
 /// | --- | --- | --- |

@@ -13,7 +13,8 @@
         case duplicate(seq: UInt64?, epoch: UInt32?)
     }
 
-    /// The coordinator's term: a new one begins at every start.
+    /// The coordinator's term: a single coordinator begins one at every start; replicated
+    /// coordinators at every change of leader.
     let epoch: UInt32
     /// The last seq handed out, durable or not.
     private(set) var head: UInt64

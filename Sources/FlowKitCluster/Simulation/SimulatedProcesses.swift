@@ -219,9 +219,9 @@ final class SimulatedCoordinator {
     }
 }
 
-/// One run of a node process in a simulation: the real machine and real replicas. Effects are not
-/// run (they would run on Swift's scheduler, outside the simulation's clock); whether the machine
-/// would run them is what the simulation records.
+/// One run of a node process in a simulation: the real machine and real replicas. The replicas run
+/// the effects of the node's own entries; the simulation's flow's effects only wait to be
+/// cancelled, so they send nothing the seed does not decide, and the checks find them running.
 final class SimulatedNode {
     let index: Int
     let incarnation: Int

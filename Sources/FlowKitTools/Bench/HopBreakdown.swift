@@ -96,7 +96,7 @@ struct HopBreakdown: Codable, Sendable {
                 text += #"{"seq":\#(seq),"stage":"\#(stage)","us":\#(us)}"# + "\n"
             }
         }
-        FileManager.default.createFile(atPath: "\(directory)/bench.jsonl", contents: Data(text.utf8))
+        _ = FileManager.default.createFile(atPath: "\(directory)/bench.jsonl", contents: Data(text.utf8))
     }
 
     private struct Record: Decodable {
