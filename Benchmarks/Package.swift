@@ -15,6 +15,8 @@ let package = Package(
         .package(name: "FlowKit", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        // For digest-perf's comparison only: FlowKit's own SHA-256 against BoringSSL's.
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // The raw libzmq baseline: the transport measurements in plain C (Benchmarks/zmq-compare.sh).
@@ -54,6 +56,15 @@ let package = Package(
                 .product(name: "FlowKitCore", package: "FlowKit"),
             ],
             path: "FlowPerf"
+        ),
+        // A state digest's cost, and FlowKit's SHA-256 against swift-crypto's: `swift run -c release digest-perf`.
+        .executableTarget(
+            name: "digest-perf",
+            dependencies: [
+                .product(name: "FlowKitCore", package: "FlowKit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "DigestPerf"
         ),
         // Throughput and commit latency of the coordinator's log: `swift run -c release log-perf [dir]`.
         .executableTarget(

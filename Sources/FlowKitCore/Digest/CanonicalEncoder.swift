@@ -19,9 +19,9 @@
 /// | `7` | ordered list: count (8 bytes), elements |
 /// | `8` | keyed container: count, then (key as a tag-6 string, value) sorted by key |
 /// | `9` | set or dictionary: count, then the elements' canonical bytes, sorted |
-package enum CanonicalEncoding {
+@_spi(Benchmarks) public enum CanonicalEncoding {
     /// Returns the canonical bytes of `value`.
-    package static func bytes(of value: some Encodable) throws -> [UInt8] {
+    public static func bytes(of value: some Encodable) throws -> [UInt8] {
         let slot = Slot()
         try encode(value, into: slot, codingPath: [])
         var out: [UInt8] = []

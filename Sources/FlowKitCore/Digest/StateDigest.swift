@@ -70,7 +70,7 @@ public struct StateDigest: Hashable, Sendable, Codable, CustomStringConvertible 
         var sha = SHA256()
         for part in parts {
             let length = UInt32(truncatingIfNeeded: part.key.utf8.count)
-            for shift in [0, 8, 16, 24] as [UInt32] { sha.update(UInt8(truncatingIfNeeded: length >> shift)) }
+            withUnsafeBytes(of: length.littleEndian) { sha.update(bytesOf: $0) }
             sha.update(part.key.utf8)
             withUnsafeBytes(of: part.digest.high.bigEndian) { sha.update(bytesOf: $0) }
             withUnsafeBytes(of: part.digest.low.bigEndian) { sha.update(bytesOf: $0) }

@@ -1,4 +1,5 @@
 import FlowKit
+@_spi(Benchmarks) import FlowKitCore
 import Foundation
 import Testing
 
@@ -104,6 +105,36 @@ import Testing
         sha.update(Array(input.utf8))
         let hex = sha.finalize().map { String($0, radix: 16).leftPadded(to: 2) }.joined()
         #expect(hex == expected)
+    }
+}
+
+extension StateDigestTests {
+    /// Lengths around the padding's edges (55, 56, 63, 64, 65, 119, 120) and across blocks, hashed
+    /// at once and fed in pieces of 1, 7 and 64 bytes: the same digest, the one Python's hashlib gives.
+    @Test(arguments: [
+        (55, "463eb28e72f82e0a96c0a4cc53690c571281131f672aa229e0d45ae59b598b59"),
+        (56, "da2ae4d6b36748f2a318f23e7ab1dfdf45acdc9d049bd80e59de82a60895f562"),
+        (63, "29af2686fd53374a36b0846694cc342177e428d1647515f078784d69cdb9e488"),
+        (64, "fdeab9acf3710362bd2658cdc9a29e8f9c757fcf9811603a8c447cd1d9151108"),
+        (65, "4bfd2c8b6f1eec7a2afeb48b934ee4b2694182027e6d0fc075074f2fabb31781"),
+        (119, "da18797ed7c3a777f0847f429724a2d8cd5138e6ed2895c3fa1a6d39d18f7ec6"),
+        (120, "f52b23db1fbb6ded89ef42a23ce0c8922c45f25c50b568a93bf1c075420bbb7c"),
+        (1000, "4e4c294b331f7a2099a379bec34b9f9fc03dc46ab465d998f4d683da53487e6d"),
+    ])
+    func sha256OfAnyLengthInAnyPieces(length: Int, expected: String) {
+        let bytes = (0..<length).map { UInt8($0 % 251) }
+        func hex(_ digest: [UInt8]) -> String { digest.map { String($0, radix: 16).leftPadded(to: 2) }.joined() }
+        #expect(hex(SHA256.hash(bytes)) == expected)
+        for piece in [1, 7, 64] {
+            var sha = SHA256()
+            for start in stride(from: 0, to: length, by: piece) { sha.update(Array(bytes[start..<min(length, start + piece)])) }
+            #expect(hex(sha.finalize()) == expected, "in pieces of \(piece)")
+        }
+    }
+
+    @Test func sha256OfAMillionAs() {
+        let digest = SHA256.hash([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000))
+        #expect(digest.map { String($0, radix: 16).leftPadded(to: 2) }.joined() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 }
 
