@@ -105,6 +105,8 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
 
     var runningEffects: Int { instance.runtime.runningCount }
     var runningCancelIDs: Set<String> { Set(instance.runtime.activeCancelIDs.map(\.description)) }
+    /// The cancel ids of the effects running now, with their types.
+    var runningTypedCancelIDs: Set<CancelID> { instance.runtime.activeCancelIDs }
 
     /// The instance's state.
     var state: F.State { instance.state }
