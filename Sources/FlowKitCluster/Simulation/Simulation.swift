@@ -93,6 +93,10 @@ package enum Simulation {
             let elapsed = clock.now - started
             summary.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             progress(summary, result)
+            // A seed's awaits are uncontended actor hops that never give up the thread: without a
+            // yield, seeds run back to back on one of the pool's threads for minutes, and tasks
+            // of the same process (the unit tests beside these, on two cores) wait that long.
+            await Task.yield()
         }
         return summary
     }
