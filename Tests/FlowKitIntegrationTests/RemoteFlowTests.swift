@@ -83,7 +83,7 @@ extension ClusterProcessTests {
             await #expect {
                 try await handle.emit(.increment, wait: .applied)
             } throws: { error in
-                guard case ClusterClientError.timedOut = error else { return false }
+                guard (error as? ClusterClientError)?.code == .timedOut else { return false }
                 return "\(error)".contains("is the node running")
             }
             #expect(ContinuousClock.now - started < .seconds(10))

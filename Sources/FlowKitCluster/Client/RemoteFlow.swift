@@ -169,7 +169,7 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding, LogFollowing 
 
     /// Returns once this handle has followed the log to `seq`.
     ///
-    /// - Throws: ``ClusterClientError/timedOut(_:)`` after the client's timeout.
+    /// - Throws: ``ClusterClientError`` with ``ClusterClientError/Code/timedOut`` after the client's timeout.
     public func waitUntilApplied(_ seq: UInt64) async throws {
         guard follower.applied < seq else { return }
         guard !isClosed else { throw ClusterClientError.closed }

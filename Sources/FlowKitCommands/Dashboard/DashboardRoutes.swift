@@ -130,7 +130,7 @@ struct DashboardRoutes: Sendable {
             case .notFound: .notFound
             default: .badRequest
             }
-        case ClusterClientError.timedOut: .gatewayTimeout
+        case let error as ClusterClientError where error.code == .timedOut: .gatewayTimeout
         default: .badGateway
         }
     }

@@ -88,8 +88,8 @@ final class ChaosLoad: Sendable {
     static func reason(_ error: any Error) -> String {
         switch error {
         case let error as ProtocolError: error.code.metricLabel
-        case ClusterClientError.timedOut: "timed_out"
-        case ClusterClientError.closed: "closed"
+        case let error as ClusterClientError where error.code == .timedOut: "timed_out"
+        case let error as ClusterClientError where error.code == .closed: "closed"
         default: "other"
         }
     }
