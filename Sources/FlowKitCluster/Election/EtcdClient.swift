@@ -215,10 +215,11 @@ package struct EtcdClient: Sendable {
     private func post(
         path: String, body: [UInt8], status: (HTTPResponseStatus) -> Void, chunk: ([UInt8]) throws -> Void
     ) async throws {
-        let channel = try await connect()
+        let (channel, endpoint) = try await connect()
         try await channel.executeThenClose { inbound, outbound in
             var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: path)
-            head.headers.add(name: "Host", value: "\(endpoints[0].host)")
+            // The member this connection reached, port included (RFC 9112, section 3.2).
+            head.headers.add(name: "Host", value: "\(endpoint.host):\(endpoint.port)")
             head.headers.add(name: "Content-Type", value: "application/json")
             head.headers.add(name: "Content-Length", value: "\(body.count)")
             try await outbound.write(.head(head))
@@ -235,11 +236,12 @@ package struct EtcdClient: Sendable {
         }
     }
 
-    private func connect() async throws -> NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart> {
+    /// A connection to the first endpoint that accepts one, and that endpoint.
+    private func connect() async throws -> (NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>, (host: String, port: Int)) {
         var failures: [String] = []
         for endpoint in endpoints {
             do {
-                return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                     .connectTimeout(.nanoseconds(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000))
                     .connect(host: endpoint.host, port: endpoint.port) { channel in
                         channel.eventLoop.makeCompletedFuture {
@@ -247,6 +249,7 @@ package struct EtcdClient: Sendable {
                             return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
                         }
                     }
+                return (channel, endpoint)
             } catch {
                 failures.append("\(endpoint.host):\(endpoint.port): \(error)")
             }
