@@ -40,7 +40,7 @@ extension NodeCore {
             connected: isConnected,
             instances: replicas.count,
             runningEffects: replicas.runningEffects,
-            pendingSubmissions: machine.submissions.count,
+            pendingSubmissions: machine.pendingSubmissions,
             waitingBehindGap: machine.follower.waitingCount,
             // Exact once caught up, the moment digests are compared. While the node catches up, the
             // digest stays within its hashing budget instead, so that someone polling the status

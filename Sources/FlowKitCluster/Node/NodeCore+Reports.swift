@@ -59,7 +59,7 @@ extension NodeCore {
         gauges.head.record(Double(machine.follower.knownHead))
         gauges.lag.record(Double(machine.follower.knownHead - min(machine.follower.knownHead, machine.follower.applied)))
         gauges.runningEffects.record(Double(replicas.runningEffects))
-        gauges.pendingSubmissions.record(Double(machine.submissions.count))
+        gauges.pendingSubmissions.record(Double(machine.pendingSubmissions))
         gauges.instances.record(Double(replicas.count))
     }
 
@@ -85,7 +85,7 @@ extension NodeCore {
             instances: replicas.count,
             runningEffects: replicas.runningEffects,
             effectsLost: 0,
-            pendingSubmissions: machine.submissions.count,
+            pendingSubmissions: machine.pendingSubmissions,
             connected: isConnected,
             digestSeq: !catchingUp && replicas.digestsAreCurrent ? machine.follower.applied : 0
         )

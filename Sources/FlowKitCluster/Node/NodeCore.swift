@@ -119,7 +119,7 @@ actor NodeCore {
     }
 
     /// The submit socket to the coordinator the node submits to now.
-    var submitSocket: AsyncSocket { sockets.submit[machine.choice.currentIndex] }
+    var submitSocket: AsyncSocket { sockets.submit[machine.currentCoordinator] }
 
     /// Stops every effect: the node is going away.
     func shutDown() {
@@ -135,7 +135,7 @@ actor NodeCore {
                 // A full queue drops the message; submissions go again after the retry interval.
                 _ = try? submitSocket.trySend(Message(parts: frames))
             case .requestSync(let frames):
-                _ = try? sockets.sync[machine.choice.currentIndex].trySend(Message(parts: frames))
+                _ = try? sockets.sync[machine.currentCoordinator].trySend(Message(parts: frames))
             case .switchCoordinator:
                 break  // the sockets to send on follow the machine's choice
             case .greetEveryCoordinator(let frames):

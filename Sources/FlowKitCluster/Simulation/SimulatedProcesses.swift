@@ -1,6 +1,11 @@
 import Logging
 import ZeroMQ
 
+/// What a write to a full simulated disk throws.
+struct SimulatedDiskFull: Error, CustomStringConvertible {
+    var description: String { "no space left on the simulated disk" }
+}
+
 /// A coordinator's disk in a simulation: the log keeps what was synced across crashes, and the
 /// epoch with it. A write reaches the log only when its sync completes; a crash before that loses
 /// it, as a crash loses writes that were never synced.

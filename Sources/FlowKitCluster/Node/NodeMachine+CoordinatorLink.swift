@@ -1,0 +1,72 @@
+import Logging
+import ZeroMQ
+
+extension NodeMachine {
+    // MARK: The coordinator link
+
+    /// Carries out what the coordinator link asks for.
+    mutating func perform(_ linkActions: [CoordinatorLink.Action], now: UInt64) -> [Action] {
+        var actions: [Action] = []
+        // A join starts before anything is resent: submissions wait until it is done.
+        let joinFirst = linkActions.filter { $0 == .joinThroughSnapshot } + linkActions.filter { $0 != .joinThroughSnapshot }
+        for action in joinFirst {
+            switch action {
+            case .newTerm(let epoch, let previous):
+                if previous != 0 { logger.notice("the coordinator began a new term", metadata: ["flowkit.epoch": "\(epoch)"]) }
+            case .rejoin(let head):
+                actions += coordinatorLostEntries(head: head, now: now)
+            case .reconnect:
+                // The coordinator is back (or new): say hello and resend everything unacknowledged.
+                choice.greeted(now: now)
+                actions.append(hello)
+                submissions.resendAll()
+                actions += flush(now: now)
+            case .helloAgain:
+                choice.greeted(now: now)
+                actions.append(hello)
+                logger.warning(
+                    "no heartbeat from the coordinator; emits wait or fail until it is reachable",
+                    metadata: [
+                        "flowkit.coordinator.publish": "\(choice.current.publish)",
+                        "flowkit.coordinator.submit": "\(choice.current.submit)",
+                    ]
+                )
+            case .noteHead(let head):
+                actions += perform(follower.noteHead(head, now: now), now: now)
+            case .noteAnnouncedHead(let head):
+                actions += perform(follower.noteAnnouncedHead(head, now: now), now: now)
+            case .joinThroughSnapshot:
+                logger.info("joining through a snapshot")
+                actions += perform(follower.startSnapshot(now: now), now: now)
+            }
+        }
+        return actions
+    }
+
+    /// A new coordinator term whose log ends before what this node applied: entries this node holds
+    /// are gone from the order (an in-memory log, or a relaxed one after a machine crash). Keeping
+    /// them would make this node diverge from every node that joins later, so it drops its state
+    /// and rejoins from the coordinator's.
+    private mutating func coordinatorLostEntries(head: UInt64, now: UInt64) -> [Action] {
+        logger.critical(
+            "the coordinator's log ends before what this node applied: entries were lost with the coordinator; rejoining from its state",
+            metadata: ["flowkit.head": "\(head)", "flowkit.applied": "\(follower.applied)"]
+        )
+        counters.logLossesSeen.add(1)
+        follower = LogFollower(retryAfter: UInt64(configuration.retryInterval.microseconds))
+        link.applied(epoch: 0)
+        dropHeldForRestore()
+        return perform(follower.startSnapshot(now: now), now: now)
+    }
+
+    /// The node dropped its connections to the coordinator and made them again.
+    mutating func reconnected(now: UInt64) -> [Action] {
+        perform(link.reconnected(), now: now)
+    }
+
+    /// Submits to `coordinator` from now on: says HELLO to it and resends what is unacknowledged.
+    mutating func switchCoordinator(to coordinator: CoordinatorEndpoints, now: UInt64) -> [Action] {
+        logger.notice("submitting to another coordinator", metadata: ["flowkit.coordinator.submit": "\(coordinator.submit)"])
+        return [.switchCoordinator(coordinator)] + perform(link.reconnected(), now: now)
+    }
+}
