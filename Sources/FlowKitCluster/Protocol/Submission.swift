@@ -1,0 +1,45 @@
+/// An event or cancel a node asks the coordinator to order.
+@_spi(Wire) public struct Submission: Sendable, Equatable {
+    /// Counts up from 1 within the origin's session; never reused, so retries are recognisable.
+    public var submission: UInt64
+    public var kind: EntryKind
+    public var codec: PayloadCodec
+    public var submittedAt: UInt64
+    public var address: String
+    public var payload: [UInt8]
+
+    public init(
+        submission: UInt64,
+        kind: EntryKind,
+        codec: PayloadCodec,
+        submittedAt: UInt64,
+        address: String,
+        payload: [UInt8]
+    ) {
+        self.submission = submission
+        self.kind = kind
+        self.codec = codec
+        self.submittedAt = submittedAt
+        self.address = address
+        self.payload = payload
+    }
+
+    func encode(into writer: inout ByteWriter) {
+        writer.write(submission)
+        writer.write(kind.rawValue)
+        writer.write(codec.rawValue)
+        writer.write(submittedAt)
+        writer.writeShortString(address)
+        writer.write(contentsOf: payload)
+    }
+
+    init(from reader: inout ByteReader) throws {
+        submission = try reader.readUInt64("submission")
+        guard submission >= 1 else { throw ProtocolError(.malformed, "submission ids start at 1 in every session; got 0") }
+        kind = try reader.readKind()
+        codec = try reader.readCodec()
+        submittedAt = try reader.readUInt64("submitted-at")
+        address = try reader.readShortString("address")
+        payload = reader.readRest()
+    }
+}
