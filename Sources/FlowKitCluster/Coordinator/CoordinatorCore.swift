@@ -15,34 +15,27 @@ import ZeroMQ
 /// handler enters it in the loop turn that read the batch.
 actor CoordinatorCore: SyncSource {
     nonisolated let unownedExecutor: UnownedSerialExecutor
-    var machine: CoordinatorMachine
+    /// The machine and the one interpreter of its actions, over this process's sockets and log.
+    let interpreter: CoordinatorInterpreter<CoordinatorProcessIO>
     let configuration: CoordinatorConfiguration
-    let writer: LogWriter
-    let submitSocket: AsyncSocket
-    let publishSocket: AsyncSocket
     let replica: CoordinatorReplica
     let counters: ClusterCounters
-    /// Writes the set of coordinators eligible to lead to the election service; `nil` for a single
-    /// coordinator, which never leads others.
-    let writeEligible: (@Sendable (Set<String>) async -> Bool)?
-    /// Whether this coordinator may act as the leader now (its lease holds); always for a single
-    /// coordinator. Replies and publications are dropped when it may not: the nodes retry, and
-    /// repair what they miss from the next leader.
-    let mayAct: @Sendable () -> Bool
-    /// Hands committed entries to the replica: queued (one coordinator), or read back from the log
-    /// up to the commit point (replicated, where a new leader's commit point also covers entries
-    /// an earlier leader wrote).
-    let replicate: @Sendable ([Entry]) -> Void
-    /// Told after each local commit, so held FETCHes are answered (replicated only).
-    let written: AsyncStream<Void>.Continuation?
     /// NODE_REPORTs read from the submit socket, for ``receiveReports()`` to decode.
-    let reportIntake: AsyncStream<(RouterEnvelope, [[UInt8]])>.Continuation
     let reports: AsyncStream<(RouterEnvelope, [[UInt8]])>
     /// Compares the replicas' digests, off the loop (see ``DigestReferences``).
     let divergence = DivergenceCheck()
-    /// Set when the coordinator stepped down (``retire()``): the core orders and writes nothing more.
-    private var isRetired = false
+    let loop: IOLoop
 
+    /// - Parameters:
+    ///   - writeEligible: Writes the set of coordinators eligible to lead to the election service;
+    ///     `nil` for a single coordinator, which never leads others.
+    ///   - mayAct: Whether this coordinator may act as the leader now (its lease holds); always for
+    ///     a single coordinator. Replies and publications are dropped when it may not: the nodes
+    ///     retry, and repair what they miss from the next leader.
+    ///   - replicate: Hands committed entries to the replica: queued (one coordinator), or read
+    ///     back from the log up to the commit point (replicated, where a new leader's commit point
+    ///     also covers entries an earlier leader wrote).
+    ///   - written: Told after each local commit, so held FETCHes are answered (replicated only).
     init(
         machine: CoordinatorMachine,
         writer: LogWriter,
@@ -55,21 +48,26 @@ actor CoordinatorCore: SyncSource {
         written: AsyncStream<Void>.Continuation? = nil
     ) {
         self.unownedExecutor = submitSocket.loop.serialExecutor.asUnownedSerialExecutor()
-        self.writeEligible = writeEligible
-        self.mayAct = mayAct
-        self.replicate = replicate ?? { replica.enqueue($0) }
-        self.written = written
-        self.machine = machine
+        self.loop = submitSocket.loop
         self.configuration = machine.configuration
         self.counters = machine.counters
-        self.writer = writer
-        self.submitSocket = submitSocket
-        self.publishSocket = publishSocket
         self.replica = replica
         // Bounded: a flood of reports (a fuzzer's) is dropped, not queued.
-        (reports, reportIntake) = AsyncStream.makeStream(of: (RouterEnvelope, [[UInt8]]).self, bufferingPolicy: .bufferingNewest(1_024))
+        let (reports, reportIntake) = AsyncStream.makeStream(of: (RouterEnvelope, [[UInt8]]).self, bufferingPolicy: .bufferingNewest(1_024))
+        self.reports = reports
+        // A single coordinator never leads others: no lease to check.
+        let alone = writeEligible == nil
+        let replicateEntries: @Sendable ([Entry]) -> Void = replicate ?? { replica.enqueue($0) }
+        let io = CoordinatorProcessIO(
+            configuration: machine.configuration, counters: machine.counters, writer: writer, submitSocket: submitSocket,
+            publishSocket: publishSocket, writeEligible: writeEligible, mayAct: { alone || mayAct() },
+            replicate: replicateEntries, written: written, reportIntake: reportIntake
+        )
+        self.interpreter = CoordinatorInterpreter(machine: machine, io: io)
+        io.core = self
     }
 
+    var machine: CoordinatorMachine { interpreter.machine }
     var epoch: UInt32 { machine.epoch }
     var durableHead: UInt64 { machine.durableHead }
     var committedHead: UInt64 { machine.committedHead }
@@ -83,9 +81,9 @@ actor CoordinatorCore: SyncSource {
     ///   order, and the caller answers it as a standby would.
     @discardableResult
     func handleSubmitBatch(_ messages: [Message]) -> Bool {
-        guard !isRetired else { return false }
+        guard !interpreter.io.isRetired else { return false }
         let now = WallClock.micros()
-        perform(machine.receive(messages, now: now, received: configuration.trace == nil ? 0 : now))
+        interpreter.run { $0.receive(messages, now: now, received: configuration.trace == nil ? 0 : now) }
         return true
     }
 
@@ -95,29 +93,32 @@ actor CoordinatorCore: SyncSource {
     /// to the log under the standby that now owns the log, an entry of the old term that no
     /// leader committed.
     func retire() -> (head: UInt64, epoch: UInt32) {
-        isRetired = true
+        interpreter.io.isRetired = true
         return committed()
     }
 
     /// Subscription messages from the publish socket.
     func noteSubscriptions(_ messages: [Message]) {
-        machine.noteSubscriptions(messages)
+        interpreter.update { $0.noteSubscriptions(messages) }
     }
 
     /// Decodes NODE_REPORTs off the ordering path and takes in what they say, until cancelled;
     /// their digests are compared on the background thread.
     nonisolated func receiveReports() async {
         for await (peer, body) in reports {
-            do {
+            let decoded = Result {
                 var report = try NodeReportMessage(frames: body)
                 compareInBackground(report.digests, reporter: report.report.name)
                 // The machine keeps the report for the status; the digests are done with.
                 report.digests = []
-                await note(report)
-            } catch {
-                await reject(error, from: peer)
+                return report
             }
+            await decodedReport(decoded, from: peer)
         }
+    }
+
+    private func decodedReport(_ report: Result<NodeReportMessage, any Error>, from peer: RouterEnvelope) {
+        interpreter.decoded(report, from: peer)
     }
 
     /// Compares a replica's digests with the references on the background thread, at idle
@@ -125,7 +126,7 @@ actor CoordinatorCore: SyncSource {
     /// answers wait for. Whatever diverged is alarmed from the loop.
     private nonisolated func compareInBackground(_ digests: [ReportedDigest], reporter: String) {
         guard !digests.isEmpty else { return }
-        let (check, loop) = (divergence, submitSocket.loop)
+        let (check, loop) = (divergence, loop)
         BackgroundWork.idle.start { [weak self] in
             let found = check.compare(digests, reporter: reporter)
             guard !found.isEmpty else { return }
@@ -133,129 +134,154 @@ actor CoordinatorCore: SyncSource {
         }
     }
 
-    func note(_ report: NodeReportMessage) {
-        perform(machine.report(report, now: WallClock.micros()))
-    }
-
-    func reject(_ error: any Error, from peer: RouterEnvelope) {
-        perform([machine.reject(error, from: peer, now: WallClock.micros())])
-    }
-
     func heartbeat() {
-        perform([machine.heartbeat(now: WallClock.micros())])
+        interpreter.run { [$0.heartbeat(now: WallClock.micros())] }
     }
 
     func publishStatus() async {
         let (changed, instances) = await replica.takeChangedDigests(spreadOver: configuration.statusInterval * 0.8)
-        perform(machine.status(now: WallClock.micros(), instances: instances))
+        interpreter.run { $0.status(now: WallClock.micros(), instances: instances) }
         compareInBackground(ReportedDigest.list(changed), reporter: "coordinator")
     }
 
     func diverged(_ divergences: [DigestReferences.Divergence]) {
-        perform(machine.diverged(divergences))
+        interpreter.run { $0.diverged(divergences) }
     }
 
     func noteQuarantined(_ seqs: [UInt64]) {
-        machine.noteQuarantined(seqs)
+        interpreter.update { $0.noteQuarantined(seqs) }
     }
 
     func noteCompacted(firstSeq: UInt64) {
-        machine.noteCompacted(firstSeq: firstSeq)
+        interpreter.update { $0.noteCompacted(firstSeq: firstSeq) }
     }
 
     // MARK: Replication
 
     /// A standby's FETCH: how far it holds the log, and what to answer.
     func fetch(_ request: FetchRequest) throws -> (answer: FetchAnswer, committed: UInt64, epoch: UInt32) {
-        let (answer, actions) = try machine.fetch(request, firstSeq: machine.firstSeq, now: WallClock.micros())
-        perform(actions)
-        return (answer, machine.committedHead, machine.epoch)
+        var answer: FetchAnswer?
+        try interpreter.run { machine in
+            let (fetched, actions) = try machine.fetch(request, firstSeq: machine.firstSeq, now: WallClock.micros())
+            answer = fetched
+            return actions
+        }
+        return (answer!, machine.committedHead, machine.epoch)
     }
 
     func tickReplication() {
-        perform(machine.tickReplication(now: WallClock.micros()))
+        interpreter.run { $0.tickReplication(now: WallClock.micros()) }
     }
 
-    private func noteEligible(_ set: Set<String>, written: Bool) {
-        if written {
-            perform(machine.eligibleWritten(set, now: WallClock.micros()))
-        } else {
-            machine.eligibleWriteFailed()
-        }
+    func eligibleWritten(_ set: Set<String>, written: Bool) {
+        interpreter.eligibleWritten(set, written: written)
+    }
+}
+
+/// A coordinator process's I/O: its submit and publish sockets, its log (written on the ordering
+/// thread: a group is durable when ``write(_:)`` returns), its replica and its election.
+final class CoordinatorProcessIO: CoordinatorIO {
+    let configuration: CoordinatorConfiguration
+    let counters: ClusterCounters
+    let writer: LogWriter
+    let submitSocket: AsyncSocket
+    let publishSocket: AsyncSocket
+    let writeEligible: (@Sendable (Set<String>) async -> Bool)?
+    let mayActNow: @Sendable () -> Bool
+    let replicateEntries: @Sendable ([Entry]) -> Void
+    let written: AsyncStream<Void>.Continuation?
+    let reportIntake: AsyncStream<(RouterEnvelope, [[UInt8]])>.Continuation
+    /// Where the election service's answers go back to.
+    weak var core: CoordinatorCore?
+    /// Set when the coordinator stepped down (``CoordinatorCore/retire()``): it orders and writes
+    /// nothing more; its log belongs to the standby.
+    var isRetired = false
+    /// When the last write started, for the hop trace.
+    private var writeStarted: (clock: ContinuousClock.Instant, micros: UInt64)?
+
+    init(
+        configuration: CoordinatorConfiguration, counters: ClusterCounters, writer: LogWriter, submitSocket: AsyncSocket, publishSocket: AsyncSocket,
+        writeEligible: (@Sendable (Set<String>) async -> Bool)?, mayAct: @escaping @Sendable () -> Bool,
+        replicate: @escaping @Sendable ([Entry]) -> Void, written: AsyncStream<Void>.Continuation?,
+        reportIntake: AsyncStream<(RouterEnvelope, [[UInt8]])>.Continuation
+    ) {
+        self.configuration = configuration
+        self.counters = counters
+        self.writer = writer
+        self.submitSocket = submitSocket
+        self.publishSocket = publishSocket
+        self.writeEligible = writeEligible
+        self.mayActNow = mayAct
+        self.replicateEntries = replicate
+        self.written = written
+        self.reportIntake = reportIntake
     }
 
-    // MARK: Carrying out
+    var now: UInt64 { WallClock.micros() }
 
-    func perform(_ actions: [CoordinatorMachine.Action]) {
-        // Checked once per batch of actions: a lease outlives a batch by far more than it takes.
-        let mayAct = writeEligible == nil || self.mayAct()
-        for action in actions {
-            switch action {
-            case .reply where !mayAct, .publish where !mayAct:
-                counters.fencedDrops.add(1)
-            case .reply(let frames, let peer):
-                if (try? submitSocket.trySend(peer.reply(frames))) != true {
-                    // The node retries what it does not hear about; an ack lost here costs a duplicate.
-                    counters.acksDropped.add(1)
-                }
-            case .publish(let frames, let entries):
-                // Subscribers repair what a full queue drops.
-                if (try? publishSocket.trySend(Message(parts: frames))) != true, entries > 0 { counters.publishDropped.add(entries) }
-            case .commit(let group):
-                commit(group)
-            case .replicate(let entries):
-                replicate(entries)
-            case .decodeReport(let body, let peer):
-                // Decoded by ``receiveReports()``: a report's JSON of a thousand digests took
-                // milliseconds, which the order behind it waited for.
-                if case .dropped(let (oldest, _)) = reportIntake.yield((peer, body)) {
-                    reject(ProtocolError(.overloaded, "1,024 NODE_REPORTs wait to be read; the oldest was dropped"), from: oldest)
-                }
-            case .proposeEligible(let set):
-                guard let writeEligible else {
-                    machine.eligibleWriteFailed()
-                    continue
-                }
-                Task {
-                    let written = await writeEligible(set)
-                    self.noteEligible(set, written: written)
-                }
-            }
-        }
+    func mayAct() -> Bool { mayActNow() }
+
+    func reply(_ frames: [[UInt8]], to peer: RouterEnvelope) -> Bool {
+        (try? submitSocket.trySend(peer.reply(frames))) == true
     }
 
-    /// Makes a group durable now, on this thread, then hands the outcome to the machine.
-    func commit(_ group: PendingCommit) {
-        // A retired core's log belongs to the standby.
-        guard !isRetired else { return }
+    func publish(_ frames: [[UInt8]]) -> Bool {
+        (try? publishSocket.trySend(Message(parts: frames))) == true
+    }
+
+    /// Makes a group durable now, on this thread.
+    func write(_ group: PendingCommit) -> CoordinatorWrite {
+        // A retired core's log belongs to the standby: the group is never written, nor answered.
+        guard !isRetired else { return .pending }
         let records = group.records
-        let started = ContinuousClock.now
-        let startedAt = configuration.trace == nil ? 0 : WallClock.micros()
+        let started = (ContinuousClock.now, configuration.trace == nil ? 0 : WallClock.micros())
         do {
             try writer.runHere { log in
                 try log.append(records)
                 try log.commit()
             }
         } catch {
-            perform(machine.failed(group, error: error, now: WallClock.micros()))
-            return
+            return .finished(.failure(error))
         }
-        counters.recordCommit(entries: records.count, duration: ContinuousClock.now - started)
+        counters.recordCommit(entries: records.count, duration: ContinuousClock.now - started.0)
+        writeStarted = started
+        return .finished(.success(()))
+    }
+
+    func madeDurable(_ group: PendingCommit) {
         written?.yield()
+        guard let trace = configuration.trace, let startedAt = writeStarted?.micros else { return }
         let committedAt = WallClock.micros()
-        guard let trace = configuration.trace else {
-            perform(machine.committed(group, now: committedAt))
-            return
-        }
         for entry in group.entries where trace.samples(entry.seq) {
             trace.note(entry.seq, .coordinatorCommitStarted, at: startedAt)
             trace.note(entry.seq, .coordinatorCommitted, at: committedAt)
         }
-        perform(machine.committed(group, now: committedAt))
+    }
+
+    func acknowledged(_ group: PendingCommit) {
+        guard let trace = configuration.trace else { return }
         let publishedAt = WallClock.micros()
         for entry in group.entries where trace.samples(entry.seq) {
             trace.note(entry.seq, .coordinatorAcknowledged, at: publishedAt)
             trace.note(entry.seq, .coordinatorPublished, at: publishedAt)
         }
+    }
+
+    func replicate(_ entries: [Entry]) {
+        replicateEntries(entries)
+    }
+
+    func queueReport(_ body: [[UInt8]], from peer: RouterEnvelope) -> RouterEnvelope? {
+        if case .dropped(let (oldest, _)) = reportIntake.yield((peer, body)) { return oldest }
+        return nil
+    }
+
+    func proposeEligible(_ set: Set<String>) -> Bool {
+        guard let writeEligible else { return false }
+        Task { [weak core] in
+            let written = await writeEligible(set)
+            await core?.eligibleWritten(set, written: written)
+        }
+        return true
     }
 }

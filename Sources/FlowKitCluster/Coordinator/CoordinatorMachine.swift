@@ -7,8 +7,8 @@ import ZeroMQ
 /// Its inputs are what the coordinator's sockets read, the log's outcome for each group commit
 /// and the ticks of its timers, each with the time (microseconds since the Unix epoch); its
 /// outputs are ``Action``s: messages to send and publish, groups to make durable, entries for the
-/// coordinator's replica. ``CoordinatorCore`` carries them out over ZeroMQ and the segment log; a
-/// simulation can carry them out over a simulated network and disk. Logging and metrics are the
+/// coordinator's replica. ``CoordinatorInterpreter`` carries them out, over ZeroMQ and the segment log
+/// in the process and over a simulated network and disk in the simulation. Logging and metrics are the
 /// only effects it has of its own: they change nothing it decides.
 ///
 /// One group commit is in flight at a time: what is ordered while the log writes waits in the
@@ -19,24 +19,6 @@ import ZeroMQ
 /// (their FETCHes say so: ``fetched(by:durable:now:)``), then is acknowledged and published. The
 /// head nodes see (WELCOME, HEARTBEAT, ACK, status) is that commit point, never the local log's end.
 struct CoordinatorMachine {
-    enum Action {
-        /// Send `frames` to `peer` on the submit socket.
-        case reply([[UInt8]], to: RouterEnvelope)
-        /// Publish `frames`: ENTRIES carrying `entries` entries, or a control message (0).
-        case publish([[UInt8]], entries: Int)
-        /// Make the group durable (append and sync), then report with ``committed(_:now:)`` or
-        /// ``failed(_:error:now:)``.
-        case commit(PendingCommit)
-        /// Durable entries, for the coordinator's replica (snapshots and digests).
-        case replicate([Entry])
-        /// A NODE_REPORT to decode off the ordering path (a thousand digests of JSON take
-        /// milliseconds), then hand to ``report(_:now:)``.
-        case decodeReport([[UInt8]], from: RouterEnvelope)
-        /// Write this set of coordinators eligible to lead to the election service, then report
-        /// with ``eligibleWritten(_:now:)`` or ``eligibleWriteFailed()``.
-        case proposeEligible(Set<String>)
-    }
-
     let configuration: CoordinatorConfiguration
     let logger: Logger
     let counters: ClusterCounters
@@ -49,14 +31,12 @@ struct CoordinatorMachine {
     private(set) var isCommitting = false
     /// The oldest seq the log still holds.
     private(set) var firstSeq: UInt64
-    /// Address prefixes someone subscribes to (from the XPUB socket's subscription messages): while
-    /// there are any, runs of one instance are published under their address as well as batches.
-    private var addressSubscriptions: Set<[UInt8]> = []
     private var refusals = RefusalLog(wall: "coordinator")
-    /// Packs published entries: at most 4,096 entries or 1 MiB per message, a larger entry alone.
-    let packer = RecordPacker(maxCount: 4_096, maxBytes: 1 << 20)
-    /// The in-sync coordinators and the commit point, when this coordinator leads others.
-    private(set) var replication: ReplicationProgress?
+    /// What is published, and under which topics.
+    private var publication = Publication()
+    /// The in-sync coordinators and the commit point, when this coordinator leads others
+    /// (`CoordinatorMachine+Replication.swift`).
+    var replication: ReplicationProgress?
     /// Groups the local log holds, oldest first, waiting for the commit point to reach them.
     private var uncommitted: Deque<PendingCommit> = []
     /// When this coordinator began leading (µs).
@@ -213,15 +193,8 @@ struct CoordinatorMachine {
         for (peer, epoch, acks) in group.acks.byPeer {
             actions.append(.reply(ackFrames(acks, epoch: epoch), to: peer))
         }
-        for frame in packer.pack(group.records.lazy.map(\.record)) {
-            actions.append(
-                .publish(EntriesMessage.frames(address: EntriesMessage.batchTopic, epoch: intake.epoch, records: frame.frame), entries: frame.count)
-            )
-        }
-        if !addressSubscriptions.isEmpty {
-            for run in entryRuns(group.entries, records: group.records, packer: packer) {
-                actions.append(.publish(EntriesMessage.frames(address: run.address, epoch: intake.epoch, records: run.records), entries: run.count))
-            }
+        for message in publication.entries(of: group, epoch: intake.epoch) {
+            actions.append(.publish(message.frames, entries: message.entries))
         }
         counters.ordered.add(group.entries.count)
         if !group.entries.isEmpty { actions.append(.replicate(group.entries)) }
@@ -229,65 +202,13 @@ struct CoordinatorMachine {
     }
 
     /// Tells every waiting group the commit point has reached.
-    private mutating func releaseCommitted() -> [Action] {
+    mutating func releaseCommitted() -> [Action] {
         var actions: [Action] = []
         while let group = uncommitted.first, group.visibleAt <= committedHead {
             uncommitted.removeFirst()
             actions += tell(group)
         }
         return actions
-    }
-
-    // MARK: Replication
-
-    /// A standby's FETCH: note how far it holds the log, and decide the answer from this log.
-    ///
-    /// - Throws: If the standby follows another term than this coordinator's (it heard of a later
-    ///   leader, or has not heard of this one yet): it asks the election service again.
-    mutating func fetch(_ request: FetchRequest, firstSeq: UInt64, now: UInt64) throws -> (FetchAnswer, [Action]) {
-        guard request.epoch == intake.epoch else {
-            throw ProtocolError(.coordinatorUnavailable, "\(request.id) follows the leader of epoch \(request.epoch); this coordinator leads epoch \(intake.epoch)")
-        }
-        let answer = FetchAnswer(request, written: intake.durableHead, firstSeq: firstSeq, epochs: intake.sequencer.epochs)
-        guard replication != nil else { return (answer, []) }
-        // Only a copy that agrees with this log counts for the commit point.
-        switch answer {
-        case .entries, .wait:
-            if replication!.fetched(by: request.id, durable: request.durable, now: now) { return (answer, releaseCommitted()) }
-        case .truncate, .behindRetention:
-            break
-        }
-        return (answer, [])
-    }
-
-    /// Time passed: propose changes to the in-sync set.
-    mutating func tickReplication(now: UInt64) -> [Action] {
-        guard replication != nil else { return [] }
-        return replication!.tick(now: now).map { action in
-            switch action {
-            case .proposeEligible(let set): .proposeEligible(set)
-            }
-        }
-    }
-
-    /// The election service holds `set` as the coordinators eligible to lead.
-    mutating func eligibleWritten(_ set: Set<String>, now: UInt64) -> [Action] {
-        guard replication != nil else { return [] }
-        let wasBelow = replication!.isBelowMinimum
-        let moved = replication!.eligibleWritten(set)
-        logger.notice("in-sync coordinators: \(set.sorted().joined(separator: ", "))")
-        if replication!.isBelowMinimum, !wasBelow {
-            logger.error(
-                "too few coordinators in sync: nothing commits until one catches up",
-                metadata: ["flowkit.in_sync": "\(set.count)", "flowkit.needed": "\(replication!.minInSync)"]
-            )
-        }
-        return moved ? releaseCommitted() : []
-    }
-
-    /// Writing the in-sync set failed: the old one stands.
-    mutating func eligibleWriteFailed() {
-        replication?.eligibleWriteFailed()
     }
 
     /// The log refused `group`: nothing of it, nor of what was ordered after it, happened.
@@ -316,15 +237,9 @@ struct CoordinatorMachine {
 
     // MARK: The publish socket
 
-    /// Subscription messages from the XPUB socket: byte 1 subscribe, 0 unsubscribe, then the topic.
+    /// Subscription messages from the XPUB socket (``Publication/noteSubscriptions(_:)``).
     mutating func noteSubscriptions(_ messages: [Message]) {
-        for message in messages {
-            guard let frame = message.frames.first?.bytes, let kind = frame.first else { continue }
-            let topic = Array(frame.dropFirst())
-            // Batches, control topics and "everything" are not address subscriptions.
-            guard !topic.isEmpty, topic.first != UInt8(ascii: "$"), topic != Array(EntriesMessage.batchTopic.utf8) else { continue }
-            if kind == 1 { addressSubscriptions.insert(topic) } else { addressSubscriptions.remove(topic) }
-        }
+        publication.noteSubscriptions(messages)
     }
 
     func heartbeat(now: UInt64) -> Action {

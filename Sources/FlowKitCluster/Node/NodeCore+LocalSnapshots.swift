@@ -14,7 +14,7 @@ extension NodeCore {
             localSnapshots = LocalSnapshots(store: store)
             guard let snapshot = try store.latest() else { return }
             try replicas.importStates(try SnapshotCodec.decode(snapshot.bytes))
-            machine.resumeFollowing(from: snapshot.seq)
+            interpreter.update { $0.resumeFollowing(from: snapshot.seq) }
             localSnapshots?.lastSavedSeq = snapshot.seq
             logger.info(
                 "resumed from a local snapshot; the rest comes from the coordinator's log",

@@ -14,18 +14,17 @@ import ZeroMQ
 /// handlers enter it in the loop turn that read a message, and its sends leave in the same turn.
 actor NodeCore {
     nonisolated let unownedExecutor: UnownedSerialExecutor
-    var machine: NodeMachine
     let configuration: NodeConfiguration
     let registry: FlowRegistry
     let logger: Logger
     let sockets: NodeSockets
-    var replicas: ReplicaSet!
-    /// The applied seq of the last report: a node that applied nothing since, at the head, is idle.
-    var lastReportedApplied: UInt64 = 0
-    /// A task waits for the digest round's next slice to be due (``hashNextSlice()``).
-    var digestSliceScheduled = false
-    var localSnapshots: LocalSnapshots?
+    let loop: IOLoop
     let counters: ClusterCounters
+    /// The machine, the replicas, and the one interpreter of the machine's actions, over this
+    /// process's sockets; built by ``start()``, whose replicas' effects submit through this actor.
+    private(set) var interpreter: NodeInterpreter<NodeProcessIO>!
+    private var startingMachine: NodeMachine?
+    var localSnapshots: LocalSnapshots?
 
     init(configuration: NodeConfiguration, registry: FlowRegistry, logger: Logger, sockets: NodeSockets, loop: IOLoop) {
         self.unownedExecutor = loop.serialExecutor.asUnownedSerialExecutor()
@@ -33,6 +32,7 @@ actor NodeCore {
         self.registry = registry
         self.logger = logger
         self.sockets = sockets
+        self.loop = loop
         let counters = ClusterCounters()
         self.counters = counters
         let info = NodeInfo(
@@ -42,7 +42,7 @@ actor NodeCore {
             pid: ProcessInfo.processInfo.processIdentifier,
             ackOrdered: false
         )
-        self.machine = NodeMachine(
+        self.startingMachine = NodeMachine(
             configuration: configuration, registry: registry, session: UInt64.random(in: 1...UInt64.max), info: info,
             logger: logger, counters: counters, now: WallClock.micros()
         )
@@ -59,49 +59,65 @@ actor NodeCore {
             },
             effectFailed: { [counters] _, _ in counters.effectFailures.add(1) }
         )
-        replicas = ReplicaSet(registry: registry, context: context, logger: logger)
+        let io = NodeProcessIO(configuration: configuration, logger: logger, sockets: sockets)
+        interpreter = NodeInterpreter(machine: startingMachine!, replicas: ReplicaSet(registry: registry, context: context, logger: logger), io: io)
+        startingMachine = nil
+        io.core = self
         restoreLocalSnapshot()
-        perform(machine.start(now: WallClock.micros()))
+        interpreter.run { $0.start(now: WallClock.micros()) }
     }
 
+    var machine: NodeMachine { interpreter.machine }
+    var replicas: ReplicaSet { interpreter.replicas }
     var session: UInt64 { machine.session }
     var applied: UInt64 { machine.applied }
     var isConnected: Bool { machine.isConnected(now: WallClock.micros()) }
+    func status() -> NodeStatus { interpreter.status() }
 
     // MARK: Inputs
 
     /// Messages from the publish socket: entries and heartbeats.
     func receivePublished(_ messages: [Message]) {
         let now = WallClock.micros()
-        perform(machine.receivePublished(messages, now: now, received: configuration.trace == nil ? 0 : now))
+        interpreter.run { $0.receivePublished(messages, now: now, received: configuration.trace == nil ? 0 : now) }
     }
 
     /// Messages from coordinator `index` on its submit socket: acks, welcome, errors.
     func receiveFromCoordinator(_ messages: [Message], from index: Int) {
-        perform(machine.receiveFromCoordinator(messages, from: index, now: WallClock.micros()))
+        interpreter.run { $0.receiveFromCoordinator(messages, from: index, now: WallClock.micros()) }
     }
 
     /// Replies from the coordinator's sync socket, decoded (by ``SyncReply/init(_:)``, off this
     /// thread).
     func receiveSync(_ replies: [SyncReply]) {
-        perform(machine.receiveSync(replies, now: WallClock.micros()))
+        interpreter.run { $0.receiveSync(replies, now: WallClock.micros()) }
     }
 
     /// Requests from the client socket.
     func receiveFromClients(_ messages: [Message]) {
-        perform(machine.receiveFromClients(messages, now: WallClock.micros()))
+        interpreter.run { $0.receiveFromClients(messages, now: WallClock.micros()) }
     }
 
     /// An event or cancel sent by an effect running here.
     func submitFromEffect(address: Address, kind: EntryKind, codec: PayloadCodec, payload: [UInt8]) {
-        perform(machine.submitFromEffect(address: address, kind: kind, codec: codec, payload: payload, now: WallClock.micros()))
+        interpreter.run { $0.submitFromEffect(address: address, kind: kind, codec: codec, payload: payload, now: WallClock.micros()) }
     }
 
     /// Retries, repairs, timeouts, reports and snapshots; run every tick.
     func tick() {
         let now = WallClock.micros()
-        perform(machine.tick(now: now))
+        interpreter.run { $0.tick(now: now) }
         saveLocalSnapshotIfDue(now: now)
+    }
+
+    /// Digests hashed on the background thread (``NodeProcessIO/hash(_:)``).
+    func hashed(_ results: [ReplicaSet.DigestResult], micros: UInt64) {
+        interpreter.hashed(results, micros: micros)
+    }
+
+    /// A wake-up ``NodeProcessIO/wake(at:)`` set.
+    func wake() {
+        interpreter.wake()
     }
 
     /// Disconnects from the coordinators' sockets and connects again.
@@ -115,77 +131,90 @@ actor NodeCore {
                 }
             }
         }
-        perform(machine.reconnected(now: WallClock.micros()))
+        interpreter.run { $0.reconnected(now: WallClock.micros()) }
     }
-
-    /// The submit socket to the coordinator the node submits to now.
-    var submitSocket: AsyncSocket { sockets.submit[machine.currentCoordinator] }
 
     /// Stops every effect: the node is going away.
     func shutDown() {
         replicas.shutDown()
     }
+}
 
-    // MARK: Carrying out
+/// A node process's I/O: its sockets, its background thread for hashing, its loop's timers and
+/// its hop trace.
+final class NodeProcessIO: NodeIO {
+    let configuration: NodeConfiguration
+    let logger: Logger
+    let sockets: NodeSockets
+    /// Where hashed digests and wake-ups go back to.
+    weak var core: NodeCore?
 
-    func perform(_ actions: [NodeMachine.Action]) {
-        for action in actions {
-            switch action {
-            case .submit(let frames):
-                // A full queue drops the message; submissions go again after the retry interval.
-                _ = try? submitSocket.trySend(Message(parts: frames))
-            case .requestSync(let frames):
-                _ = try? sockets.sync[machine.currentCoordinator].trySend(Message(parts: frames))
-            case .switchCoordinator:
-                break  // the sockets to send on follow the machine's choice
-            case .greetEveryCoordinator(let frames):
-                for socket in sockets.submit { _ = try? socket.trySend(Message(parts: frames)) }
-            case .reply(let reply, let peer):
-                self.reply(reply, to: peer)
-            case .apply(let entries):
-                apply(entries)
-            case .restore(let seq, let instances):
-                restore(seq: seq, instances: instances)
-            case .answerQuery(let request, let address, let peer):
-                answerQuery(request: request, address: address, to: peer)
-            case .answerStatus(let request, let peer):
-                reply(.status(request: request, json: JSONFrame.encode(status())), to: peer)
-            case .report:
-                sendReport(now: WallClock.micros())
-                // What changed since is hashed once per report, for the next one: an instance that
-                // changes all the time is hashed once a report, not once a tick.
-                hashChangedInstances()
-                configuration.trace?.flush()
-            }
-        }
+    init(configuration: NodeConfiguration, logger: Logger, sockets: NodeSockets) {
+        self.configuration = configuration
+        self.logger = logger
+        self.sockets = sockets
     }
 
-    /// Applies entries in seq order, running the effects of this node's own.
-    func apply(_ entries: [Entry]) {
-        for entry in entries { replicas.apply(entry, runEffects: machine.isOwn(entry)) }
-        guard let trace = configuration.trace else { return }
-        let appliedAt = WallClock.micros()
-        for entry in entries where trace.samples(entry.seq) {
-            trace.note(entry.seq, .nodeApplied, at: appliedAt)
-            if machine.waiters.hasWatchers { trace.note(entry.seq, .nodeProgressSent, at: appliedAt) }
-        }
+    var now: UInt64 { WallClock.micros() }
+    var clientEndpoint: String { sockets.clientEndpoint }
+
+    func submit(_ frames: [[UInt8]], to index: Int) {
+        _ = try? sockets.submit[index].trySend(Message(parts: frames))
     }
 
-    /// A snapshot to join through: it replaces every instance.
-    func restore(seq: UInt64, instances: [SnapshotChunkMessage.Instance]) {
-        do {
-            try replicas.importStates(instances)
-        } catch {
-            logger.error("a snapshot did not restore", metadata: ["flowkit.error": "\(error)"])
-            perform(machine.restored(false, now: WallClock.micros()))
-            return
-        }
-        logger.info("joined through a snapshot", metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances.count)"])
-        perform(machine.restored(true, now: WallClock.micros()))
+    func report(_ message: NodeReportMessage, to index: Int) {
+        // Encoded on the task pool: the summary is JSON, and the report is the node's sign of life,
+        // which must not wait behind the background thread's hashing on a busy machine.
+        let socket = sockets.submit[index]
+        Task.detached { _ = try? socket.trySend(Message(parts: message.frames)) }
+    }
+
+    func requestSync(_ frames: [[UInt8]], from index: Int) {
+        _ = try? sockets.sync[index].trySend(Message(parts: frames))
     }
 
     func reply(_ reply: ClientReply, to peer: RouterEnvelope) {
         _ = try? sockets.client.trySend(peer.reply(reply.frames))
+    }
+
+    func applied(_ entries: [Entry], progressSent: Bool) {
+        guard let trace = configuration.trace else { return }
+        let appliedAt = WallClock.micros()
+        for entry in entries where trace.samples(entry.seq) {
+            trace.note(entry.seq, .nodeApplied, at: appliedAt)
+            if progressSent { trace.note(entry.seq, .nodeProgressSent, at: appliedAt) }
+        }
+    }
+
+    func restored(seq: UInt64, instances: Int, error: (any Error)?) {
+        if let error {
+            logger.error("a snapshot did not restore", metadata: ["flowkit.error": "\(error)"])
+        } else {
+            logger.info("joined through a snapshot", metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances)"])
+        }
+    }
+
+    /// Hashes on the background thread, at idle priority; the node folds the digests back in on
+    /// the loop's thread, where its work runs (a task without the preference ran the node on a
+    /// pool thread, and the loop's messages waited for it).
+    func hash(_ jobs: [ReplicaSet.DigestJob]) {
+        let loop = sockets.client.loop
+        BackgroundWork.idle.start { [weak core] in
+            let (results, micros) = ReplicaSet.hash(jobs)
+            Task(executorPreference: loop) { await core?.hashed(results, micros: micros) }
+        }
+    }
+
+    func wake(at time: UInt64) {
+        let (loop, delay) = (sockets.client.loop, time - min(time, now))
+        Task(executorPreference: loop) { [weak core] in
+            try? await Task.sleep(for: .microseconds(delay))
+            await core?.wake()
+        }
+    }
+
+    func reported() {
+        configuration.trace?.flush()
     }
 }
 

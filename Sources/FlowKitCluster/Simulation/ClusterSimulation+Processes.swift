@@ -13,12 +13,12 @@ extension ClusterSimulation {
         let started: SimulatedCoordinator
         if isReplicated {
             started = SimulatedCoordinator.startReplicated(
-                index: index, incarnation: incarnation, disk: disks[index], configuration: coordinatorConfiguration, logger: logger
+                simulation: self, index: index, incarnation: incarnation, disk: disks[index], configuration: coordinatorConfiguration, logger: logger
             )
             trace.note(at: now, "\(started.id): started, log end \(disks[index].log.lastSeq)")
         } else {
             started = try await SimulatedCoordinator.start(
-                index: index, incarnation: incarnation, disk: disks[index], configuration: coordinatorConfiguration, logger: logger, now: now,
+                simulation: self, index: index, incarnation: incarnation, disk: disks[index], configuration: coordinatorConfiguration, logger: logger, now: now,
                 bug: options.bug
             )
             trace.note(at: now, "c: started, epoch \(started.machine!.epoch), head \(started.machine!.durableHead)")
@@ -40,12 +40,12 @@ extension ClusterSimulation {
         configuration.otherCoordinators = coordinators.indices.dropFirst().map(SimulatedCoordinator.endpoints)
         configuration.joinThroughSnapshot = random.next() % 2 == 0
         let node = SimulatedNode(
-            index: index, incarnation: nodeIncarnations[index], session: random.next() | 1, configuration: configuration,
-            registry: SimulationFlow.registry(bug: options.bug), logger: nodeLogger(index), now: now
+            simulation: self, index: index, incarnation: nodeIncarnations[index], session: random.next() | 1, configuration: configuration,
+            registry: SimulationFlow.registry(bug: options.bug), logger: nodeLogger(index), bug: options.bug
         )
         nodes[index] = node
         trace.note(at: now, "n\(index): started, run \(node.incarnation)")
-        perform(node.machine.start(now: now), on: node)
+        node.interpreter.run { $0.start(now: now) }
         schedule.schedule(.nodeTick(node: index, incarnation: node.incarnation), at: now + UInt64.random(in: 1...50_000, using: &random))
     }
 

@@ -46,11 +46,7 @@ extension ClusterSimulation {
         case .eligibleWritten(let written):
             // Only for the term that asked: a later term writes its own.
             guard case .setEligible(let set, let leader) = request, coordinator.machine?.epoch == leader.epoch else { return }
-            if written {
-                try await perform(coordinator.machine!.eligibleWritten(set, now: now), on: coordinator)
-            } else {
-                coordinator.machine!.eligibleWriteFailed()
-            }
+            coordinator.interpreter!.eligibleWritten(set, written: written)
         case .revoked:
             break
         }
@@ -120,12 +116,16 @@ extension ClusterSimulation {
     private func answerFetch(_ fetch: FetchRequest, from peer: RouterEnvelope, since: UInt64, on coordinator: SimulatedCoordinator) async throws -> Bool {
         let frames: [[UInt8]]
         do {
-            let (answer, actions) = try coordinator.machine!.fetch(fetch, firstSeq: coordinator.disk.log.firstSeq, now: now)
-            try await perform(actions, on: coordinator)
+            var answer: FetchAnswer?
+            try coordinator.interpreter!.run { machine in
+                let (fetched, actions) = try machine.fetch(fetch, firstSeq: coordinator.disk.log.firstSeq, now: now)
+                answer = fetched
+                return actions
+            }
             guard let machine = coordinator.machine else { return true }
             let (disk, maxCount) = (coordinator.disk, coordinator.configuration.maxRangeCount)
             let answered = try await SyncServer.fetched(
-                answer, to: fetch, committed: machine.committedHead, epoch: machine.epoch, mayHold: now - since < 200_000, maxBytes: 4 << 20
+                answer!, to: fetch, committed: machine.committedHead, epoch: machine.epoch, mayHold: now - since < 200_000, maxBytes: 4 << 20
             ) { from, maxBytes in
                 try disk.log.read(from: from, maxCount: maxCount, maxBytes: maxBytes)
             }

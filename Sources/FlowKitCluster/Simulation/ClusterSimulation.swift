@@ -31,6 +31,8 @@ final class ClusterSimulation {
     var nodes: [SimulatedNode?]
     var nodeIncarnations: [Int]
     var history = SimulationHistory()
+    /// What every coordinator's machine counts, across runs and terms (acts fenced, say).
+    let coordinatorCounters = ClusterCounters()
     var nextRequest: UInt64 = 1
     /// How many forged SUBMITs a stranger sent (``SimulatedFault/forge(node:)``).
     var forgeries = 0
@@ -113,20 +115,21 @@ final class ClusterSimulation {
             try await deliver(packet)
         case .nodeTick(let index, let incarnation):
             guard let node = nodes[index], node.incarnation == incarnation else { return }
-            perform(node.machine.tick(now: now), on: node)
+            node.interpreter.run { $0.tick(now: now) }
             schedule.schedule(.nodeTick(node: index, incarnation: incarnation), at: now + 50_000)
+        case .nodeWork(let index, let incarnation, let work):
+            guard let node = nodes[index], node.incarnation == incarnation else { return }
+            carryOut(work, on: node)
         case .coordinatorHeartbeat(let index, let incarnation):
             guard let coordinator = coordinator(index, incarnation) else { return }
-            if let heartbeat = coordinator.machine?.heartbeat(now: now) {
-                try await perform([heartbeat], on: coordinator)
-                if isReplicated { try await perform(coordinator.machine?.tickReplication(now: now) ?? [], on: coordinator) }
+            if let interpreter = coordinator.interpreter {
+                interpreter.run { [$0.heartbeat(now: now)] }
+                if isReplicated { interpreter.run { $0.tickReplication(now: now) } }
             }
             schedule.schedule(.coordinatorHeartbeat(index, incarnation: incarnation), at: now + 100_000)
         case .coordinatorStatus(let index, let incarnation):
             guard let coordinator = coordinator(index, incarnation) else { return }
-            if coordinator.machine != nil {
-                try await perform(coordinator.machine!.status(now: now, instances: 0), on: coordinator)
-            }
+            coordinator.interpreter?.run { $0.status(now: now, instances: 0) }
             schedule.schedule(.coordinatorStatus(index, incarnation: incarnation), at: now + 1_000_000)
         case .electionTick(let index, let incarnation):
             guard let coordinator = coordinator(index, incarnation) else { return }
@@ -143,22 +146,16 @@ final class ClusterSimulation {
         case .commitDone(let index, let incarnation, let write, let group):
             // A coordinator that crashed meanwhile never synced the group: it is lost with it.
             guard let coordinator = coordinator(index, incarnation) else { return }
-            if options.bug == .acknowledgeBeforeSync {
-                // Already acknowledged when the sync was asked for; the write lands now, or never.
-                // (A refused sync left a hole the machine never heard of; nothing after it lands.)
-                _ = coordinator.land(write)
-                return
-            }
-            // Landed already: the coordinator stopped leading meanwhile.
-            guard let landed = coordinator.land(write), coordinator.machine != nil else { return }
-            if landed {
-                trace.note(at: now, "c\(index): synced \(group.entries.first?.seq ?? 0)…\(group.lastSeq ?? 0)")
-                try await perform(coordinator.machine!.committed(group, now: now), on: coordinator)
-                if isReplicated { try await recheckHeldFetches(coordinator) }
-            } else {
-                trace.note(at: now, "c\(index): the disk refused a commit")
-                try await perform(coordinator.machine!.failed(group, error: SimulatedDiskFull(), now: now), on: coordinator)
-            }
+            // Landed already: the coordinator stopped leading meanwhile. (With the injected bug
+            // acknowledge-before-sync, a refused sync leaves a hole the machine never hears of;
+            // nothing after it lands.)
+            guard let landed = coordinator.land(write), let interpreter = coordinator.interpreter else { return }
+            if !landed { trace.note(at: now, "c\(index): the disk refused a commit") }
+            interpreter.written(group, landed ? .success(()) : .failure(SimulatedDiskFull()))
+            if landed, isReplicated { try await recheckHeldFetches(coordinator) }
+        case .coordinatorWork(let index, let incarnation, let work):
+            guard let coordinator = coordinator(index, incarnation) else { return }
+            await carryOut(work, on: coordinator)
         case .copyWritten(let index, let incarnation, let write, let through, let lastEpoch):
             guard let coordinator = coordinator(index, incarnation), let landed = coordinator.land(write), coordinator.machine == nil else { return }
             if landed {
@@ -187,8 +184,8 @@ final class ClusterSimulation {
             switch asked.request {
             case .election(let request):
                 try await feedElection(coordinator) { $0.requestFailed(request, now: now) }
-            case .setEligible:
-                coordinator.machine?.eligibleWriteFailed()
+            case .setEligible(let set, _):
+                coordinator.interpreter?.eligibleWritten(set, written: false)
             }
         case .leaseExpiry:
             break  // the loop expired what was due
@@ -220,9 +217,9 @@ final class ClusterSimulation {
         switch packet.to {
         case .coordinatorSubmit(let index):
             guard let coordinator = coordinator(index, packet.incarnation) else { return }
-            if coordinator.machine != nil {
+            if let interpreter = coordinator.interpreter {
                 let message = options.bug == .trustTheSubmitOrigin ? asFromItsOrigin(packet.message) : packet.message
-                try await perform(coordinator.machine!.receive([message], now: now), on: coordinator)
+                interpreter.run { $0.receive([message], now: now) }
             } else {
                 for reply in ReplicatedRole.redirections([packet.message], leader: coordinator.following) { replyToNode(reply, from: coordinator) }
             }
@@ -246,21 +243,19 @@ final class ClusterSimulation {
             try await receiveFetched(packet.message.parts, on: coordinator)
         case .nodeSubmit(let index, _), .nodeSync(let index), .nodeSubscriber(let index), .nodeClient(let index):
             guard let node = nodes[index], node.incarnation == packet.incarnation else { return }
-            let actions: [NodeMachine.Action]
             switch packet.to {
             case .nodeSubmit(_, let coordinator):
-                actions = node.machine.receiveFromCoordinator([packet.message], from: coordinator, now: now)
+                node.interpreter.run { $0.receiveFromCoordinator([packet.message], from: coordinator, now: now) }
             case .nodeSync:
-                actions = node.machine.receiveSync([SyncReply(packet.message)], now: now)
+                node.interpreter.run { $0.receiveSync([SyncReply(packet.message)], now: now) }
             case .nodeSubscriber:
                 if options.bug == .applyAheadOfGaps, let entries = try? EntriesMessage(frames: packet.message.parts).entries {
-                    perform([.apply(entries.filter { $0.seq > node.lastApplied + 1 })], on: node)
+                    node.interpreter.carryOut([.apply(entries.filter { $0.seq > node.lastApplied + 1 })])
                 }
-                actions = node.machine.receivePublished([packet.message], now: now)
+                node.interpreter.run { $0.receivePublished([packet.message], now: now) }
             default:
-                actions = node.machine.receiveFromClients([packet.message], now: now)
+                node.interpreter.run { $0.receiveFromClients([packet.message], now: now) }
             }
-            perform(actions, on: node)
         case .clients:
             break
         }

@@ -1,3 +1,4 @@
+import Synchronization
 import Logging
 import ZeroMQ
 
@@ -40,8 +41,12 @@ final class SimulatedCoordinator {
     let incarnation: Int
     let configuration: CoordinatorConfiguration
     let logger: Logger
-    /// Ordering: always when it runs alone; while it leads, replicated.
-    var machine: CoordinatorMachine?
+    /// Ordering, through the interpreter the processes run: always when it runs alone; while it
+    /// leads, replicated.
+    var interpreter: CoordinatorInterpreter<SimulatedCoordinatorIO>?
+    var machine: CoordinatorMachine? { interpreter?.machine }
+    unowned let simulation: ClusterSimulation
+    private lazy var io = SimulatedCoordinatorIO(simulation: simulation, coordinator: self)
     let replica: CoordinatorReplica
     let disk: SimulatedDisk
     let quarantine = EntryQuarantine(frameLimit: 64 << 20)
@@ -77,7 +82,11 @@ final class SimulatedCoordinator {
     /// The identity its standby DEALER presents to the leader's sync socket.
     var identity: [UInt8] { Array("c\(index).\(incarnation)".utf8) }
 
-    private init(index: Int, incarnation: Int, configuration: CoordinatorConfiguration, logger: Logger, replica: CoordinatorReplica, disk: SimulatedDisk) {
+    private init(
+        simulation: ClusterSimulation, index: Int, incarnation: Int, configuration: CoordinatorConfiguration, logger: Logger,
+        replica: CoordinatorReplica, disk: SimulatedDisk
+    ) {
+        self.simulation = simulation
         self.index = index
         self.incarnation = incarnation
         self.configuration = configuration
@@ -89,7 +98,8 @@ final class SimulatedCoordinator {
     /// Starts a coordinator that runs alone on `disk`: a new epoch, the log replayed into the
     /// sequencer's duplicate table and the replica, exactly as a real start does.
     static func start(
-        index: Int, incarnation: Int, disk: SimulatedDisk, configuration: CoordinatorConfiguration, logger: Logger, now: UInt64, bug: InjectedBug?
+        simulation: ClusterSimulation, index: Int, incarnation: Int, disk: SimulatedDisk, configuration: CoordinatorConfiguration, logger: Logger,
+        now: UInt64, bug: InjectedBug?
     ) async throws -> SimulatedCoordinator {
         disk.epoch += 1
         let storage = CoordinatorStorage(log: disk.log, snapshots: nil, epoch: disk.epoch)
@@ -100,21 +110,26 @@ final class SimulatedCoordinator {
         if bug == .forgetDuplicatesOnRestart {
             sequencer = Sequencer(epoch: disk.epoch, durableHead: disk.log.lastSeq, dedup: DedupTable(window: configuration.dedupWindow))
         }
-        let coordinator = SimulatedCoordinator(index: index, incarnation: incarnation, configuration: configuration, logger: logger, replica: replica, disk: disk)
-        coordinator.machine = CoordinatorMachine(
-            configuration: configuration, registry: SimulationFlow.registry, sequencer: sequencer, firstSeq: disk.log.firstSeq,
-            logger: logger, counters: ClusterCounters(), now: now
+        let coordinator = SimulatedCoordinator(
+            simulation: simulation, index: index, incarnation: incarnation, configuration: configuration, logger: logger, replica: replica, disk: disk
         )
+        let machine = CoordinatorMachine(
+            configuration: configuration, registry: SimulationFlow.registry, sequencer: sequencer, firstSeq: disk.log.firstSeq,
+            logger: logger, counters: simulation.coordinatorCounters, now: now
+        )
+        coordinator.interpreter = CoordinatorInterpreter(machine: machine, io: coordinator.io, injectedBug: bug)
         return coordinator
     }
 
     /// Starts one of several coordinators on `disk`, as ``Coordinator/serveReplicated`` does: it
     /// copies the log from whoever leads until the election makes it the leader.
     static func startReplicated(
-        index: Int, incarnation: Int, disk: SimulatedDisk, configuration: CoordinatorConfiguration, logger: Logger
+        simulation: ClusterSimulation, index: Int, incarnation: Int, disk: SimulatedDisk, configuration: CoordinatorConfiguration, logger: Logger
     ) -> SimulatedCoordinator {
         let replica = CoordinatorReplica(registry: SimulationFlow.registry, applied: 0, logger: logger)
-        let coordinator = SimulatedCoordinator(index: index, incarnation: incarnation, configuration: configuration, logger: logger, replica: replica, disk: disk)
+        let coordinator = SimulatedCoordinator(
+            simulation: simulation, index: index, incarnation: incarnation, configuration: configuration, logger: logger, replica: replica, disk: disk
+        )
         let end = disk.end
         coordinator.copy = StandbyCopy(id: coordinator.id, durable: end.seq, lastEpoch: end.epoch, committed: 0)
         var election = ElectionMachine(settings: .init(id: coordinator.id, endpoints: endpoints(index), leaseSeconds: Int64(SimulatedEtcd.leaseSeconds)))
@@ -135,10 +150,11 @@ final class SimulatedCoordinator {
             leader: id, members: members, eligible: eligible, deposed: lastLeader?.id, written: sequencer.durableHead, committed: copy!.committed,
             minInSync: minInSync, lagTimeout: 1_000_000, now: now
         )
-        machine = CoordinatorMachine(
+        let machine = CoordinatorMachine(
             configuration: configuration, registry: SimulationFlow.registry, sequencer: sequencer, firstSeq: disk.log.firstSeq,
-            logger: logger, counters: ClusterCounters(), now: now, replication: bug == .commitWithoutStandbys ? nil : progress
+            logger: logger, counters: simulation.coordinatorCounters, now: now, replication: bug == .commitWithoutStandbys ? nil : progress
         )
+        interpreter = CoordinatorInterpreter(machine: machine, io: io, injectedBug: bug)
         following = record
         heldFetches = []
     }
@@ -150,7 +166,7 @@ final class SimulatedCoordinator {
             landWrites()
             let end = disk.end
             copy!.resume(durable: end.seq, lastEpoch: end.epoch, committed: machine.committedHead)
-            self.machine = nil
+            interpreter = nil
             heldFetches = []
         }
         following = leader
@@ -230,24 +246,33 @@ final class SimulatedCoordinator {
 final class SimulatedNode {
     let index: Int
     let incarnation: Int
-    var machine: NodeMachine
-    let replicas: ReplicaSet
+    /// The machine and the replicas, through the interpreter the processes run.
+    private(set) var interpreter: NodeInterpreter<SimulatedNodeIO>!
+    var machine: NodeMachine { interpreter.machine }
+    var replicas: ReplicaSet { interpreter.replicas }
     /// The identity its DEALERs present to the coordinator's ROUTERs.
     let identity: [UInt8]
     /// The last seq this run applied, to check that it applies every seq once, in order.
     var lastApplied: UInt64 = 0
 
     /// - Parameter registry: What its replicas run (``SimulationFlow/registry(bug:)``).
-    init(index: Int, incarnation: Int, session: UInt64, configuration: NodeConfiguration, registry: FlowRegistry, logger: Logger, now: UInt64) {
+    init(
+        simulation: ClusterSimulation, index: Int, incarnation: Int, session: UInt64, configuration: NodeConfiguration, registry: FlowRegistry,
+        logger: Logger, bug: InjectedBug?
+    ) {
         self.index = index
         self.incarnation = incarnation
         self.identity = Array("n\(index).\(incarnation)".utf8)
-        self.replicas = ReplicaSet(registry: registry, logger: logger)
+        // The replicas' hashing budget runs on the simulated clock, so a seed decides what is hashed.
+        let replicas = ReplicaSet(registry: registry, context: .passive(logger: logger), logger: logger) { [trace = simulation.trace] in
+            trace.clock.load(ordering: .relaxed)
+        }
         let info = NodeInfo(name: configuration.name, clientEndpoint: "sim://node-\(index)", flows: ["sim"], pid: Int32(index))
-        self.machine = NodeMachine(
+        let machine = NodeMachine(
             configuration: configuration, registry: SimulationFlow.registry, session: session, info: info, logger: logger,
-            counters: ClusterCounters(), now: now
+            counters: ClusterCounters(), now: simulation.now
         )
+        interpreter = NodeInterpreter(machine: machine, replicas: replicas, io: SimulatedNodeIO(simulation: simulation, node: self), injectedBug: bug)
     }
 
     /// The process index and incarnation a ROUTER identity names (`n1.2`: node 1's second run;

@@ -50,7 +50,7 @@ package enum Simulation {
             entries: simulation.checkedDisk?.log.lastSeq ?? 0,
             acknowledged: simulation.history.emits.values.filter { $0.acknowledged != nil }.count,
             terms: Int(simulation.etcd.epoch),
-            fenced: simulation.history.fenced
+            fenced: simulation.coordinatorCounters.fencedDrops.load
         )
     }
 

@@ -17,8 +17,6 @@ struct SimulationHistory {
     /// Acknowledgements and publications by a coordinator the election service did not name the
     /// leader at that moment.
     var fencing: [String] = []
-    /// Acknowledgements and publications a coordinator held back because its lease might be gone.
-    var fenced = 0
     var faults: [String] = []
     private(set) var answers = 0
 

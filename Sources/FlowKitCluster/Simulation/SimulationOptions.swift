@@ -49,12 +49,16 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// Nodes' reducers read their process's own UUIDs, time and random numbers instead of values
     /// derived from the entry: every replica computes another state.
     case liveReducerDependencies = "live-reducer-dependencies"
+    /// A node's interpreter runs the effects of every entry it applies, not only of its own: every
+    /// node runs every effect.
+    case effectsOnEveryNode = "effects-on-every-node"
 
     /// Whether the bug lives among replicated coordinators (a run with several).
     package var needsReplicatedCoordinators: Bool {
         switch self {
         case .commitWithoutStandbys, .fenceOnlyOnTimer: true
-        case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies: false
+        case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode:
+            false
         }
     }
 }

@@ -5,6 +5,8 @@ enum SimulationEvent {
     case deliver(Packet)
     /// A node's timer (retries, repairs, timeouts), for the incarnation that set it.
     case nodeTick(node: Int, incarnation: Int)
+    /// A node's work that finishes later (``SimulatedNodeIO``), for the incarnation that asked.
+    case nodeWork(Int, incarnation: Int, SimulatedNodeWork)
     case coordinatorHeartbeat(Int, incarnation: Int)
     case coordinatorStatus(Int, incarnation: Int)
     /// A replicated coordinator's timers: its election's (renewals, stepping down) and its
@@ -14,6 +16,8 @@ enum SimulationEvent {
     /// A coordinator's disk finished a group commit the coordinator incarnation asked for
     /// (``SimulatedCoordinator/writes``).
     case commitDone(Int, incarnation: Int, write: UInt64, PendingCommit)
+    /// A coordinator's work off its ordering path (``SimulatedCoordinatorIO``).
+    case coordinatorWork(Int, incarnation: Int, SimulatedCoordinatorWork)
     /// A standby's disk finished writing what it fetched from the leader.
     case copyWritten(Int, incarnation: Int, write: UInt64, through: UInt64, lastEpoch: UInt32)
     /// A request reaches the election service.
@@ -51,9 +55,9 @@ extension SimulationEvent {
     var process: SimulatedProcess? {
         switch self {
         case .deliver(let packet): packet.to.process
-        case .nodeTick(let node, _): .node(node)
+        case .nodeTick(let node, _), .nodeWork(let node, _, _): .node(node)
         case .coordinatorHeartbeat(let index, _), .coordinatorStatus(let index, _), .electionTick(let index, _), .syncTick(let index, _),
-            .commitDone(let index, _, _, _), .copyWritten(let index, _, _, _, _), .electionAnswer(_, _, let index, _),
+            .commitDone(let index, _, _, _), .coordinatorWork(let index, _, _), .copyWritten(let index, _, _, _, _), .electionAnswer(_, _, let index, _),
             .electionView(_, _, let index, _), .electionTimeout(_, let index, _):
             .coordinator(index)
         case .electionRequest, .leaseExpiry: .etcd
@@ -70,7 +74,7 @@ extension SimulationEvent {
         case .coordinatorStatus(_, let incarnation): "status@\(incarnation)"
         case .electionTick(_, let incarnation): "election@\(incarnation)"
         case .syncTick(_, let incarnation): "sync@\(incarnation)"
-        case .deliver, .commitDone, .copyWritten, .electionRequest, .electionAnswer, .electionView, .electionTimeout, .leaseExpiry,
+        case .deliver, .nodeWork, .commitDone, .coordinatorWork, .copyWritten, .electionRequest, .electionAnswer, .electionView, .electionTimeout, .leaseExpiry,
             .clientEmit, .fault:
             nil
         }

@@ -1,0 +1,142 @@
+import ZeroMQ
+
+/// What carrying out a coordinator's actions needs of the place it runs: the process's sockets,
+/// log and election (``CoordinatorSockets``), or the simulation's network, disk and election
+/// service. Each answers at once; what finishes later (a sync, a report's decoding, the election
+/// service's answer) comes back to the ``CoordinatorInterpreter`` as an input.
+protocol CoordinatorIO: AnyObject {
+    /// The time now, in microseconds.
+    var now: UInt64 { get }
+    /// Whether this coordinator may act as the leader now: its lease holds (always, for one
+    /// coordinator).
+    func mayAct() -> Bool
+    /// Queues a reply on the submit socket; `false` when the queue is full.
+    func reply(_ frames: [[UInt8]], to peer: RouterEnvelope) -> Bool
+    /// Queues a message to every subscriber; `false` when the queue is full.
+    func publish(_ frames: [[UInt8]]) -> Bool
+    /// Starts making a group durable.
+    func write(_ group: PendingCommit) -> CoordinatorWrite
+    /// A group is durable, just before the machine hears of it: the sync socket may serve it.
+    func madeDurable(_ group: PendingCommit)
+    /// The machine acknowledged and published a durable group.
+    func acknowledged(_ group: PendingCommit)
+    /// Hands committed entries to the coordinator's replica.
+    func replicate(_ entries: [Entry])
+    /// Queues a NODE_REPORT to be decoded off the ordering path; returns the peer whose report
+    /// was dropped to make room, if one was.
+    func queueReport(_ body: [[UInt8]], from peer: RouterEnvelope) -> RouterEnvelope?
+    /// Asks the election service to record the coordinators eligible to lead; `false` when there
+    /// is none (one coordinator never leads others). The answer comes back as
+    /// ``CoordinatorInterpreter/eligibleWritten(_:written:)``.
+    func proposeEligible(_ set: Set<String>) -> Bool
+}
+
+/// How a write a coordinator asked for stands when ``CoordinatorIO/write(_:)`` returns.
+enum CoordinatorWrite {
+    /// Synced, or refused, before returning (the process writes on the ordering thread).
+    case finished(Result<Void, any Error>)
+    /// The disk answers later, through ``CoordinatorInterpreter/written(_:_:)``: the simulation's
+    /// disk syncs in simulated time. A coordinator that stopped ordering meanwhile never answers.
+    case pending
+}
+
+/// Carries out a ``CoordinatorMachine``'s actions over a ``CoordinatorIO``: the one place a
+/// coordinator's decisions meet its sockets, log and election, for the process (``CoordinatorCore``)
+/// and the simulation alike, so a seed checks the code that runs in production.
+///
+/// The leader's fencing is here: a reply or publication leaves only while ``CoordinatorIO/mayAct()``
+/// holds. Durable before visible is here too: the machine hears that a group committed only once
+/// the write finished.
+final class CoordinatorInterpreter<IO: CoordinatorIO> {
+    private(set) var machine: CoordinatorMachine
+    let io: IO
+    /// A bug the simulation plants to prove its checks catch it; never set in a process.
+    let injectedBug: InjectedBug?
+
+    init(machine: CoordinatorMachine, io: IO, injectedBug: InjectedBug? = nil) {
+        self.machine = machine
+        self.io = io
+        self.injectedBug = injectedBug
+    }
+
+    /// Feeds the machine an input and carries out what it asks for.
+    func run(_ input: (inout CoordinatorMachine) throws -> [CoordinatorMachine.Action]) rethrows {
+        carryOut(try input(&machine))
+    }
+
+    /// Changes the machine without actions to carry out (what it notes for its status).
+    func update(_ change: (inout CoordinatorMachine) -> Void) {
+        change(&machine)
+    }
+
+    func carryOut(_ actions: [CoordinatorMachine.Action]) {
+        guard !actions.isEmpty else { return }
+        // Checked once per batch of actions: a lease outlives a batch by far more than it takes.
+        let mayAct = injectedBug == .fenceOnlyOnTimer || io.mayAct()
+        for action in actions {
+            switch action {
+            case .reply where !mayAct, .publish where !mayAct:
+                machine.counters.fencedDrops.add(1)
+            case .reply(let frames, let peer):
+                // The node retries what it does not hear about; an ack lost here costs a duplicate.
+                if !io.reply(frames, to: peer) { machine.counters.acksDropped.add(1) }
+            case .publish(let frames, let entries):
+                // Subscribers repair what a full queue drops.
+                if !io.publish(frames), entries > 0 { machine.counters.publishDropped.add(entries) }
+            case .commit(let group):
+                commit(group)
+            case .replicate(let entries):
+                io.replicate(entries)
+            case .decodeReport(let body, let peer):
+                // Decoded off the ordering path: a report's JSON of a thousand digests took
+                // milliseconds, which the order behind it waited for.
+                if let dropped = io.queueReport(body, from: peer) {
+                    let error = ProtocolError(.overloaded, "1,024 NODE_REPORTs wait to be read; the oldest was dropped")
+                    carryOut([machine.reject(error, from: dropped, now: io.now)])
+                }
+            case .proposeEligible(let set):
+                if !io.proposeEligible(set) { machine.eligibleWriteFailed() }
+            }
+        }
+    }
+
+    private func commit(_ group: PendingCommit) {
+        if injectedBug == .acknowledgeBeforeSync {
+            // The bug: acknowledged and published while the write may still be lost.
+            carryOut(machine.committed(group, now: io.now))
+            _ = io.write(group)
+            return
+        }
+        if case .finished(let result) = io.write(group) { written(group, result) }
+    }
+
+    /// A write finished: the machine acknowledges and publishes the group, or fails it.
+    func written(_ group: PendingCommit, _ result: Result<Void, any Error>) {
+        guard injectedBug != .acknowledgeBeforeSync else { return }  // acknowledged when asked for
+        switch result {
+        case .success:
+            io.madeDurable(group)
+            carryOut(machine.committed(group, now: io.now))
+            io.acknowledged(group)
+        case .failure(let error):
+            carryOut(machine.failed(group, error: error, now: io.now))
+        }
+    }
+
+    /// The election service's answer to ``CoordinatorIO/proposeEligible(_:)``.
+    func eligibleWritten(_ set: Set<String>, written: Bool) {
+        if written {
+            carryOut(machine.eligibleWritten(set, now: io.now))
+        } else {
+            machine.eligibleWriteFailed()
+        }
+    }
+
+    /// A NODE_REPORT queued by ``CoordinatorIO/queueReport(_:from:)``, decoded (or not).
+    func decoded(_ report: Result<NodeReportMessage, any Error>, from peer: RouterEnvelope) {
+        switch report {
+        case .success(let report): carryOut(machine.report(report, now: io.now))
+        case .failure(let error): carryOut([machine.reject(error, from: peer, now: io.now)])
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import Logging
+
+extension CoordinatorMachine {
+    // MARK: Replication
+
+    /// A standby's FETCH: note how far it holds the log, and decide the answer from this log.
+    ///
+    /// - Throws: If the standby follows another term than this coordinator's (it heard of a later
+    ///   leader, or has not heard of this one yet): it asks the election service again.
+    mutating func fetch(_ request: FetchRequest, firstSeq: UInt64, now: UInt64) throws -> (FetchAnswer, [Action]) {
+        guard request.epoch == intake.epoch else {
+            throw ProtocolError(.coordinatorUnavailable, "\(request.id) follows the leader of epoch \(request.epoch); this coordinator leads epoch \(intake.epoch)")
+        }
+        let answer = FetchAnswer(request, written: intake.durableHead, firstSeq: firstSeq, epochs: intake.sequencer.epochs)
+        guard replication != nil else { return (answer, []) }
+        // Only a copy that agrees with this log counts for the commit point.
+        switch answer {
+        case .entries, .wait:
+            if replication!.fetched(by: request.id, durable: request.durable, now: now) { return (answer, releaseCommitted()) }
+        case .truncate, .behindRetention:
+            break
+        }
+        return (answer, [])
+    }
+
+    /// Time passed: propose changes to the in-sync set.
+    mutating func tickReplication(now: UInt64) -> [Action] {
+        guard replication != nil else { return [] }
+        return replication!.tick(now: now).map { action in
+            switch action {
+            case .proposeEligible(let set): .proposeEligible(set)
+            }
+        }
+    }
+
+    /// The election service holds `set` as the coordinators eligible to lead.
+    mutating func eligibleWritten(_ set: Set<String>, now: UInt64) -> [Action] {
+        guard replication != nil else { return [] }
+        let wasBelow = replication!.isBelowMinimum
+        let moved = replication!.eligibleWritten(set)
+        logger.notice("in-sync coordinators: \(set.sorted().joined(separator: ", "))")
+        if replication!.isBelowMinimum, !wasBelow {
+            logger.error(
+                "too few coordinators in sync: nothing commits until one catches up",
+                metadata: ["flowkit.in_sync": "\(set.count)", "flowkit.needed": "\(replication!.minInSync)"]
+            )
+        }
+        return moved ? releaseCommitted() : []
+    }
+
+    /// Writing the in-sync set failed: the old one stands.
+    mutating func eligibleWriteFailed() {
+        replication?.eligibleWriteFailed()
+    }
+}

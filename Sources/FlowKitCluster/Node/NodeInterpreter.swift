@@ -1,0 +1,233 @@
+import CoreMetrics
+import FlowKitCore
+import ZeroMQ
+
+/// What carrying out a node's actions needs of the place it runs: the process's sockets, its
+/// background thread and its timers (``NodeProcessIO``), or the simulation's network and clock.
+/// Each answers at once; hashing that finishes later comes back to the ``NodeInterpreter``.
+protocol NodeIO: AnyObject {
+    /// The time now, in microseconds.
+    var now: UInt64 { get }
+    /// The endpoint clients reach the node on, for its status.
+    var clientEndpoint: String { get }
+    /// Queues frames on coordinator `index`'s submit socket (HELLO, SUBMIT, NODE_REPORT); a full
+    /// queue drops them, and the machine sends again after its retry interval.
+    func submit(_ frames: [[UInt8]], to index: Int)
+    /// Queues a NODE_REPORT for coordinator `index`, encoding it where it does not hold up the node.
+    func report(_ message: NodeReportMessage, to index: Int)
+    /// Queues frames on coordinator `index`'s sync socket (RANGE, SNAPSHOT).
+    func requestSync(_ frames: [[UInt8]], from index: Int)
+    func reply(_ reply: ClientReply, to peer: RouterEnvelope)
+    /// Entries were applied, in seq order; `progressSent` when clients watch the node's progress.
+    func applied(_ entries: [Entry], progressSent: Bool)
+    /// A snapshot was restored (`error` nil) or could not be.
+    func restored(seq: UInt64, instances: Int, error: (any Error)?)
+    /// Hashes digest jobs where they do not hold up the node; the results come back through
+    /// ``NodeInterpreter/hashed(_:micros:)``.
+    func hash(_ jobs: [ReplicaSet.DigestJob])
+    /// Calls ``NodeInterpreter/wake()`` at `time` (µs).
+    func wake(at time: UInt64)
+    /// A report went out (the process flushes its hop trace).
+    func reported()
+}
+
+/// Carries out a ``NodeMachine``'s actions over a ``NodeIO``, with the node's replicas: the one
+/// place a node applies entries, restores snapshots, answers queries, and decides what its reports
+/// say and when its instances are hashed, for the process (``NodeCore``) and the simulation alike.
+final class NodeInterpreter<IO: NodeIO> {
+    private(set) var machine: NodeMachine
+    let replicas: ReplicaSet
+    let io: IO
+    /// A bug the simulation plants to prove its checks catch it; never set in a process.
+    let injectedBug: InjectedBug?
+    /// The applied seq of the last report: a node that applied nothing since, at the head, is idle.
+    private var lastReportedApplied: UInt64 = 0
+    /// A wake-up is asked for the digest round's next slice (``hashNextSlice()``).
+    private var wakeUpAsked = false
+
+    init(machine: NodeMachine, replicas: ReplicaSet, io: IO, injectedBug: InjectedBug? = nil) {
+        self.machine = machine
+        self.replicas = replicas
+        self.io = io
+        self.injectedBug = injectedBug
+    }
+
+    /// Feeds the machine an input and carries out what it asks for.
+    func run(_ input: (inout NodeMachine) -> [NodeMachine.Action]) {
+        carryOut(input(&machine))
+    }
+
+    /// Changes the machine without actions to carry out.
+    func update(_ change: (inout NodeMachine) -> Void) {
+        change(&machine)
+    }
+
+    func carryOut(_ actions: [NodeMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .submit(let frames):
+                io.submit(frames, to: machine.currentCoordinator)
+            case .requestSync(let frames):
+                io.requestSync(frames, from: machine.currentCoordinator)
+            case .switchCoordinator:
+                break  // the sockets to send on follow the machine's choice
+            case .greetEveryCoordinator(let frames):
+                for index in machine.choice.coordinators.indices { io.submit(frames, to: index) }
+            case .reply(let reply, let peer):
+                io.reply(reply, to: peer)
+            case .apply(let entries):
+                let everyones = injectedBug == .effectsOnEveryNode
+                for entry in entries { replicas.apply(entry, runEffects: everyones || machine.isOwn(entry)) }
+                io.applied(entries, progressSent: machine.waiters.hasWatchers)
+            case .restore(let seq, let instances):
+                restore(seq: seq, instances: instances)
+            case .answerQuery(let request, let address, let peer):
+                io.reply(query(request: request, address: address), to: peer)
+            case .answerStatus(let request, let peer):
+                io.reply(.status(request: request, json: JSONFrame.encode(status())), to: peer)
+            case .report:
+                report()
+                // What changed since is hashed once per report, for the next one: an instance that
+                // changes all the time is hashed once a report, not once a tick.
+                hashChangedInstances()
+                io.reported()
+            }
+        }
+    }
+
+    /// A snapshot to join through: it replaces every instance.
+    private func restore(seq: UInt64, instances: [SnapshotChunkMessage.Instance]) {
+        do {
+            try replicas.importStates(instances)
+        } catch {
+            io.restored(seq: seq, instances: instances.count, error: error)
+            run { $0.restored(false, now: io.now) }
+            return
+        }
+        io.restored(seq: seq, instances: instances.count, error: nil)
+        run { $0.restored(true, now: io.now) }
+    }
+
+    private func query(request: UInt64, address: String) -> ClientReply {
+        do {
+            guard let replica = replicas.replica(at: try Address(parsing: address)) else {
+                throw ProtocolError(.notFound, "\(address) has no state yet on \(machine.configuration.name): an instance is created by its first event")
+            }
+            return .state(
+                request: request, applied: machine.applied, lastSeq: replica.lastSeq, digest: try replica.digest().bytes, state: try replica.stateJSON()
+            )
+        } catch {
+            return .error(request: request, error as? ProtocolError ?? ProtocolError(.internalError, "\(error)"))
+        }
+    }
+
+    func status() -> NodeStatus {
+        NodeStatus(
+            id: machine.configuration.id,
+            name: machine.configuration.name,
+            session: machine.session,
+            clientEndpoint: io.clientEndpoint,
+            epoch: machine.epoch,
+            applied: machine.applied,
+            knownHead: machine.follower.knownHead,
+            connected: machine.isConnected(now: io.now),
+            instances: replicas.count,
+            runningEffects: replicas.runningEffects,
+            pendingSubmissions: machine.pendingSubmissions,
+            waitingBehindGap: machine.follower.waitingCount,
+            // Exact once caught up, the moment digests are compared. While the node catches up, the
+            // digest stays within its hashing budget instead, so that someone polling the status
+            // of a replaying node does not slow the replay down (it cost a third of it).
+            digest: replicas.combinedDigest(exact: machine.applied >= machine.follower.knownHead).description,
+            flows: machine.info.flows,
+            rejected: machine.counters.rejections,
+            entriesSkipped: replicas.skippedEntries,
+            coordinator: machine.choice.current
+        )
+    }
+
+    // MARK: Reports and digests
+
+    /// A node this far behind the head hashes nothing for its reports until it has caught up: its
+    /// digests would describe states the coordinator passed long ago, and the hashing would slow
+    /// the catching up (a twentieth of a replay).
+    static var catchingUpLag: UInt64 { 10_000 }
+
+    private var lag: UInt64 { machine.follower.knownHead - min(machine.follower.knownHead, machine.follower.applied) }
+
+    private func report() {
+        updateGauges()
+        let catchingUp = lag > Self.catchingUpLag
+        let applied = machine.follower.applied
+        // Idle at the head, nothing competes with hashing: bring every digest up to date now, so
+        // the report describes the state exactly (digestSeq) instead of catching up at the budget's
+        // pace for seconds after a load stops.
+        let idle = applied == lastReportedApplied && applied >= machine.follower.knownHead
+        lastReportedApplied = applied
+        if idle { _ = replicas.combinedDigest(exact: true) }
+        let changed = catchingUp ? [:] : replicas.takeChanged(hashing: false)
+        let summary = NodeReport(
+            name: machine.configuration.name,
+            digest: replicas.lastCombinedDigest.description,
+            digests: [:],
+            instances: replicas.count,
+            runningEffects: replicas.runningEffects,
+            effectsLost: 0,
+            pendingSubmissions: machine.pendingSubmissions,
+            connected: machine.isConnected(now: io.now),
+            digestSeq: !catchingUp && replicas.digestsAreCurrent ? applied : 0
+        )
+        let message = NodeReportMessage(
+            node: machine.configuration.id, applied: applied, time: io.now, report: summary, digests: ReportedDigest.list(changed)
+        )
+        io.report(message, to: machine.currentCoordinator)
+    }
+
+    private func updateGauges() {
+        let gauges = machine.counters.gauges
+        gauges.applied.record(Double(machine.follower.applied))
+        gauges.head.record(Double(machine.follower.knownHead))
+        gauges.lag.record(Double(lag))
+        gauges.runningEffects.record(Double(replicas.runningEffects))
+        gauges.pendingSubmissions.record(Double(machine.pendingSubmissions))
+        gauges.instances.record(Double(replicas.count))
+    }
+
+    /// Starts a round of hashing the instances changed since their last digest, for the next
+    /// report (``ReplicaSet/startDigestRound(now:spreadOver:)``), spread over most of the report
+    /// interval.
+    private func hashChangedInstances() {
+        replicas.startDigestRound(now: io.now, spreadOver: UInt64(machine.configuration.reportInterval.microseconds) * 4 / 5)
+        hashNextSlice()
+    }
+
+    /// Hands the round's next slice to ``NodeIO/hash(_:)``: the node only copies the states and
+    /// folds the digests back in, a slice at a time, so no turn of its loop holds up the messages
+    /// for long. A slice not due yet is hashed when it is. None while the node is far behind (its
+    /// digests would describe states long past).
+    private func hashNextSlice() {
+        guard lag <= Self.catchingUpLag else { return }
+        let now = io.now
+        let jobs = replicas.nextDigestSlice(now: now)
+        guard !jobs.isEmpty else {
+            if let due = replicas.nextDigestSliceDue, due > now, !wakeUpAsked {
+                wakeUpAsked = true
+                io.wake(at: due)
+            }
+            return
+        }
+        io.hash(jobs)
+    }
+
+    /// The time ``NodeIO/wake(at:)`` was asked for came.
+    func wake() {
+        wakeUpAsked = false
+        hashNextSlice()
+    }
+
+    /// What ``NodeIO/hash(_:)`` found, and the microseconds of CPU it took.
+    func hashed(_ results: [ReplicaSet.DigestResult], micros: UInt64) {
+        replicas.finishDigestJobs(results, hashingMicros: micros)
+        hashNextSlice()
+    }
+}

@@ -1,0 +1,86 @@
+import ZeroMQ
+
+/// A simulated coordinator's I/O for the ``CoordinatorInterpreter`` the processes run: the
+/// simulated network for replies and publications, the simulated disk (a write syncs later, in
+/// simulated time), the simulated election service, and the replica and report decoding as events
+/// of their own, as the process does them off the ordering path.
+final class SimulatedCoordinatorIO: CoordinatorIO {
+    unowned let simulation: ClusterSimulation
+    unowned let coordinator: SimulatedCoordinator
+
+    init(simulation: ClusterSimulation, coordinator: SimulatedCoordinator) {
+        self.simulation = simulation
+        self.coordinator = coordinator
+    }
+
+    var now: UInt64 { simulation.now }
+
+    func mayAct() -> Bool {
+        !coordinator.isReplicated || coordinator.election!.mayLead(now: now)
+    }
+
+    func reply(_ frames: [[UInt8]], to peer: RouterEnvelope) -> Bool {
+        noteActing("replied")
+        guard let (node, incarnation) = SimulatedNode.parse(identity: peer.identity) else { return true }
+        simulation.send(
+            Message(parts: frames), to: .nodeSubmit(node, coordinator: coordinator.index), incarnation: incarnation, from: .coordinator(coordinator.index)
+        )
+        return true
+    }
+
+    func publish(_ frames: [[UInt8]]) -> Bool {
+        noteActing("published")
+        for case let node? in simulation.nodes {
+            simulation.send(Message(parts: frames), to: .nodeSubscriber(node.index), incarnation: node.incarnation, from: .coordinator(coordinator.index))
+        }
+        return true
+    }
+
+    func write(_ group: PendingCommit) -> CoordinatorWrite {
+        let write = coordinator.write(group.records)
+        let done = simulation.syncDone(coordinator.disk)
+        simulation.schedule.schedule(.commitDone(coordinator.index, incarnation: coordinator.incarnation, write: write, group), at: done)
+        return .pending
+    }
+
+    func madeDurable(_ group: PendingCommit) {
+        simulation.trace.note(at: now, "c\(coordinator.index): synced \(group.entries.first?.seq ?? 0)…\(group.lastSeq ?? 0)")
+    }
+
+    func acknowledged(_ group: PendingCommit) {}
+
+    func replicate(_ entries: [Entry]) {
+        simulation.schedule.schedule(.coordinatorWork(coordinator.index, incarnation: coordinator.incarnation, .replicate(entries)), at: now)
+    }
+
+    func queueReport(_ body: [[UInt8]], from peer: RouterEnvelope) -> RouterEnvelope? {
+        simulation.schedule.schedule(.coordinatorWork(coordinator.index, incarnation: coordinator.incarnation, .decodeReport(body, peer)), at: now)
+        return nil
+    }
+
+    func proposeEligible(_ set: Set<String>) -> Bool {
+        guard coordinator.isReplicated, let record = coordinator.following else { return false }
+        simulation.ask(coordinator, .setEligible(set, leader: record))
+        return true
+    }
+
+    /// A leader acknowledged or published: only the leader the election service names may.
+    private func noteActing(_ what: String) {
+        let etcd = simulation.etcd
+        guard coordinator.isReplicated, let epoch = coordinator.machine?.epoch, !etcd.names(coordinator.id, epoch: epoch) else { return }
+        // Once per coordinator and term: the first act tells the story.
+        let fencing = simulation.history.fencing
+        guard fencing.last?.hasPrefix("\(coordinator.id) ") != true || !fencing.last!.contains("epoch \(epoch) ") else { return }
+        simulation.history.fencing.append(
+            "\(coordinator.id) \(what) as the leader of epoch \(epoch) at \(SimulationTrace.format(now)) s, when etcd named \(etcd.leader.map { "\($0.record)" } ?? "no leader")"
+        )
+    }
+}
+
+/// What a simulated coordinator does off its ordering path, as an event of its own.
+enum SimulatedCoordinatorWork {
+    /// Committed entries reach the coordinator's replica.
+    case replicate([Entry])
+    /// A NODE_REPORT is decoded and taken in.
+    case decodeReport([[UInt8]], RouterEnvelope)
+}
