@@ -56,7 +56,7 @@ package struct EtcdClient: Sendable {
 
     /// Grants a lease of `ttl` seconds.
     package func grantLease(ttl: Int64) async throws -> EtcdLease {
-        let reply: EtcdJSON.LeaseGrantResponse = try await call("/v3/lease/grant", ["TTL": ttl])
+        let reply: EtcdJSON.LeaseGrantResponse = try await call("/v3/lease/grant", ["TTL": .integer(ttl)])
         guard let id = reply.ID.flatMap(Int64.init), let granted = reply.TTL.flatMap(Int64.init) else {
             throw EtcdError(kind: .refused(code: 0), message: "no lease granted: \(reply.error ?? "no reason given")")
         }
@@ -67,7 +67,7 @@ package struct EtcdClient: Sendable {
     ///
     /// - Throws: ``EtcdError/Kind/leaseNotFound`` once it has expired or was revoked.
     package func keepAlive(_ lease: Int64) async throws -> Int64 {
-        let reply: EtcdJSON.LeaseKeepAliveResponse = try await call("/v3/lease/keepalive", ["ID": String(lease)])
+        let reply: EtcdJSON.LeaseKeepAliveResponse = try await call("/v3/lease/keepalive", ["ID": .string(String(lease))])
         guard let ttl = reply.result?.TTL.flatMap(Int64.init), ttl > 0 else {
             throw EtcdError(kind: .leaseNotFound, message: "lease \(lease) has expired")
         }
@@ -77,7 +77,7 @@ package struct EtcdClient: Sendable {
     /// Revokes a lease, deleting the keys attached to it. Revoking a lease that is gone is not an error.
     package func revoke(_ lease: Int64) async throws {
         do {
-            let _: EtcdJSON.ErrorBody = try await call("/v3/lease/revoke", ["ID": String(lease)])
+            let _: EtcdJSON.ErrorBody = try await call("/v3/lease/revoke", ["ID": .string(String(lease))])
         } catch let error as EtcdError where error.kind == .leaseNotFound {
             return
         }
@@ -87,14 +87,14 @@ package struct EtcdClient: Sendable {
 
     /// The key, if it exists, and the store's revision.
     package func get(_ key: String) async throws -> (EtcdKeyValue?, revision: Int64) {
-        let reply: EtcdJSON.RangeResponse = try await call("/v3/kv/range", ["key": EtcdJSON.base64(key)])
+        let reply: EtcdJSON.RangeResponse = try await call("/v3/kv/range", ["key": .string(EtcdJSON.base64(key))])
         return (reply.kvs?.first?.keyValue, Int64(reply.header?.revision ?? "0") ?? 0)
     }
 
     /// Every key that starts with `prefix`, in key order.
     package func get(prefix: String) async throws -> [EtcdKeyValue] {
         let reply: EtcdJSON.RangeResponse = try await call(
-            "/v3/kv/range", ["key": EtcdJSON.base64(prefix), "range_end": EtcdJSON.prefixEnd(prefix)]
+            "/v3/kv/range", ["key": .string(EtcdJSON.base64(prefix)), "range_end": .string(EtcdJSON.prefixEnd(prefix))]
         )
         return (reply.kvs ?? []).map(\.keyValue)
     }
@@ -107,10 +107,10 @@ package struct EtcdClient: Sendable {
 
     /// Runs `then` if every compare holds, `otherwise` if not, atomically.
     package func transaction(when compares: [EtcdCompare], then: [EtcdOperation], otherwise: [EtcdOperation] = []) async throws -> EtcdTransactionResult {
-        let request: [String: Any] = [
-            "compare": compares.map(EtcdJSON.compare),
-            "success": then.map(EtcdJSON.operation),
-            "failure": otherwise.map(EtcdJSON.operation),
+        let request: JSONValue = [
+            "compare": .array(compares.map(EtcdJSON.compare)),
+            "success": .array(then.map(EtcdJSON.operation)),
+            "failure": .array(otherwise.map(EtcdJSON.operation)),
         ]
         let reply: EtcdJSON.TxnResponse = try await call("/v3/kv/txn", request)
         let succeeded = reply.succeeded ?? false
@@ -129,14 +129,14 @@ package struct EtcdClient: Sendable {
     /// The changes to `key` (every key under it, with `prefix`) from `revision` on (0: from now),
     /// until the stream's consumer stops or the connection breaks (the stream then throws).
     package func watch(_ key: String, prefix: Bool = false, fromRevision revision: Int64 = 0) -> AsyncThrowingStream<[EtcdWatchEvent], any Error> {
-        var create: [String: Any] = ["key": EtcdJSON.base64(key)]
-        if prefix { create["range_end"] = EtcdJSON.prefixEnd(key) }
-        if revision > 0 { create["start_revision"] = String(revision) }
-        let body = (try? JSONSerialization.data(withJSONObject: ["create_request": create])) ?? Data()
+        var create: [String: JSONValue] = ["key": .string(EtcdJSON.base64(key))]
+        if prefix { create["range_end"] = .string(EtcdJSON.prefixEnd(key)) }
+        if revision > 0 { create["start_revision"] = .string(String(revision)) }
+        let body = Array(JSONValue.object(["create_request": .object(create)]).text().utf8)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: [EtcdWatchEvent].self)
         let task = Task {
             do {
-                try await readLines(path: "/v3/watch", body: [UInt8](body)) { line in
+                try await readLines(path: "/v3/watch", body: body) { line in
                     let reply = try JSONDecoder().decode(EtcdJSON.WatchResponse.self, from: Data(line))
                     if let error = reply.error {
                         throw EtcdError(kind: .refused(code: error.code ?? 0), message: error.message ?? error.error ?? "watch failed")
@@ -163,9 +163,8 @@ package struct EtcdClient: Sendable {
 
     // MARK: HTTP
 
-    private func call<Reply: Decodable>(_ path: String, _ request: [String: Any]) async throws -> Reply {
-        let body = try JSONSerialization.data(withJSONObject: request)
-        let (status, reply) = try await exchange(path: path, body: [UInt8](body))
+    private func call<Reply: Decodable>(_ path: String, _ request: JSONValue) async throws -> Reply {
+        let (status, reply) = try await exchange(path: path, body: Array(request.text().utf8))
         guard status == .ok else {
             let error = try? JSONDecoder().decode(EtcdJSON.ErrorBody.self, from: Data(reply))
             let code = error?.code ?? 0

@@ -170,32 +170,32 @@ enum EtcdJSON {
         return Data([0]).base64EncodedString()
     }
 
-    static func compare(_ compare: EtcdCompare) -> [String: Any] {
-        var json: [String: Any] = ["key": base64(compare.key), "result": "EQUAL"]
+    static func compare(_ compare: EtcdCompare) -> JSONValue {
+        var json: [String: JSONValue] = ["key": .string(base64(compare.key)), "result": "EQUAL"]
         switch compare.target {
         case .createRevision(let revision):
             json["target"] = "CREATE"
-            json["create_revision"] = String(revision)
+            json["create_revision"] = .string(String(revision))
         case .modRevision(let revision):
             json["target"] = "MOD"
-            json["mod_revision"] = String(revision)
+            json["mod_revision"] = .string(String(revision))
         case .value(let value):
             json["target"] = "VALUE"
-            json["value"] = base64(value)
+            json["value"] = .string(base64(value))
         }
-        return json
+        return .object(json)
     }
 
-    static func operation(_ operation: EtcdOperation) -> [String: Any] {
+    static func operation(_ operation: EtcdOperation) -> JSONValue {
         switch operation {
         case .put(let key, let value, let lease):
-            var put: [String: Any] = ["key": base64(key), "value": base64(value)]
-            if lease != 0 { put["lease"] = String(lease) }
-            return ["request_put": put]
+            var put: [String: JSONValue] = ["key": .string(base64(key)), "value": .string(base64(value))]
+            if lease != 0 { put["lease"] = .string(String(lease)) }
+            return ["request_put": .object(put)]
         case .delete(let key):
-            return ["request_delete_range": ["key": base64(key)]]
+            return ["request_delete_range": ["key": .string(base64(key))]]
         case .get(let key):
-            return ["request_range": ["key": base64(key)]]
+            return ["request_range": ["key": .string(base64(key))]]
         }
     }
 }

@@ -205,7 +205,7 @@ struct EventCodecs<Event: Codable & Sendable>: Sendable {
         default:
             false
         }
-        guard atTop, let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any] else {
+        guard atTop, case .object(let object)? = try? JSONValue(parsing: payload) else {
             return describe(error)
         }
         switch object.count {

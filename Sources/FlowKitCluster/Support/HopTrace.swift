@@ -103,13 +103,26 @@ import Synchronization
         writer.sync {}
     }
 
-    private static func append(_ records: [Record], to path: String) {
-        var text = ""
-        text.reserveCapacity(records.count * 64)
-        for record in records {
-            text += #"{"seq":\#(record.seq),"stage":"\#(record.stage.rawValue)","us":\#(record.us)}"#
-            text += "\n"
+    /// One record of a trace file: a line of JSON.
+    public struct Line: Codable, Sendable {
+        public var seq: UInt64
+        public var stage: String
+        public var us: UInt64
+
+        public init(seq: UInt64, stage: String, us: UInt64) {
+            (self.seq, self.stage, self.us) = (seq, stage, us)
         }
+    }
+
+    /// Records as a trace file holds them: a line of JSON each.
+    public static func jsonLines(_ lines: [Line]) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return lines.compactMap { line in (try? encoder.encode(line)).map { String(decoding: $0, as: UTF8.self) + "\n" } }.joined()
+    }
+
+    private static func append(_ records: [Record], to path: String) {
+        let text = jsonLines(records.map { Line(seq: $0.seq, stage: $0.stage.rawValue, us: $0.us) })
         if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
         guard let handle = FileHandle(forWritingAtPath: path) else { return }
         defer { try? handle.close() }

@@ -113,7 +113,11 @@ struct MonitorCommand: AsyncParsableCommand {
             for try await update in updates {
                 let text = String(decoding: update.state, as: UTF8.self)
                 if json {
-                    printFlushed(#"{"address":"\#(address)","seq":\#(update.seq),"digest":"\#(update.digest)","state":\#(text)}"#)
+                    let line: JSONValue = [
+                        "address": .string(address), "seq": .int(update.seq), "digest": .string("\(update.digest)"),
+                        "state": (try? JSONValue(parsing: update.state)) ?? .string(text),
+                    ]
+                    printFlushed(line.text())
                 } else {
                     printFlushed("\(address) after seq \(update.seq): \(text)")
                 }

@@ -24,12 +24,11 @@ struct StateCommand: AsyncParsableCommand {
             let state = try await client.query(address, minApplied: minSeq)
             await client.close()
             if target.json {
-                let object: [String: Any] = [
-                    "address": address, "applied": state.applied, "lastSeq": state.lastSeq, "digest": "\(state.digest)",
-                    "state": (try? JSONSerialization.jsonObject(with: Data(state.json), options: [.fragmentsAllowed])) ?? NSNull(),
+                let object: JSONValue = [
+                    "address": .string(address), "applied": .integer(Int64(state.applied)), "lastSeq": .integer(Int64(state.lastSeq)),
+                    "digest": .string("\(state.digest)"), "state": (try? JSONValue(parsing: state.json)) ?? .null,
                 ]
-                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-                printFlushed(String(decoding: data, as: UTF8.self))
+                printFlushed(object.text())
             } else {
                 printFlushed("\(address) after seq \(state.lastSeq) (node applied \(state.applied)), digest \(state.digest)")
                 printFlushed(prettyJSON(state.json))

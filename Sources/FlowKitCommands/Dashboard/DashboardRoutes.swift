@@ -32,7 +32,9 @@ struct DashboardRoutes: Sendable {
         static func json(_ value: some Encodable) -> Response { Response(body: jsonLine(value)) }
 
         static func failure(_ status: HTTPResponseStatus, _ message: String, reason: String? = nil) -> Response {
-            Response(status: status, body: #"{"error":{"message":\#(jsonLine(message))\#(reason.map { #","reason":\#(jsonLine($0))"# } ?? "")}}"#)
+            var error: [String: JSONValue] = ["message": .string(message)]
+            if let reason { error["reason"] = .string(reason) }
+            return Response(status: status, body: JSONValue.object(["error": .object(error)]).text())
         }
     }
 

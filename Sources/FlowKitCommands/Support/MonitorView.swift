@@ -163,40 +163,42 @@ package struct MonitorView {
         switch event {
         case .entries(let entries):
             return entries.map { entry in
-                var object: [String: Any] = [
-                    "type": "entry", "seq": entry.seq, "epoch": entry.epoch, "address": entry.address,
-                    "origin": entry.origin, "kind": kindName(entry.kind),
-                    "codec": entry.codec.description, "committedAt": entry.committedAt,
+                var object: [String: JSONValue] = [
+                    "type": "entry", "seq": .int(entry.seq), "epoch": .int(entry.epoch), "address": .string(entry.address),
+                    "origin": .int(entry.origin), "kind": .string(kindName(entry.kind)),
+                    "codec": .string(entry.codec.description), "committedAt": .int(entry.committedAt),
                 ]
                 switch entry.kind {
                 case .cancel:
                     switch try? CancelTarget(codec: entry.codec, payload: entry.payload) {
                     case .described(let text)?:
-                        object["payload"] = text
+                        object["payload"] = .string(text)
                     case .typed(let type, let description)?:
-                        object["payload"] = description
-                        object["cancelIDType"] = type
+                        object["payload"] = .string(description)
+                        object["cancelIDType"] = .string(type)
                     case nil:
-                        object["payload"] = String(decoding: entry.payload, as: UTF8.self)
+                        object["payload"] = .string(String(decoding: entry.payload, as: UTF8.self))
                     }
                 case .event where entry.codec == .json:
-                    object["payload"] = (try? JSONSerialization.jsonObject(with: Data(entry.payload), options: [.fragmentsAllowed]))
-                        ?? String(decoding: entry.payload, as: UTF8.self)
+                    object["payload"] = (try? JSONValue(parsing: entry.payload)) ?? .string(String(decoding: entry.payload, as: UTF8.self))
                 default:
-                    object["payload"] = String(decoding: entry.payload, as: UTF8.self)
+                    object["payload"] = .string(String(decoding: entry.payload, as: UTF8.self))
                 }
-                return serialize(object)
+                return JSONValue.object(object).text()
             }
         case .status(let status):
-            return [#"{"type":"status","status":"# + jsonLine(status) + "}"]
+            return [line(["type": "status", "status": (try? JSONValue(encoding: status)) ?? .null])]
         case .alarm(let alarm):
-            return [#"{"type":"alarm","alarm":"# + jsonLine(alarm) + "}"]
+            return [line(["type": "alarm", "alarm": (try? JSONValue(encoding: alarm)) ?? .null])]
         case .fellBehind(let expected, let got):
-            return [serialize(["type": "fellBehind", "expected": expected, "got": got])]
+            return [line(["type": "fellBehind", "expected": .int(expected), "got": .int(got)])]
         case .heartbeat(let heartbeat):
-            return [serialize(["type": "heartbeat", "epoch": heartbeat.epoch, "head": heartbeat.head, "time": heartbeat.time])]
+            return [line(["type": "heartbeat", "epoch": .int(heartbeat.epoch), "head": .int(heartbeat.head), "time": .int(heartbeat.time)])]
         }
     }
+
+    /// One JSON line.
+    private static func line(_ object: JSONValue) -> String { object.text() }
 
     /// Replicated coordinators: the leader, and each one's copy of the log.
     package static func describe(_ replication: ReplicationStatus, now: Date) -> [String] {
@@ -215,11 +217,6 @@ package struct MonitorView {
             lines.append(line)
         }
         return lines
-    }
-
-    private static func serialize(_ object: [String: Any]) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
     }
 
     private func pad(_ text: String, _ width: Int) -> String { Self.pad(text, width) }

@@ -1,3 +1,4 @@
+import FlowKitCluster
 import Foundation
 
 /// Writes a line to standard error, where diagnostics go; standard output is for results.
@@ -20,8 +21,6 @@ package func jsonLine(_ value: some Encodable) -> String {
 
 /// Pretty-prints JSON bytes, or returns them as text if they are not JSON.
 package func prettyJSON(_ bytes: [UInt8]) -> String {
-    guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)),
-        let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-    else { return String(decoding: bytes, as: UTF8.self) }
-    return String(decoding: data, as: UTF8.self)
+    guard let value = try? JSONValue(parsing: bytes) else { return String(decoding: bytes, as: UTF8.self) }
+    return value.text(pretty: true)
 }

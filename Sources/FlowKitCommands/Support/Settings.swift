@@ -1,3 +1,4 @@
+import FlowKitCluster
 import Foundation
 
 /// Settings in the usual precedence: a command-line flag wins over an environment variable, which
@@ -56,7 +57,7 @@ package struct Settings: Sendable {
         } else {
             container = file
         }
-        return container[key]?.text
+        return container[key]?.flagText
     }
 
     package func int(_ section: String?, _ key: String, flag: Int?) throws -> Int? {
@@ -80,42 +81,4 @@ package struct Settings: Sendable {
 package struct SettingsError: Error, CustomStringConvertible {
     package var description: String
     package init(_ description: String) { self.description = description }
-}
-
-/// Any JSON value, for reading config files without a schema type per section.
-package enum JSONValue: Decodable, Sendable {
-    case string(String)
-    case number(Double)
-    case bool(Bool)
-    case object([String: JSONValue])
-    case array([JSONValue])
-    case null
-
-    package init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let bool = try? container.decode(Bool.self) {
-            self = .bool(bool)
-        } else if let number = try? container.decode(Double.self) {
-            self = .number(number)
-        } else if let string = try? container.decode(String.self) {
-            self = .string(string)
-        } else if let array = try? container.decode([JSONValue].self) {
-            self = .array(array)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
-    }
-
-    /// The value as a flag would spell it.
-    package var text: String? {
-        switch self {
-        case .string(let string): string
-        case .number(let number): number.rounded() == number ? String(Int(number)) : String(number)
-        case .bool(let bool): String(bool)
-        case .array(let values): values.compactMap(\.text).joined(separator: ",")
-        case .object, .null: nil
-        }
-    }
 }

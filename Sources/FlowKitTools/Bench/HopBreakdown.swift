@@ -61,7 +61,7 @@ struct HopBreakdown: Codable, Sendable {
         for file in files where file.hasSuffix(".jsonl") {
             guard let text = try? String(contentsOfFile: "\(directory)/\(file)", encoding: .utf8) else { continue }
             for line in text.split(separator: "\n") {
-                guard let record = try? JSONDecoder().decode(Record.self, from: Data(line.utf8)), bench[record.seq] != nil else { continue }
+                guard let record = try? JSONDecoder().decode(HopTrace.Line.self, from: Data(line.utf8)), bench[record.seq] != nil else { continue }
                 stages[record.seq, default: [:]][record.stage, default: []].append(record.us)
             }
         }
@@ -90,19 +90,13 @@ struct HopBreakdown: Codable, Sendable {
     /// that a kept trace (`--data-dir`) holds every hop of every sampled event, to look at one by
     /// one: when the slowest were sent, and which hops they were slow at.
     static func writeBenchSide(_ bench: [UInt64: BenchSide], to directory: String) {
-        var text = ""
+        var lines: [HopTrace.Line] = []
         for (seq, side) in bench.sorted(by: { $0.key < $1.key }) {
             for (stage, us) in [("bench.intended", side.intended), ("bench.sent", side.sent), ("bench.answered", side.answered)] where us != 0 {
-                text += #"{"seq":\#(seq),"stage":"\#(stage)","us":\#(us)}"# + "\n"
+                lines.append(HopTrace.Line(seq: seq, stage: stage, us: us))
             }
         }
-        _ = FileManager.default.createFile(atPath: "\(directory)/bench.jsonl", contents: Data(text.utf8))
-    }
-
-    private struct Record: Decodable {
-        var seq: UInt64
-        var stage: String
-        var us: UInt64
+        _ = FileManager.default.createFile(atPath: "\(directory)/bench.jsonl", contents: Data(HopTrace.jsonLines(lines).utf8))
     }
 
     /// The table `flowkit bench --trace` prints.

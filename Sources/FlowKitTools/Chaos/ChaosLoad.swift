@@ -69,7 +69,7 @@ final class ChaosLoad: Sendable {
             let address = addresses.randomElement(using: &random)!
             attempts.add(1, ordering: .relaxed)
             do {
-                let ordered = try await client.emit(json: #"{"record":{"_0":"\#(id)"}}"#, to: address)
+                let ordered = try await client.emit(json: JSONValue.object(["record": ["_0": .string(id)]]).text(), to: address)
                 acknowledgedCount.add(1, ordering: .relaxed)
                 record.withLock { $0.acknowledged.append(Acknowledged(id: id, address: address, seq: ordered.seq, node: node)) }
             } catch {

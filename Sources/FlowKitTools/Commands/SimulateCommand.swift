@@ -125,12 +125,13 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         let failedSeeds = summary.failed.map(\.seed)
         if json {
-            let object: [String: Any] = [
-                "seeds": summary.seeds, "failed": failedSeeds, "seconds": summary.seconds, "seedsPerSecond": summary.seedsPerSecond,
-                "messages": summary.messages, "entries": summary.entries, "acknowledged": summary.acknowledged,
-                "terms": summary.terms, "fenced": summary.fenced,
+            let object: JSONValue = [
+                "seeds": .integer(Int64(summary.seeds)), "failed": .array(failedSeeds.map { .integer(Int64(bitPattern: $0)) }),
+                "seconds": .number(summary.seconds), "seedsPerSecond": .number(summary.seedsPerSecond),
+                "messages": .integer(Int64(summary.messages)), "entries": .integer(Int64(summary.entries)),
+                "acknowledged": .integer(Int64(summary.acknowledged)), "terms": .integer(Int64(summary.terms)), "fenced": .integer(Int64(summary.fenced)),
             ]
-            print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
+            print(object.text())
         } else {
             print(
                 "\(summary.seeds) seeds in \(String(format: "%.1f", summary.seconds)) s (\(String(format: "%.1f", summary.seedsPerSecond)) seeds/s): "
