@@ -31,8 +31,6 @@ import ZeroMQ
             registry: registry,
             sequencer: Sequencer(epoch: 5, durableHead: 0),
             firstSeq: 1,
-            logger: logger,
-            counters: ClusterCounters(),
             now: 0,
             replication: ReplicationProgress(
                 leader: "c1", members: ["c1", "c2", "c3"], eligible: ["c1", "c2", "c3"], written: 0, committed: 0,
@@ -41,7 +39,7 @@ import ZeroMQ
         )
         let writer = LogWriter(log: MemoryEntryLog())
         let core = CoordinatorCore(
-            machine: machine, writer: writer, submitSocket: submitSocket, publishSocket: publishSocket,
+            machine: machine, logger: logger, counters: ClusterCounters(), writer: writer, submitSocket: submitSocket, publishSocket: publishSocket,
             replica: CoordinatorReplica(registry: registry, applied: 0, logger: logger),
             writeEligible: { _ in true }, mayAct: { true }, replicate: { _ in }
         )

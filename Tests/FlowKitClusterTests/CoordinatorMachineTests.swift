@@ -19,8 +19,6 @@ import ZeroMQ
             registry: registry,
             sequencer: Sequencer(epoch: 5, durableHead: head),
             firstSeq: 1,
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
-            counters: ClusterCounters(),
             now: 0,
             replication: replication
         )
@@ -75,7 +73,8 @@ import ZeroMQ
         #expect(acks.map { $0.acks.map(\.seq) } == [[1, 2, 3]] && acks.first?.head == 3)
         #expect(released.contains { if case .publish(_, 3) = $0 { true } else { false } })
         // What nodes see is the commit point.
-        guard case .publish(let frames, 0) = machine.heartbeat(now: 24) else { return }
+        let heartbeat = machine.heartbeat(now: 24)
+        let frames = try #require({ if case .publish(let frames, 0) = heartbeat { frames } else { nil } }(), "a heartbeat is a publication")
         #expect(try HeartbeatMessage(frames: frames).head == 3)
     }
 

@@ -107,4 +107,21 @@ import Testing
         #expect(replicas.count == 0)
         #expect(replicas.skippedEntries == 1)
     }
+
+    /// Whoever reads the log for a replica (a coordinator recovering, a standby applying what is
+    /// committed, the simulation) gets the stand-in the nodes are served, so every replica skips
+    /// the same entries. (A replicated coordinator's replica once applied the entry itself.)
+    @Test func everyReaderOfTheLogAppliesTheStandInTheNodesAreServed() throws {
+        let quarantine = EntryQuarantine(frameLimit: 1_000)
+        var entry = Entry(
+            seq: 4, epoch: 2, kind: .event, codec: .json, origin: 3, session: 9, submission: 11, submittedAt: 5, committedAt: 6,
+            address: "kv/a", payload: Self.record(100)
+        )
+        let small = try quarantine.entry(entry.encoded)
+        #expect(!small.quarantined && small.entry.encoded == entry.encoded)
+        entry.payload = Self.record(941)
+        let large = try quarantine.entry(entry.encoded)
+        #expect(large.quarantined && large.entry.kind == .quarantined)
+        #expect(large.entry.encoded == (try quarantine.deliverable(entry.encoded)))
+    }
 }

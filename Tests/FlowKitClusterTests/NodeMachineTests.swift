@@ -25,8 +25,7 @@ import ZeroMQ
         }
         return NodeMachine(
             configuration: configuration, registry: registry, session: 77,
-            info: NodeInfo(name: "node-1", clientEndpoint: "inproc://c", flows: ["counter"], pid: 1),
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), counters: ClusterCounters(), now: 0
+            info: NodeInfo(name: "node-1", clientEndpoint: "inproc://c", flows: ["counter"], pid: 1), now: 0
         )
     }
 
@@ -117,7 +116,7 @@ import ZeroMQ
         let refused = AckMessage(epoch: 3, head: 0, acks: [.init(submission: submission.submission, seq: 0, status: .refused, reason: .helloFirst)])
         let actions = machine.receiveFromCoordinator([Message(parts: refused.frames)], now: 20)
         #expect(words(actions) == ["submit", "submit"])
-        guard case .submit(let first)? = actions.first else { return }
+        let first = try #require(actions.first.flatMap { if case .submit(let frames) = $0 { frames } else { nil } }, "no HELLO first")
         #expect(try HelloMessage(frames: first).node == 1)
         #expect(try submitted(actions).map(\.submission) == [submission.submission])
         // Within 100 ms, a second refusal waits for the retry interval instead.

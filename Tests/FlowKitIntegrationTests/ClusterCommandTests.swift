@@ -76,12 +76,13 @@ extension ClusterProcessTests {
         #expect(Set(emitted).isSubset(of: Set(seqs)), "the monitor saw \(seqs), the emits were ordered at \(emitted)")
 
         // status: every node alive, exit 0.
-        try await Task.sleep(for: .milliseconds(1_200))  // a report from every node after the last emit
-        let status = try await cluster.flowkit(["status"])
-        #expect(status.exitCode == 0, "\(status)")
-        for name in ["node-1", "node-2", "node-3"] {
-            #expect(status.stdout.split(separator: "\n").contains { $0.hasPrefix(name) && $0.contains("alive") }, "\(name) alive: \(status.stdout)")
+        // A report from every node after the last emit: polled, not slept for.
+        let status = try await eventually("flowkit status shows every node alive", every: .milliseconds(200)) {
+            let status = try await cluster.flowkit(["status"])
+            let lines = status.stdout.split(separator: "\n")
+            return ["node-1", "node-2", "node-3"].allSatisfy { name in lines.contains { $0.hasPrefix(name) && $0.contains("alive") } } ? status : nil
         }
+        #expect(status.exitCode == 0, "\(status)")
 
     }
 

@@ -18,10 +18,10 @@ extension Coordinator {
         let storage = try CoordinatorStorage.open(configuration, logger: logger)
         let writer = LogWriter(log: storage.log)
         let quarantine = EntryQuarantine(frameLimit: configuration.transport.maxMessageBytes)
-        // Only the snapshot: what the log holds after it may not be committed (and may be cut).
+        // Only the snapshot: what the log holds after it may not be committed (and may be cut). The
+        // log is read when this coordinator leads (the duplicate table) or learns the commit point.
         let replica = CoordinatorReplica(registry: registry, applied: 0, logger: logger)
-        var scratch = Sequencer(epoch: 0, durableHead: 0)
-        _ = try await storage.recover(into: replica, sequencer: &scratch, quarantine: quarantine, applyThrough: 0, logger: logger)
+        _ = try await storage.restoreSnapshot(into: replica, logger: logger)
         let (lastSeq, lastEpoch) = try await CoordinatorStandby.logEnd(writer)
         let applied = await replica.applied
 
@@ -31,7 +31,7 @@ extension Coordinator {
         )
         let standby = CoordinatorStandby(
             copy: StandbyCopy(id: replication.id, durable: lastSeq, lastEpoch: lastEpoch, committed: applied),
-            writer: writer, socket: fetches, replica: replica, applied: applied, logger: logger
+            writer: writer, socket: fetches, replica: replica, quarantine: quarantine, applied: applied, logger: logger
         )
         let etcd = EtcdElection(client: try EtcdClient(endpoints: replication.etcdEndpoints), prefix: replication.etcdPrefix)
         let election = CoordinatorElection(
@@ -78,14 +78,14 @@ extension Coordinator {
             )
             let machine = CoordinatorMachine(
                 configuration: configuration, registry: registry, sequencer: sequencer, firstSeq: firstSeq,
-                logger: logger, counters: ClusterCounters(), now: WallClock.micros(), replication: progress
+                now: WallClock.micros(), replication: progress
             )
             logger.notice(
                 "leading",
                 metadata: ["flowkit.epoch": "\(record.epoch)", "flowkit.log_end": "\(sequencer.durableHead)", "flowkit.committed": "\(committed)"]
             )
             return CoordinatorCore(
-                machine: machine, writer: writer, submitSocket: sockets.submit, publishSocket: sockets.publish, replica: replica,
+                machine: machine, logger: logger, counters: ClusterCounters(), writer: writer, submitSocket: sockets.submit, publishSocket: sockets.publish, replica: replica,
                 writeEligible: { set in (try? await etcd.setEligible(Array(set), leader: record)) ?? false },
                 mayAct: { election.mayLead() },
                 replicate: { entries in if let last = entries.last { commitPoint.yield(last.seq) } },

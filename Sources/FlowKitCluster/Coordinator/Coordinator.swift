@@ -121,11 +121,11 @@ public final class Coordinator: Sendable {
             registry: registry,
             sequencer: sequencer,
             firstSeq: firstSeq,
-            logger: logger,
-            counters: ClusterCounters(),
             now: WallClock.micros()
         )
-        let core = CoordinatorCore(machine: machine, writer: writer, submitSocket: submit, publishSocket: publish, replica: replica)
+        let core = CoordinatorCore(
+            machine: machine, logger: logger, counters: ClusterCounters(), writer: writer, submitSocket: submit, publishSocket: publish, replica: replica
+        )
         await core.noteQuarantined(quarantined)
         // The ordering path runs on the I/O loop's thread, commits included (the sync blocks the
         // loop while submissions gather in the socket for the next group): each batch the submit

@@ -38,6 +38,8 @@ actor CoordinatorCore: SyncSource {
     ///   - written: Told after each local commit, so held FETCHes are answered (replicated only).
     init(
         machine: CoordinatorMachine,
+        logger: Logger,
+        counters: ClusterCounters,
         writer: LogWriter,
         submitSocket: AsyncSocket,
         publishSocket: AsyncSocket,
@@ -50,7 +52,7 @@ actor CoordinatorCore: SyncSource {
         self.unownedExecutor = submitSocket.loop.serialExecutor.asUnownedSerialExecutor()
         self.loop = submitSocket.loop
         self.configuration = machine.configuration
-        self.counters = machine.counters
+        self.counters = counters
         self.replica = replica
         // Bounded: a flood of reports (a fuzzer's) is dropped, not queued.
         let (reports, reportIntake) = AsyncStream.makeStream(of: (RouterEnvelope, [[UInt8]]).self, bufferingPolicy: .bufferingNewest(1_024))
@@ -59,11 +61,13 @@ actor CoordinatorCore: SyncSource {
         let alone = writeEligible == nil
         let replicateEntries: @Sendable ([Entry]) -> Void = replicate ?? { replica.enqueue($0) }
         let io = CoordinatorProcessIO(
-            configuration: machine.configuration, counters: machine.counters, writer: writer, submitSocket: submitSocket,
+            configuration: machine.configuration, counters: counters, writer: writer, submitSocket: submitSocket,
             publishSocket: publishSocket, writeEligible: writeEligible, mayAct: { alone || mayAct() },
             replicate: replicateEntries, written: written, reportIntake: reportIntake
         )
-        self.interpreter = CoordinatorInterpreter(machine: machine, io: io)
+        self.interpreter = CoordinatorInterpreter(
+            machine: machine, io: io, sink: ObservationSink(logger: logger, counters: counters, trace: machine.configuration.trace)
+        )
         io.core = self
     }
 

@@ -50,14 +50,19 @@ enum CoordinatorWrite {
 final class CoordinatorInterpreter<IO: CoordinatorIO> {
     private(set) var machine: CoordinatorMachine
     let io: IO
+    /// Where the machine's log lines, counts and hop-trace notes go.
+    let sink: ObservationSink
     /// A bug the simulation plants to prove its checks catch it; never set in a process.
     let injectedBug: InjectedBug?
 
-    init(machine: CoordinatorMachine, io: IO, injectedBug: InjectedBug? = nil) {
+    init(machine: CoordinatorMachine, io: IO, sink: ObservationSink, injectedBug: InjectedBug? = nil) {
         self.machine = machine
         self.io = io
+        self.sink = sink
         self.injectedBug = injectedBug
     }
+
+    var counters: ClusterCounters { sink.counters }
 
     /// Feeds the machine an input and carries out what it asks for.
     func run(_ input: (inout CoordinatorMachine) throws -> [CoordinatorMachine.Action]) rethrows {
@@ -67,22 +72,29 @@ final class CoordinatorInterpreter<IO: CoordinatorIO> {
     /// Changes the machine without actions to carry out (what it notes for its status).
     func update(_ change: (inout CoordinatorMachine) -> Void) {
         change(&machine)
+        deliverObservations()
+    }
+
+    private func deliverObservations() {
+        let observed = machine.takeObservations()
+        if !observed.isEmpty { sink.deliver(observed) }
     }
 
     func carryOut(_ actions: [CoordinatorMachine.Action]) {
+        defer { deliverObservations() }
         guard !actions.isEmpty else { return }
         // Checked once per batch of actions: a lease outlives a batch by far more than it takes.
         let mayAct = injectedBug == .fenceOnlyOnTimer || io.mayAct()
         for action in actions {
             switch action {
             case .reply where !mayAct, .publish where !mayAct:
-                machine.counters.fencedDrops.add(1)
+                counters.fencedDrops.add(1)
             case .reply(let frames, let peer):
                 // The node retries what it does not hear about; an ack lost here costs a duplicate.
-                if !io.reply(frames, to: peer) { machine.counters.acksDropped.add(1) }
+                if !io.reply(frames, to: peer) { counters.acksDropped.add(1) }
             case .publish(let frames, let entries):
                 // Subscribers repair what a full queue drops.
-                if !io.publish(frames), entries > 0 { machine.counters.publishDropped.add(entries) }
+                if !io.publish(frames), entries > 0 { counters.publishDropped.add(entries) }
             case .commit(let group):
                 commit(group)
             case .replicate(let entries):
@@ -128,7 +140,7 @@ final class CoordinatorInterpreter<IO: CoordinatorIO> {
         if written {
             carryOut(machine.eligibleWritten(set, now: io.now))
         } else {
-            machine.eligibleWriteFailed()
+            update { $0.eligibleWriteFailed() }
         }
     }
 

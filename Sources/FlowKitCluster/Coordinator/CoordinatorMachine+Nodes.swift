@@ -28,14 +28,14 @@ extension CoordinatorMachine {
         var actions: [Action] = []
         let lost = oversight.membership.hello(node: hello.node, session: hello.session, info: hello.info, peer: peer.identity, now: now)
         if lost > 0 {
-            counters.effectsLost.add(lost)
+            observations.count(\.effectsLost, lost)
             let message = "\(hello.info.name) restarted: the \(lost) effect(s) its previous process was running were lost"
-            logger.warning("\(message)")
+            observations.log(.warning, "\(message)")
             actions.append(publish(Alarm(kind: .effectsLost, message: message)))
         }
-        logger.info(
+        observations.log(.info, 
             "node said hello",
-            metadata: ["flowkit.node": "\(hello.info.name)", "flowkit.node.endpoint": "\(hello.info.clientEndpoint)"]
+            ["flowkit.node": "\(hello.info.name)", "flowkit.node.endpoint": "\(hello.info.clientEndpoint)"]
         )
         let welcome = WelcomeMessage(
             epoch: intake.epoch,
@@ -78,14 +78,16 @@ extension CoordinatorMachine {
     /// Divergences a ``DivergenceCheck`` found: counted, and each published as an ALARM.
     mutating func diverged(_ divergences: [DigestReferences.Divergence]) -> [Action] {
         oversight.membership.noteDivergences(divergences.count)
-        return divergences.map(raise)
+        var alarms: [Action] = []
+        for divergence in divergences { alarms.append(raise(divergence)) }
+        return alarms
     }
 
     /// Every status interval: alarms for nodes gone down or stalled, then the status.
     ///
     /// - Parameter instances: How many instances the coordinator's replica holds.
     mutating func status(now: UInt64, instances: Int) -> [Action] {
-        configuration.trace?.flush()
+        observations.flushTrace()
         let head = committedHead
         let seconds = Double(now &- oversight.lastStatus.time) / 1_000_000
         let rate = seconds > 0 ? Double(head - min(head, oversight.lastStatus.head)) / seconds : 0
@@ -94,19 +96,19 @@ extension CoordinatorMachine {
         let liveness = oversight.membership.takeChangesInLiveness(now: now)
         for member in liveness.down {
             let message = "\(member.info.name) (node \(member.id)) has not reported for \(configuration.nodeTimeout); it counts as down"
-            logger.warning("\(message)")
+            observations.log(.warning, "\(message)")
             actions.append(publish(Alarm(kind: .nodeDown, message: message, seq: member.applied)))
         }
         for member in liveness.forgotten {
-            logger.notice(
+            observations.log(.notice, 
                 "forgetting a node down for \(configuration.forgetDownNodesAfter)",
-                metadata: ["flowkit.node": "\(member.info.name)", "flowkit.node.id": "\(member.id)"]
+                ["flowkit.node": "\(member.info.name)", "flowkit.node.id": "\(member.id)"]
             )
         }
         for stalled in oversight.membership.takeNewStalls(head: head, now: now) {
-            counters.stalls.add(1)
+            observations.count(\.stalls, 1)
             let message = "\(stalled.info.name) has applied nothing for \(configuration.stallTimeout) at seq \(stalled.applied), \(head - min(head, stalled.applied)) behind the head"
-            logger.error("STALLED: \(message)")
+            observations.log(.error, "STALLED: \(message)")
             actions.append(publish(Alarm(kind: .nodeStalled, message: message, seq: stalled.applied)))
         }
         if let quarantine = oversight.unannouncedQuarantine {
@@ -120,11 +122,11 @@ extension CoordinatorMachine {
             status.replication = replication.status(leaderSince: leaderSince, now: now)
             actions += noteReplication(status.replication!, blocking: replication.blocking(now: now))
         }
-        counters.gauges.head.record(Double(head))
-        counters.gauges.pendingCommit.record(Double(intake.pending.entries.count))
-        counters.gauges.nodesAlive.record(Double(status.nodes.filter(\.alive).count))
-        counters.gauges.nodesStalled.record(Double(status.nodes.filter(\.stalled).count))
-        counters.gauges.instances.record(Double(instances))
+        observations.gauge(\.head, Double(head))
+        observations.gauge(\.pendingCommit, Double(intake.pending.entries.count))
+        observations.gauge(\.nodesAlive, Double(status.nodes.filter(\.alive).count))
+        observations.gauge(\.nodesStalled, Double(status.nodes.filter(\.stalled).count))
+        observations.gauge(\.instances, Double(instances))
         actions.append(.publish(ClusterStatusMessage(status: status).frames, entries: 0))
         return actions
     }
@@ -142,16 +144,16 @@ extension CoordinatorMachine {
     /// Records the replication gauges, and raises an alarm when in-sync standbys start holding
     /// back every commit (or others do).
     private mutating func noteReplication(_ status: ReplicationStatus, blocking: [String]) -> [Action] {
-        counters.gauges.inSync.record(Double(status.coordinators.filter(\.inSync).count))
-        counters.gauges.written.record(Double(status.written))
+        observations.gauge(\.inSync, Double(status.coordinators.filter(\.inSync).count))
+        observations.gauge(\.written, Double(status.written))
         for coordinator in status.coordinators where coordinator.role == "standby" {
-            Gauge(label: "flowkit_replication_lag_entries", dimensions: [("coordinator", coordinator.id)]).record(Double(coordinator.lag))
+            observations.standbyLag(coordinator.id, UInt64(coordinator.lag))
         }
         defer { blockingReported = blocking }
         guard !blocking.isEmpty, blocking != blockingReported else { return [] }
         let message = "commits wait for \(blocking.joined(separator: ", ")): in sync but behind the leader's log for over "
             + "\(replication!.lagTimeout / 1_000) ms, and the in-sync set is at its minimum (\(replication!.minInSync)); nothing is acknowledged until they catch up"
-        logger.error("COMMITS BLOCKED: \(message)")
+        observations.log(.error, "COMMITS BLOCKED: \(message)")
         return [publish(Alarm(kind: .commitsBlocked, message: message, seq: committedHead))]
     }
 
@@ -159,18 +161,18 @@ extension CoordinatorMachine {
     mutating func noteQuarantined(_ seqs: [UInt64]) {
         guard !seqs.isEmpty else { return }
         oversight.quarantinedEntries += seqs.count
-        counters.quarantined.add(seqs.count)
+        observations.count(\.quarantined, seqs.count)
         let listed = seqs.prefix(10).map(String.init).joined(separator: ", ") + (seqs.count > 10 ? ", …" : "")
         let message = "\(seqs.count) log entries are too large for any message (seq \(listed)): every replica skips them; their events are not applied"
-        logger.critical("QUARANTINED: \(message)")
+        observations.log(.critical, "QUARANTINED: \(message)")
         oversight.unannouncedQuarantine = Alarm(kind: .entryQuarantined, message: message, seq: seqs.first)
     }
 
-    func raise(_ divergence: DigestReferences.Divergence) -> Action {
-        counters.divergences.add(1)
+    mutating func raise(_ divergence: DigestReferences.Divergence) -> Action {
+        observations.count(\.divergences, 1)
         let message = "replicas diverged at \(divergence.address) after seq \(divergence.seq): "
             + divergence.digests.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        logger.critical("DIVERGENCE: \(message)")
+        observations.log(.critical, "DIVERGENCE: \(message)")
         return publish(Alarm(kind: .divergence, message: message, address: divergence.address, seq: divergence.seq, digests: divergence.digests))
     }
 }

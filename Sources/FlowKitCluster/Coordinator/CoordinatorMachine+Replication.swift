@@ -38,11 +38,11 @@ extension CoordinatorMachine {
         guard replication != nil else { return [] }
         let wasBelow = replication!.isBelowMinimum
         let moved = replication!.eligibleWritten(set)
-        logger.notice("in-sync coordinators: \(set.sorted().joined(separator: ", "))")
+        observations.log(.notice, "in-sync coordinators: \(set.sorted().joined(separator: ", "))")
         if replication!.isBelowMinimum, !wasBelow {
-            logger.error(
+            observations.log(.error, 
                 "too few coordinators in sync: nothing commits until one catches up",
-                metadata: ["flowkit.in_sync": "\(set.count)", "flowkit.needed": "\(replication!.minInSync)"]
+                ["flowkit.in_sync": "\(set.count)", "flowkit.needed": "\(replication!.minInSync)"]
             )
         }
         return moved ? releaseCommitted() : []

@@ -7,9 +7,10 @@ import ZeroMQ
 /// Its inputs are what the coordinator's sockets read, the log's outcome for each group commit
 /// and the ticks of its timers, each with the time (microseconds since the Unix epoch); its
 /// outputs are ``Action``s: messages to send and publish, groups to make durable, entries for the
-/// coordinator's replica. ``CoordinatorInterpreter`` carries them out, over ZeroMQ and the segment log
-/// in the process and over a simulated network and disk in the simulation. Logging and metrics are the
-/// only effects it has of its own: they change nothing it decides.
+/// coordinator's replica. ``CoordinatorInterpreter`` carries them out, over ZeroMQ and the segment
+/// log in the process and over a simulated network and disk in the simulation. It has no effects of
+/// its own: what it would log, count or trace it observes (``Observations``), and its interpreter
+/// delivers.
 ///
 /// One group commit is in flight at a time: what is ordered while the log writes waits in the
 /// intake and forms the next group, asked for as soon as the log reports on the previous one.
@@ -20,8 +21,9 @@ import ZeroMQ
 /// head nodes see (WELCOME, HEARTBEAT, ACK, status) is that commit point, never the local log's end.
 struct CoordinatorMachine {
     let configuration: CoordinatorConfiguration
-    let logger: Logger
-    let counters: ClusterCounters
+    /// What it says of itself as it decides (log lines, counts, gauges, hop-trace notes), for its
+    /// interpreter to take (``takeObservations()``).
+    var observations = Observations()
     /// Room, admission, ordering and the pending group.
     private(set) var intake: SubmissionIntake
     /// What the coordinator knows of its nodes (``NodeOversight``, touched only by the methods
@@ -49,16 +51,12 @@ struct CoordinatorMachine {
         registry: FlowRegistry,
         sequencer: Sequencer,
         firstSeq: UInt64,
-        logger: Logger,
-        counters: ClusterCounters,
         now: UInt64,
         replication: ReplicationProgress? = nil
     ) {
         self.replication = replication
         self.leaderSince = now
         self.configuration = configuration
-        self.logger = logger
-        self.counters = counters
         self.intake = SubmissionIntake(
             sequencer: sequencer,
             admission: Admission(registry: registry, limits: configuration.limits),
@@ -67,6 +65,9 @@ struct CoordinatorMachine {
         self.oversight = NodeOversight(configuration: configuration, head: sequencer.durableHead, now: now)
         self.firstSeq = firstSeq
     }
+
+    /// What the machine observed since the last call, for the interpreter to log, count and trace.
+    mutating func takeObservations() -> [Observation] { observations.take() }
 
     var epoch: UInt32 { intake.epoch }
     /// The end of the local log.
@@ -112,7 +113,7 @@ struct CoordinatorMachine {
         for (peer, epoch, acks) in answers.immediate.byPeer {
             actions.append(.reply(ackFrames(acks, epoch: epoch), to: peer))
         }
-        counters.duplicates.add(answers.duplicates)
+        observations.count(\.duplicates, answers.duplicates)
         if let commit = nextCommit() { actions.append(commit) }
         return actions
     }
@@ -127,13 +128,13 @@ struct CoordinatorMachine {
             message, from: peer, committed: committedHead, acknowledgeOrdered: acknowledgesOrdered(message), now: now, answers: &answers
         )
         for refusal in answers.refusals[refusedBefore...] {
-            counters.count(refused: refusal.code)
-            refusals.note(refusal, now: now, logger: logger)
+            observations.refused(refusal.code)
+            refusals.note(refusal, now: now, into: &observations)
         }
         if let trace = configuration.trace {
             for entry in intake.pending.entries[orderedBefore...] where trace.samples(entry.seq) {
-                trace.note(entry.seq, .coordinatorReceived, at: received)
-                trace.note(entry.seq, .coordinatorOrdered, at: now)
+                observations.hop(entry.seq, .coordinatorReceived, at: received)
+                observations.hop(entry.seq, .coordinatorOrdered, at: now)
             }
         }
     }
@@ -145,15 +146,15 @@ struct CoordinatorMachine {
             answers.refusals.append(refusal)
             answers.immediate.add(.init(submission: submission.submission, seq: 0, status: .refused, reason: refusal.code), to: peer, epoch: intake.epoch)
         }
-        counters.count(refused: refusal.code, by: message.submissions.count)
-        refusals.note(refusal, now: now, logger: logger)
+        observations.refused(refusal.code, message.submissions.count)
+        refusals.note(refusal, now: now, into: &observations)
     }
 
     /// The ERROR for a message that broke a rule; counted and noted.
     mutating func reject(_ error: any Error, from peer: RouterEnvelope, now: UInt64) -> Action {
         let protocolError = error as? ProtocolError ?? ProtocolError(.malformed, "\(error)")
-        counters.count(rejected: protocolError.code)
-        refusals.note(protocolError, now: now, logger: logger)
+        observations.rejected(protocolError.code)
+        refusals.note(protocolError, now: now, into: &observations)
         return .reply(ErrorReply(request: 0, error: protocolError).frames, to: peer)
     }
 
@@ -174,7 +175,7 @@ struct CoordinatorMachine {
     /// Replicated, it waits for the in-sync coordinators first.
     mutating func committed(_ group: PendingCommit, now: UInt64) -> [Action] {
         isCommitting = false
-        if intake.committed(group) { logger.notice("the log takes writes again") }
+        if intake.committed(group) { observations.log(.notice, "the log takes writes again") }
         var actions: [Action] = []
         if replication != nil {
             _ = replication!.wrote(upTo: intake.durableHead)
@@ -188,7 +189,7 @@ struct CoordinatorMachine {
     }
 
     /// Acknowledges, publishes and replicates a committed group.
-    private func tell(_ group: PendingCommit) -> [Action] {
+    private mutating func tell(_ group: PendingCommit) -> [Action] {
         var actions: [Action] = []
         for (peer, epoch, acks) in group.acks.byPeer {
             actions.append(.reply(ackFrames(acks, epoch: epoch), to: peer))
@@ -196,7 +197,7 @@ struct CoordinatorMachine {
         for message in publication.entries(of: group, epoch: intake.epoch) {
             actions.append(.publish(message.frames, entries: message.entries))
         }
-        counters.ordered.add(group.entries.count)
+        observations.count(\.ordered, group.entries.count)
         if !group.entries.isEmpty { actions.append(.replicate(group.entries)) }
         return actions
     }
@@ -217,16 +218,16 @@ struct CoordinatorMachine {
         let failure = intake.failed(group, error: error, now: now)
         var actions: [Action] = []
         if failure.isFirst {
-            logger.error(
+            observations.log(.error, 
                 "the log refused a commit; refusing submissions until it takes writes again",
-                metadata: ["flowkit.error": "\(error)"]
+                ["flowkit.error": "\(error)"]
             )
             actions.append(publish(Alarm(kind: .logUnavailable, message: "\(error)")))
         }
         for (peer, epoch, acks) in failure.refused.byPeer {
             actions.append(.reply(ackFrames(acks, epoch: epoch), to: peer))
         }
-        counters.count(refused: .internalError, by: Int(failure.rolledBack))
+        observations.refused(.internalError, Int(failure.rolledBack))
         return actions
     }
 

@@ -46,15 +46,7 @@ struct CoordinatorStorage {
         applyThrough: UInt64 = .max,
         logger: Logger
     ) async throws -> (replayed: Int, quarantined: [UInt64]) {
-        var from = log.firstSeq
-        if let snapshot = try snapshots?.latest() {
-            let instances = try SnapshotCodec.decode(snapshot.bytes)
-            try await replica.restore(seq: snapshot.seq, instances: instances)
-            from = max(from, snapshot.seq + 1)
-            logger.info("restored the replica from a snapshot", metadata: ["flowkit.seq": "\(snapshot.seq)", "flowkit.instances": "\(instances.count)"])
-        } else if from > 1 {
-            throw ProtocolError(.internalError, "the log starts at \(from) but there is no snapshot to start from")
-        }
+        let from = try await restoreSnapshot(into: replica, logger: logger)
         // Every retained entry teaches the duplicate table; those after the snapshot also rebuild
         // the replica.
         var replayed = 0
@@ -69,6 +61,21 @@ struct CoordinatorStorage {
             await replica.applyNow(Array(applied))
         }
         return (replayed, quarantined)
+    }
+
+    /// Restores the replica from the latest snapshot, if there is one.
+    ///
+    /// - Returns: The first seq the log must supply after it.
+    /// - Throws: If the log starts after seq 1 and no snapshot covers what it dropped.
+    func restoreSnapshot(into replica: CoordinatorReplica, logger: Logger) async throws -> UInt64 {
+        guard let snapshot = try snapshots?.latest() else {
+            guard log.firstSeq <= 1 else { throw ProtocolError(.internalError, "the log starts at \(log.firstSeq) but there is no snapshot to start from") }
+            return log.firstSeq
+        }
+        let instances = try SnapshotCodec.decode(snapshot.bytes)
+        try await replica.restore(seq: snapshot.seq, instances: instances)
+        logger.info("restored the replica from a snapshot", metadata: ["flowkit.seq": "\(snapshot.seq)", "flowkit.instances": "\(instances.count)"])
+        return max(log.firstSeq, snapshot.seq + 1)
     }
 
     /// The duplicate table and the epochs of the whole retained log, for a coordinator that
@@ -96,10 +103,9 @@ struct CoordinatorStorage {
             guard !records.isEmpty else { break }
             var batch: [(entry: Entry, quarantined: Bool)] = []
             for record in records {
-                let entry = try Entry(decoding: record)
-                let needsStandIn = quarantine.needsStandIn(record)
-                batch.append((needsStandIn ? EntryQuarantine.standIn(for: entry) : entry, needsStandIn))
-                seq = entry.seq + 1
+                let entry = try quarantine.entry(record)
+                batch.append(entry)
+                seq = entry.entry.seq + 1
             }
             try await body(batch)
         }

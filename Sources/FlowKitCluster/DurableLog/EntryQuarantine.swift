@@ -18,6 +18,12 @@ struct EntryQuarantine: Sendable {
         record.count > largestRecord
     }
 
+    /// A log record as every replica applies it: its entry, or the entry's quarantined stand-in.
+    func entry(_ record: [UInt8]) throws -> (entry: Entry, quarantined: Bool) {
+        let entry = try Entry(decoding: record)
+        return needsStandIn(record) ? (Self.standIn(for: entry), true) : (entry, false)
+    }
+
     /// The record itself when it can travel; otherwise its quarantined stand-in.
     func deliverable(_ record: [UInt8]) throws -> [UInt8] {
         needsStandIn(record) ? try Self.standIn(for: Entry(decoding: record)).encoded : record

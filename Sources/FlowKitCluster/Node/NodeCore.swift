@@ -44,7 +44,7 @@ actor NodeCore {
         )
         self.startingMachine = NodeMachine(
             configuration: configuration, registry: registry, session: UInt64.random(in: 1...UInt64.max), info: info,
-            logger: logger, counters: counters, now: WallClock.micros()
+            now: WallClock.micros()
         )
     }
 
@@ -60,7 +60,10 @@ actor NodeCore {
             effectFailed: { [counters] _, _ in counters.effectFailures.add(1) }
         )
         let io = NodeProcessIO(configuration: configuration, logger: logger, sockets: sockets)
-        interpreter = NodeInterpreter(machine: startingMachine!, replicas: ReplicaSet(registry: registry, context: context, logger: logger), io: io)
+        interpreter = NodeInterpreter(
+            machine: startingMachine!, replicas: ReplicaSet(registry: registry, context: context, logger: logger), io: io,
+            sink: ObservationSink(logger: logger, counters: counters, trace: configuration.trace)
+        )
         startingMachine = nil
         io.core = self
         restoreLocalSnapshot()

@@ -38,6 +38,8 @@ final class NodeInterpreter<IO: NodeIO> {
     private(set) var machine: NodeMachine
     let replicas: ReplicaSet
     let io: IO
+    /// Where the machine's log lines, counts and hop-trace notes go.
+    let sink: ObservationSink
     /// A bug the simulation plants to prove its checks catch it; never set in a process.
     let injectedBug: InjectedBug?
     /// The applied seq of the last report: a node that applied nothing since, at the head, is idle.
@@ -45,12 +47,15 @@ final class NodeInterpreter<IO: NodeIO> {
     /// A wake-up is asked for the digest round's next slice (``hashNextSlice()``).
     private var wakeUpAsked = false
 
-    init(machine: NodeMachine, replicas: ReplicaSet, io: IO, injectedBug: InjectedBug? = nil) {
+    init(machine: NodeMachine, replicas: ReplicaSet, io: IO, sink: ObservationSink, injectedBug: InjectedBug? = nil) {
         self.machine = machine
         self.replicas = replicas
         self.io = io
+        self.sink = sink
         self.injectedBug = injectedBug
     }
+
+    var counters: ClusterCounters { sink.counters }
 
     /// Feeds the machine an input and carries out what it asks for.
     func run(_ input: (inout NodeMachine) -> [NodeMachine.Action]) {
@@ -60,9 +65,16 @@ final class NodeInterpreter<IO: NodeIO> {
     /// Changes the machine without actions to carry out.
     func update(_ change: (inout NodeMachine) -> Void) {
         change(&machine)
+        deliverObservations()
+    }
+
+    private func deliverObservations() {
+        let observed = machine.takeObservations()
+        if !observed.isEmpty { sink.deliver(observed) }
     }
 
     func carryOut(_ actions: [NodeMachine.Action]) {
+        defer { deliverObservations() }
         for action in actions {
             switch action {
             case .submit(let frames):
@@ -140,7 +152,7 @@ final class NodeInterpreter<IO: NodeIO> {
             // of a replaying node does not slow the replay down (it cost a third of it).
             digest: replicas.combinedDigest(exact: machine.applied >= machine.follower.knownHead).description,
             flows: machine.info.flows,
-            rejected: machine.counters.rejections,
+            rejected: counters.rejections,
             entriesSkipped: replicas.skippedEntries,
             coordinator: machine.choice.current
         )
@@ -184,7 +196,7 @@ final class NodeInterpreter<IO: NodeIO> {
     }
 
     private func updateGauges() {
-        let gauges = machine.counters.gauges
+        let gauges = counters.gauges
         gauges.applied.record(Double(machine.follower.applied))
         gauges.head.record(Double(machine.follower.knownHead))
         gauges.lag.record(Double(lag))

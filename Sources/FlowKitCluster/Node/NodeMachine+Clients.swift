@@ -13,8 +13,8 @@ extension NodeMachine {
                 actions += try handle(try ClientRequest(frames: body), from: peer, now: now)
             } catch {
                 let protocolError = error as? ProtocolError ?? ProtocolError(.internalError, "\(error)")
-                counters.count(rejected: protocolError.code)
-                refusals.note(protocolError, now: now, logger: logger)
+                observations.rejected(protocolError.code)
+                refusals.note(protocolError, now: now, into: &observations)
                 actions.append(.reply(.error(request: Self.requestID(in: body), protocolError), to: peer))
             }
         }
@@ -69,10 +69,10 @@ extension NodeMachine {
             queue(try admission.admit(kind: kind, codec: codec, address: address.description, payload: payload), waiter: .effect, now: now)
         } catch {
             let refusal = error as? ProtocolError ?? ProtocolError(.malformed, "\(error)")
-            counters.count(refused: refusal.code)
-            logger.error(
+            observations.refused(refusal.code)
+            observations.log(.error, 
                 "an effect's submission was refused and dropped",
-                metadata: ["flowkit.address": "\(address)", "flowkit.error": "\(refusal)"]
+                ["flowkit.address": "\(address)", "flowkit.error": "\(refusal)"]
             )
         }
         return flush(now: now)
@@ -137,11 +137,11 @@ extension NodeMachine {
                     if error.error.code == .helloFirst {
                         actions += helloOnRequest(now: now)
                     } else {
-                        logger.error("the coordinator refused a message", metadata: ["flowkit.error": "\(error.error)"])
+                        observations.log(.error, "the coordinator refused a message", ["flowkit.error": "\(error.error)"])
                     }
                 }
             } catch {
-                counters.count(rejected: (error as? ProtocolError)?.code ?? .malformed)
+                observations.rejected((error as? ProtocolError)?.code ?? .malformed)
             }
         }
         return actions
@@ -162,9 +162,9 @@ extension NodeMachine {
                 case .client(let peer, let request, _, _):
                     actions.append(.reply(.error(request: request, refusal), to: peer))
                 case .effect:
-                    logger.error(
+                    observations.log(.error, 
                         "the coordinator refused an effect's submission; it is dropped",
-                        metadata: ["flowkit.address": "\(pending.submission.address)", "flowkit.error": "\(refusal)"]
+                        ["flowkit.address": "\(pending.submission.address)", "flowkit.error": "\(refusal)"]
                     )
                 }
             }
@@ -179,19 +179,19 @@ extension NodeMachine {
     private mutating func helloOnRequest(now: UInt64) -> [Action] {
         guard now >= lastHelloOnRequest + 100_000 || lastHelloOnRequest == 0 else { return [] }
         lastHelloOnRequest = now
-        logger.notice("the coordinator asked this node to say HELLO again (it restarted, or the connection was made again); resending")
+        observations.log(.notice, "the coordinator asked this node to say HELLO again (it restarted, or the connection was made again); resending")
         choice.greeted(now: now)
         submissions.resendAll()
         return [hello] + flush(now: now)
     }
 
     /// Traces a sampled submission of this node's, once it knows its seq (from its ACK or ENTRIES).
-    func traceAnswer(_ pending: SubmissionQueue.Pending, seq: UInt64, learntAt: UInt64, now: UInt64) {
+    mutating func traceAnswer(_ pending: SubmissionQueue.Pending, seq: UInt64, learntAt: UInt64, now: UInt64) {
         guard let trace = configuration.trace, seq != 0, trace.samples(seq) else { return }
-        trace.note(seq, .nodeReceived, at: pending.submission.submittedAt)
-        trace.note(seq, .nodeSubmitted, at: pending.firstSent)
-        trace.note(seq, .nodeAcknowledged, at: learntAt)
-        trace.note(seq, .nodeAnswered, at: now)
+        observations.hop(seq, .nodeReceived, at: pending.submission.submittedAt)
+        observations.hop(seq, .nodeSubmitted, at: pending.firstSent)
+        observations.hop(seq, .nodeAcknowledged, at: learntAt)
+        observations.hop(seq, .nodeAnswered, at: now)
     }
 
     // MARK: Ticks
@@ -228,14 +228,14 @@ extension NodeMachine {
         let applied = follower.applied
         if applied != progress.applied || applied >= follower.knownHead {
             if progress.logged {
-                logger.notice("applying again", metadata: ["flowkit.applied": "\(applied)", "flowkit.head": "\(follower.knownHead)"])
+                observations.log(.notice, "applying again", ["flowkit.applied": "\(applied)", "flowkit.head": "\(follower.knownHead)"])
             }
             progress = (applied, now, false)
         } else if !progress.logged, now - min(now, progress.at) >= UInt64(configuration.stallTimeout.microseconds) {
             progress.logged = true
-            logger.error(
+            observations.log(.error, 
                 "stalled: nothing applied for \(configuration.stallTimeout) while behind the head; waiting for seq \(applied + 1)",
-                metadata: [
+                [
                     "flowkit.applied": "\(applied)", "flowkit.head": "\(follower.knownHead)",
                     "flowkit.waiting": "\(follower.waitingCount)", "flowkit.joining": "\(follower.isJoining)",
                 ]

@@ -12,7 +12,7 @@ extension NodeMachine {
         for action in joinFirst {
             switch action {
             case .newTerm(let epoch, let previous):
-                if previous != 0 { logger.notice("the coordinator began a new term", metadata: ["flowkit.epoch": "\(epoch)"]) }
+                if previous != 0 { observations.log(.notice, "the coordinator began a new term", ["flowkit.epoch": "\(epoch)"]) }
             case .rejoin(let head):
                 actions += coordinatorLostEntries(head: head, now: now)
             case .reconnect:
@@ -24,9 +24,9 @@ extension NodeMachine {
             case .helloAgain:
                 choice.greeted(now: now)
                 actions.append(hello)
-                logger.warning(
+                observations.log(.warning, 
                     "no heartbeat from the coordinator; emits wait or fail until it is reachable",
-                    metadata: [
+                    [
                         "flowkit.coordinator.publish": "\(choice.current.publish)",
                         "flowkit.coordinator.submit": "\(choice.current.submit)",
                     ]
@@ -36,7 +36,7 @@ extension NodeMachine {
             case .noteAnnouncedHead(let head):
                 actions += perform(follower.noteAnnouncedHead(head, now: now), now: now)
             case .joinThroughSnapshot:
-                logger.info("joining through a snapshot")
+                observations.log(.info, "joining through a snapshot")
                 actions += perform(follower.startSnapshot(now: now), now: now)
             }
         }
@@ -48,11 +48,11 @@ extension NodeMachine {
     /// them would make this node diverge from every node that joins later, so it drops its state
     /// and rejoins from the coordinator's.
     private mutating func coordinatorLostEntries(head: UInt64, now: UInt64) -> [Action] {
-        logger.critical(
+        observations.log(.critical, 
             "the coordinator's log ends before what this node applied: entries were lost with the coordinator; rejoining from its state",
-            metadata: ["flowkit.head": "\(head)", "flowkit.applied": "\(follower.applied)"]
+            ["flowkit.head": "\(head)", "flowkit.applied": "\(follower.applied)"]
         )
-        counters.logLossesSeen.add(1)
+        observations.count(\.logLossesSeen, 1)
         follower = LogFollower(retryAfter: UInt64(configuration.retryInterval.microseconds))
         link.applied(epoch: 0)
         dropHeldForRestore()
@@ -66,7 +66,7 @@ extension NodeMachine {
 
     /// Submits to `coordinator` from now on: says HELLO to it and resends what is unacknowledged.
     mutating func switchCoordinator(to coordinator: CoordinatorEndpoints, now: UInt64) -> [Action] {
-        logger.notice("submitting to another coordinator", metadata: ["flowkit.coordinator.submit": "\(coordinator.submit)"])
+        observations.log(.notice, "submitting to another coordinator", ["flowkit.coordinator.submit": "\(coordinator.submit)"])
         return [.switchCoordinator(coordinator)] + perform(link.reconnected(), now: now)
     }
 }

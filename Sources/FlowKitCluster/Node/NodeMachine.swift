@@ -7,10 +7,11 @@ import ZeroMQ
 /// coordinator's answers, sync replies, client requests), what its effects submit, and the ticks
 /// of its timer, each with the time (microseconds since the Unix epoch); its outputs are
 /// ``Action``s: messages to send, entries to apply, snapshots to restore, clients to answer.
-/// ``NodeCore`` carries them out over ZeroMQ and the node's replicas; a simulation can carry them
-/// out over a simulated network. It composes the node's smaller machines: the ``LogFollower``,
-/// the ``SubmissionQueue``, the ``ClientWaiters``, the ``CoordinatorLink`` and the wall
-/// (``Admission``). Logging, metrics and the hop trace are its only effects of its own.
+/// ``NodeInterpreter`` carries them out, over ZeroMQ and the node's replicas in the process and
+/// over a simulated network in the simulation. It composes the node's smaller machines: the
+/// ``LogFollower``, the ``SubmissionQueue``, the ``ClientWaiters``, the ``CoordinatorLink`` and the
+/// wall (``Admission``). It has no effects of its own: what it would log, count or trace it
+/// observes (``Observations``), and its interpreter delivers.
 struct NodeMachine {
     enum Action {
         /// Send on the submit socket: HELLO, SUBMIT.
@@ -42,8 +43,9 @@ struct NodeMachine {
     let configuration: NodeConfiguration
     /// This process's session: with the node id it tells the node's own entries from others'.
     let session: UInt64
-    let logger: Logger
-    let counters: ClusterCounters
+    /// What it says of itself as it decides (log lines, counts, gauges, hop-trace notes), for its
+    /// interpreter to take (``takeObservations()``).
+    var observations = Observations()
     /// What the node says of itself in every HELLO.
     let info: NodeInfo
     // The smaller machines, each with its own rules; the extensions in NodeMachine+*.swift use
@@ -71,12 +73,10 @@ struct NodeMachine {
     /// Forgets what waited for a restore: the node starts over from a new snapshot.
     mutating func dropHeldForRestore() { afterRestore = [] }
 
-    init(configuration: NodeConfiguration, registry: FlowRegistry, session: UInt64, info: NodeInfo, logger: Logger, counters: ClusterCounters, now: UInt64) {
+    init(configuration: NodeConfiguration, registry: FlowRegistry, session: UInt64, info: NodeInfo, now: UInt64) {
         self.configuration = configuration
         self.session = session
         self.info = info
-        self.logger = logger
-        self.counters = counters
         self.follower = LogFollower(retryAfter: UInt64(configuration.retryInterval.microseconds))
         self.submissions = SubmissionQueue(capacity: configuration.maxPendingSubmissions)
         self.waiters = ClientWaiters(queryTimeout: configuration.queryTimeout)
@@ -91,6 +91,9 @@ struct NodeMachine {
         self.refusals = RefusalLog(wall: configuration.name)
         self.progress = (0, now, false)
     }
+
+    /// What the machine observed since the last call, for the interpreter to log, count and trace.
+    mutating func takeObservations() -> [Observation] { observations.take() }
 
     var applied: UInt64 { follower.applied }
     var epoch: UInt32 { link.epoch }
@@ -132,7 +135,7 @@ struct NodeMachine {
         for message in messages {
             let parts = message.parts
             guard parts.count >= 2, let type = try? WireHeader.read(parts[1], expecting: .entries, .heartbeat, .clusterStatus, .alarm).0 else {
-                counters.count(rejected: .malformed)
+                observations.rejected(.malformed)
                 continue
             }
             do {
@@ -152,8 +155,8 @@ struct NodeMachine {
                     break
                 }
             } catch {
-                counters.count(rejected: (error as? ProtocolError)?.code ?? .malformed)
-                logger.warning("bad message on the publish socket", metadata: ["flowkit.error": "\(error)"])
+                observations.rejected((error as? ProtocolError)?.code ?? .malformed)
+                observations.log(.warning, "bad message on the publish socket", ["flowkit.error": "\(error)"])
             }
         }
         return actions + deliver(&entries, received: received, now: now)
@@ -163,7 +166,7 @@ struct NodeMachine {
     private mutating func deliver(_ entries: inout [Entry], received: UInt64, now: UInt64) -> [Action] {
         guard !entries.isEmpty else { return [] }
         if let trace = configuration.trace {
-            for entry in entries where trace.samples(entry.seq) { trace.note(entry.seq, .nodeEntriesReceived, at: received) }
+            for entry in entries where trace.samples(entry.seq) { observations.hop(entry.seq, .nodeEntriesReceived, at: received) }
         }
         defer { entries = [] }
         return perform(follower.receive(entries, now: now), now: now)
@@ -175,18 +178,18 @@ struct NodeMachine {
         for reply in replies {
             switch reply {
             case .range(let range):
-                if !range.entries.isEmpty { counters.gapsRepaired.add(1) }
+                if !range.entries.isEmpty { observations.count(\.gapsRepaired, 1) }
             case .snapshotChunk:
                 break
             case .error(let error):
                 if error.error.code == .notFound {
-                    logger.notice("the entries to repair were compacted; joining through a snapshot", metadata: ["flowkit.error": "\(error.error.message)"])
+                    observations.log(.notice, "the entries to repair were compacted; joining through a snapshot", ["flowkit.error": "\(error.error.message)"])
                 } else {
-                    logger.warning("sync request refused", metadata: ["flowkit.error": "\(error.error)"])
+                    observations.log(.warning, "sync request refused", ["flowkit.error": "\(error.error)"])
                 }
             case .invalid(let error):
-                counters.count(rejected: (error as? ProtocolError)?.code ?? .malformed)
-                logger.warning("bad message on the sync socket", metadata: ["flowkit.error": "\(error)"])
+                observations.rejected((error as? ProtocolError)?.code ?? .malformed)
+                observations.log(.warning, "bad message on the sync socket", ["flowkit.error": "\(error)"])
             }
             actions += perform(follower.receive(reply, now: now), now: now)
         }
@@ -198,7 +201,7 @@ struct NodeMachine {
         let held = afterRestore
         afterRestore = []
         guard succeeded else {
-            logger.error("a snapshot did not restore; asking for another")
+            observations.log(.error, "a snapshot did not restore; asking for another")
             return perform(follower.startSnapshot(now: now), now: now)
         }
         link.applied(epoch: 0)  // the snapshot's term is not known; entries after it tell
@@ -242,7 +245,7 @@ struct NodeMachine {
                 traceAnswer(acknowledged, seq: entry.seq, learntAt: now, now: now)
             }
         }
-        counters.applied.add(entries.count)
+        observations.count(\.applied, entries.count)
         actions += waiters.applied(follower.applied, now: now).map(Self.action)
         return actions
     }

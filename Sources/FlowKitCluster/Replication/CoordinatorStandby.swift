@@ -12,14 +12,20 @@ actor CoordinatorStandby {
     private let writer: LogWriter
     private let socket: AsyncSocket
     private let replica: CoordinatorReplica
+    /// Entries no message can carry are applied as their stand-ins, as every node applies them.
+    private let quarantine: EntryQuarantine
     private let logger: Logger
     /// The leader's sync endpoint the socket is connected to.
     private var connected: String?
     /// The last seq applied to the replica.
     private(set) var applied: UInt64
 
-    init(copy: StandbyCopy, writer: LogWriter, socket: AsyncSocket, replica: CoordinatorReplica, applied: UInt64, logger: Logger) {
+    init(
+        copy: StandbyCopy, writer: LogWriter, socket: AsyncSocket, replica: CoordinatorReplica, quarantine: EntryQuarantine, applied: UInt64,
+        logger: Logger
+    ) {
         self.copy = copy
+        self.quarantine = quarantine
         self.writer = writer
         self.socket = socket
         self.replica = replica
@@ -137,7 +143,7 @@ actor CoordinatorStandby {
             let from = applied + 1
             do {
                 let records = try await writer.run { log in try log.read(from: from, maxCount: 4_096, maxBytes: 4 << 20) }
-                let entries = try records.prefix(Int(seq - applied)).map { try Entry(decoding: $0) }
+                let entries = try records.prefix(Int(seq - applied)).map { try quarantine.entry($0).entry }
                 guard let last = entries.last else { return }
                 await replica.applyNow(entries)
                 applied = last.seq

@@ -47,6 +47,8 @@ final class SimulatedCoordinator {
     var machine: CoordinatorMachine? { interpreter?.machine }
     unowned let simulation: ClusterSimulation
     private lazy var io = SimulatedCoordinatorIO(simulation: simulation, coordinator: self)
+    /// Its log lines go to the simulation's trace; its counts are the simulation's, across runs.
+    private var sink: ObservationSink { ObservationSink(logger: logger, counters: simulation.coordinatorCounters, trace: nil) }
     let replica: CoordinatorReplica
     let disk: SimulatedDisk
     let quarantine = EntryQuarantine(frameLimit: 64 << 20)
@@ -114,10 +116,9 @@ final class SimulatedCoordinator {
             simulation: simulation, index: index, incarnation: incarnation, configuration: configuration, logger: logger, replica: replica, disk: disk
         )
         let machine = CoordinatorMachine(
-            configuration: configuration, registry: SimulationFlow.registry, sequencer: sequencer, firstSeq: disk.log.firstSeq,
-            logger: logger, counters: simulation.coordinatorCounters, now: now
+            configuration: configuration, registry: SimulationFlow.registry, sequencer: sequencer, firstSeq: disk.log.firstSeq, now: now
         )
-        coordinator.interpreter = CoordinatorInterpreter(machine: machine, io: coordinator.io, injectedBug: bug)
+        coordinator.interpreter = CoordinatorInterpreter(machine: machine, io: coordinator.io, sink: coordinator.sink, injectedBug: bug)
         return coordinator
     }
 
@@ -152,9 +153,9 @@ final class SimulatedCoordinator {
         )
         let machine = CoordinatorMachine(
             configuration: configuration, registry: SimulationFlow.registry, sequencer: sequencer, firstSeq: disk.log.firstSeq,
-            logger: logger, counters: simulation.coordinatorCounters, now: now, replication: bug == .commitWithoutStandbys ? nil : progress
+            now: now, replication: bug == .commitWithoutStandbys ? nil : progress
         )
-        interpreter = CoordinatorInterpreter(machine: machine, io: io, injectedBug: bug)
+        interpreter = CoordinatorInterpreter(machine: machine, io: io, sink: sink, injectedBug: bug)
         following = record
         heldFetches = []
     }
@@ -210,7 +211,7 @@ final class SimulatedCoordinator {
     func applyCommitted(through seq: UInt64) async {
         while applied < seq {
             guard let records = try? disk.log.read(from: applied + 1, maxCount: 4_096, maxBytes: .max), !records.isEmpty,
-                let entries = try? records.prefix(Int(seq - applied)).map({ try Entry(decoding: $0) }), let last = entries.last
+                let entries = try? records.prefix(Int(seq - applied)).map({ try quarantine.entry($0).entry }), let last = entries.last
             else { return }
             await replica.applyNow(entries)
             applied = last.seq
@@ -268,11 +269,11 @@ final class SimulatedNode {
             trace.clock.load(ordering: .relaxed)
         }
         let info = NodeInfo(name: configuration.name, clientEndpoint: "sim://node-\(index)", flows: ["sim"], pid: Int32(index))
-        let machine = NodeMachine(
-            configuration: configuration, registry: SimulationFlow.registry, session: session, info: info, logger: logger,
-            counters: ClusterCounters(), now: simulation.now
+        let machine = NodeMachine(configuration: configuration, registry: SimulationFlow.registry, session: session, info: info, now: simulation.now)
+        interpreter = NodeInterpreter(
+            machine: machine, replicas: replicas, io: SimulatedNodeIO(simulation: simulation, node: self),
+            sink: ObservationSink(logger: logger, counters: ClusterCounters(), trace: nil), injectedBug: bug
         )
-        interpreter = NodeInterpreter(machine: machine, replicas: replicas, io: SimulatedNodeIO(simulation: simulation, node: self), injectedBug: bug)
     }
 
     /// The process index and incarnation a ROUTER identity names (`n1.2`: node 1's second run;

@@ -14,7 +14,7 @@ struct RefusalLog: Sendable {
         self.wall = wall
     }
 
-    mutating func note(_ error: ProtocolError, now: UInt64, logger: Logger) {
+    mutating func note(_ error: ProtocolError, now: UInt64, into observations: inout Observations) {
         if let last = lastLogged[error.code], now >= last.at, now - last.at < interval {
             lastLogged[error.code]!.unlogged += 1
             return
@@ -23,6 +23,6 @@ struct RefusalLog: Sendable {
         lastLogged[error.code] = (now, 0)
         var metadata: Logger.Metadata = ["flowkit.wall": "\(wall)", "flowkit.reason": "\(error.code.metricLabel)"]
         if unlogged > 0 { metadata["flowkit.unlogged"] = "\(unlogged)" }
-        logger.warning("refused: \(error.message)", metadata: metadata)
+        observations.log(.warning, "refused: \(error.message)", metadata)
     }
 }
