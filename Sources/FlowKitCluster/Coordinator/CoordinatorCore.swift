@@ -110,14 +110,7 @@ actor CoordinatorCore: SyncSource {
     /// their digests are compared on the background thread.
     nonisolated func receiveReports() async {
         for await (peer, body) in reports {
-            let decoded = Result {
-                var report = try NodeReportMessage(frames: body)
-                compareInBackground(report.digests, reporter: report.report.name)
-                // The machine keeps the report for the status; the digests are done with.
-                report.digests = []
-                return report
-            }
-            await decodedReport(decoded, from: peer)
+            await decodedReport(Result { try NodeReportMessage(frames: body) }, from: peer)
         }
     }
 
@@ -128,7 +121,7 @@ actor CoordinatorCore: SyncSource {
     /// Compares a replica's digests with the references on the background thread, at idle
     /// priority: a thousand of them are a millisecond of work, which neither the order nor the
     /// answers wait for. Whatever diverged is alarmed from the loop.
-    private nonisolated func compareInBackground(_ digests: [ReportedDigest], reporter: String) {
+    nonisolated func compareInBackground(_ digests: [ReportedDigest], reporter: String) {
         guard !digests.isEmpty else { return }
         let (check, loop) = (divergence, loop)
         BackgroundWork.idle.start { [weak self] in
@@ -149,7 +142,7 @@ actor CoordinatorCore: SyncSource {
     }
 
     func diverged(_ divergences: [DigestReferences.Divergence]) {
-        interpreter.run { $0.diverged(divergences) }
+        interpreter.diverged(divergences)
     }
 
     func noteQuarantined(_ seqs: [UInt64]) {
@@ -278,6 +271,10 @@ final class CoordinatorProcessIO: CoordinatorIO {
     func queueReport(_ body: [[UInt8]], from peer: RouterEnvelope) -> RouterEnvelope? {
         if case .dropped(let (oldest, _)) = reportIntake.yield((peer, body)) { return oldest }
         return nil
+    }
+
+    func compare(_ digests: [ReportedDigest], reporter: String) {
+        core?.compareInBackground(digests, reporter: reporter)
     }
 
     func proposeEligible(_ set: Set<String>) -> Bool {

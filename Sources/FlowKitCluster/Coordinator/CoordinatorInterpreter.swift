@@ -25,6 +25,9 @@ protocol CoordinatorIO: AnyObject {
     /// Queues a NODE_REPORT to be decoded off the ordering path; returns the peer whose report
     /// was dropped to make room, if one was.
     func queueReport(_ body: [[UInt8]], from peer: RouterEnvelope) -> RouterEnvelope?
+    /// Compares a replica's digests with the references (``DivergenceCheck``) where it does not
+    /// hold up the order; what diverged comes back as ``CoordinatorInterpreter/diverged(_:)``.
+    func compare(_ digests: [ReportedDigest], reporter: String)
     /// Asks the election service to record the coordinators eligible to lead; `false` when there
     /// is none (one coordinator never leads others). The answer comes back as
     /// ``CoordinatorInterpreter/eligibleWritten(_:written:)``.
@@ -144,11 +147,21 @@ final class CoordinatorInterpreter<IO: CoordinatorIO> {
         }
     }
 
-    /// A NODE_REPORT queued by ``CoordinatorIO/queueReport(_:from:)``, decoded (or not).
+    /// A NODE_REPORT queued by ``CoordinatorIO/queueReport(_:from:)``, decoded (or not): its
+    /// digests go to the divergence check, the rest to the machine (for the status).
     func decoded(_ report: Result<NodeReportMessage, any Error>, from peer: RouterEnvelope) {
         switch report {
-        case .success(let report): carryOut(machine.report(report, now: io.now))
-        case .failure(let error): carryOut([machine.reject(error, from: peer, now: io.now)])
+        case .success(var report):
+            io.compare(report.digests, reporter: report.report.name)
+            report.digests = []
+            carryOut(machine.report(report, now: io.now))
+        case .failure(let error):
+            carryOut([machine.reject(error, from: peer, now: io.now)])
         }
+    }
+
+    /// Replicas disagree: the machine counts and publishes an alarm for each divergence.
+    func diverged(_ divergences: [DigestReferences.Divergence]) {
+        carryOut(machine.diverged(divergences))
     }
 }

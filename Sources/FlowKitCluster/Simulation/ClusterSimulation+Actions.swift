@@ -24,6 +24,12 @@ extension ClusterSimulation {
             }
         case .decodeReport(let body, let peer):
             coordinator.interpreter?.decoded(Result { try NodeReportMessage(frames: body) }, from: peer)
+        case .diverged(let divergences):
+            history.divergences += divergences.map { divergence in
+                let digests = divergence.digests.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+                return "\(divergence.address) after seq \(divergence.seq): \(digests)"
+            }
+            coordinator.interpreter?.diverged(divergences)
         }
     }
 

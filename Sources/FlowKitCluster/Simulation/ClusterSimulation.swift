@@ -33,6 +33,9 @@ final class ClusterSimulation {
     var history = SimulationHistory()
     /// What every coordinator's machine counts, across runs and terms (acts fenced, say).
     let coordinatorCounters = ClusterCounters()
+    /// The nodes' reported digests, compared as the coordinator compares them: one table for the
+    /// run, whichever coordinator a report reached.
+    let divergence = DivergenceCheck()
     var nextRequest: UInt64 = 1
     /// How many forged SUBMITs a stranger sent (``SimulatedFault/forge(node:)``).
     var forgeries = 0

@@ -58,6 +58,14 @@ final class SimulatedCoordinatorIO: CoordinatorIO {
         return nil
     }
 
+    /// Compared now, against every node's digests of the run (the coordinator's own replica hashes
+    /// on the wall clock, so the simulation leaves it out); what diverged is alarmed as an event.
+    func compare(_ digests: [ReportedDigest], reporter: String) {
+        let found = simulation.divergence.compare(digests, reporter: reporter)
+        guard !found.isEmpty else { return }
+        simulation.schedule.schedule(.coordinatorWork(coordinator.index, incarnation: coordinator.incarnation, .diverged(found)), at: now)
+    }
+
     func proposeEligible(_ set: Set<String>) -> Bool {
         guard coordinator.isReplicated, let record = coordinator.following else { return false }
         simulation.ask(coordinator, .setEligible(set, leader: record))
@@ -83,4 +91,6 @@ enum SimulatedCoordinatorWork {
     case replicate([Entry])
     /// A NODE_REPORT is decoded and taken in.
     case decodeReport([[UInt8]], RouterEnvelope)
+    /// Nodes' digests disagree.
+    case diverged([DigestReferences.Divergence])
 }

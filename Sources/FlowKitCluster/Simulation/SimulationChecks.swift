@@ -23,7 +23,9 @@ package struct SimulationFailure: Sendable, CustomStringConvertible {
 /// - nothing a stranger submitted in a node's name is ordered (a SUBMIT speaks for the node its
 ///   connection said HELLO as);
 /// - at the end, each node runs exactly the effects of its own entries that no cancel ordered
-///   after them stopped.
+///   after them stopped;
+/// - no divergence alarm: the digests the nodes report (hashed in slices, as the processes hash
+///   them) agree wherever two describe the same instance after the same entry.
 ///
 /// With replicated coordinators, the log is the one the leader holds at the end, and also:
 /// - no coordinator acknowledged or published while the election service named another leader
@@ -36,6 +38,7 @@ struct SimulationChecks {
     func failures() async -> [SimulationFailure] {
         var failures = simulation.history.violations.map { SimulationFailure(check: "applied in order", detail: $0) }
         failures += simulation.history.fencing.map { SimulationFailure(check: "only the leader acts", detail: $0) }
+        failures += simulation.history.divergences.map { SimulationFailure(check: "no divergence alarm", detail: $0) }
         guard let disk = simulation.checkedDisk else {
             return failures + [SimulationFailure(check: "a leader at the end", detail: "no coordinator leads once every fault has been healed for \(simulation.options.settleSeconds) s")]
         }

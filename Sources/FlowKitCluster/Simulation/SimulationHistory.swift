@@ -17,6 +17,8 @@ struct SimulationHistory {
     /// Acknowledgements and publications by a coordinator the election service did not name the
     /// leader at that moment.
     var fencing: [String] = []
+    /// Divergences the coordinators alarmed, from the nodes' reported digests.
+    var divergences: [String] = []
     var faults: [String] = []
     private(set) var answers = 0
 

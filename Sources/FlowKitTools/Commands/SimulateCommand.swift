@@ -23,6 +23,7 @@ struct SimulateCommand: AsyncParsableCommand {
                 told is ordered is in the log once, at the seq it was told
               every node applied every seq once, in order, and holds the state of the log replayed
               an entry's effects would run on the node and session that submitted it, once
+              no divergence alarm: the digests the nodes report agree (the coordinator's check)
 
             With --coordinators 3 the coordinators are replicated: each runs its election and \
             standby machines against a simulated etcd (leases on the simulated clock), and the faults \
