@@ -3,10 +3,10 @@ import ZeroMQ
 /// A passive follower of the log, which applies entries and never submits: a state watcher, a
 /// remote flow.
 ///
-/// Each says how it applies entries and restores a snapshot; ``perform(_:)`` carries out the
+/// Each says how it applies entries and restores a snapshot; ``carryOut(_:)`` carries out the
 /// follower's actions for both: requests go to the coordinator's sync socket, released entries to
 /// ``apply(_:)``, and a snapshot that does not restore is asked for again. A node reads the same
-/// actions in ``NodeMachine/perform(_:now:)``, by the same rules, as actions of its own machine.
+/// actions in ``NodeMachine/adopt(_:now:)``, by the same rules, as actions of its own machine.
 protocol LogFollowing: Actor {
     var follower: LogFollower { get set }
     /// A DEALER connected to the coordinator's sync socket, for ranges and snapshots.
@@ -25,7 +25,7 @@ protocol LogFollowing: Actor {
 
 extension LogFollowing {
     /// Carries out what the log follower asks for.
-    func perform(_ actions: [LogFollower.Action]) {
+    func carryOut(_ actions: [LogFollower.Action]) {
         var restored = false
         for action in actions {
             switch action {
@@ -39,7 +39,7 @@ extension LogFollowing {
                 do {
                     try restore(seq: seq, instances: instances)
                 } catch {
-                    perform(follower.startSnapshot(now: WallClock.micros()))
+                    carryOut(follower.startSnapshot(now: WallClock.micros()))
                     return
                 }
                 apply(then)
@@ -52,17 +52,17 @@ extension LogFollowing {
     /// Messages from the publish socket: entries under `#` and heartbeats.
     func followPublished(_ messages: [Message]) {
         let now = WallClock.micros()
-        for message in messages { perform(follower.receive(published: message, now: now)) }
+        for message in messages { carryOut(follower.receive(published: message, now: now)) }
     }
 
     /// Replies from the sync socket.
     func followSync(_ messages: [Message]) {
         let now = WallClock.micros()
-        for message in messages { perform(follower.receive(SyncReply(message), now: now)) }
+        for message in messages { carryOut(follower.receive(SyncReply(message), now: now)) }
     }
 
     /// Retries what went unanswered; run every tick.
     func tickFollower() {
-        perform(follower.tick(now: WallClock.micros()))
+        carryOut(follower.tick(now: WallClock.micros()))
     }
 }

@@ -90,7 +90,7 @@ private actor WatcherCore: LogFollowing {
 
     func start(_ continuation: AsyncThrowingStream<StateWatcher.Update, any Error>.Continuation) {
         self.continuation = continuation
-        perform(follower.startSnapshot(now: WallClock.micros()))
+        carryOut(follower.startSnapshot(now: WallClock.micros()))
     }
 
     func apply(_ entries: [Entry]) {

@@ -131,7 +131,7 @@ extension NodeMachine {
                     let linkActions = link.welcome(
                         epoch: welcome.epoch, head: welcome.head, applied: follower.applied, isJoining: follower.isJoining, now: now
                     )
-                    actions += perform(linkActions, now: now)
+                    actions += adopt(linkActions, now: now)
                 default:
                     let error = try ErrorReply(frames: parts)
                     if error.error.code == .helloFirst {
@@ -150,7 +150,7 @@ extension NodeMachine {
     private mutating func handle(_ ack: AckMessage, now: UInt64) -> [Action] {
         // A new term is handled before the answers (see CoordinatorLink.ack).
         let duplicatesOnly = !ack.acks.contains { $0.status != .duplicate }
-        var actions = perform(link.ack(epoch: ack.epoch, head: ack.head, duplicatesOnly: duplicatesOnly, applied: follower.applied), now: now)
+        var actions = adopt(link.ack(epoch: ack.epoch, head: ack.head, duplicatesOnly: duplicatesOnly, applied: follower.applied), now: now)
         let askedForHello = ack.acks.contains { $0.status == .refused && $0.reason == .helloFirst }
         for outcome in submissions.receive(ack) {
             switch outcome {
@@ -199,7 +199,7 @@ extension NodeMachine {
     /// Retries, repairs, timeouts, the report; run every tick.
     mutating func tick(now: UInt64) -> [Action] {
         var actions = flush(now: now)
-        actions += perform(follower.tick(now: now), now: now)
+        actions += adopt(follower.tick(now: now), now: now)
         for (peer, request, error) in submissions.expireWaiters(now: now, timeout: configuration.emitTimeout) {
             actions.append(.reply(.error(request: request, error), to: peer))
         }
@@ -209,7 +209,7 @@ extension NodeMachine {
             lastReport = now
             actions.append(.report)
         }
-        actions += perform(link.tick(now: now), now: now)
+        actions += adopt(link.tick(now: now), now: now)
         switch choice.tick(now: now) {
         case .probe:
             choice.greeted(now: now)

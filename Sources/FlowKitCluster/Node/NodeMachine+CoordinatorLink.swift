@@ -4,8 +4,8 @@ import ZeroMQ
 extension NodeMachine {
     // MARK: The coordinator link
 
-    /// Carries out what the coordinator link asks for.
-    mutating func perform(_ linkActions: [CoordinatorLink.Action], now: UInt64) -> [Action] {
+    /// Takes what the coordinator link asks for as the node's own actions.
+    mutating func adopt(_ linkActions: [CoordinatorLink.Action], now: UInt64) -> [Action] {
         var actions: [Action] = []
         // A join starts before anything is resent: submissions wait until it is done.
         let joinFirst = linkActions.filter { $0 == .joinThroughSnapshot } + linkActions.filter { $0 != .joinThroughSnapshot }
@@ -32,12 +32,12 @@ extension NodeMachine {
                     ]
                 )
             case .noteHead(let head):
-                actions += perform(follower.noteHead(head, now: now), now: now)
+                actions += adopt(follower.noteHead(head, now: now), now: now)
             case .noteAnnouncedHead(let head):
-                actions += perform(follower.noteAnnouncedHead(head, now: now), now: now)
+                actions += adopt(follower.noteAnnouncedHead(head, now: now), now: now)
             case .joinThroughSnapshot:
                 observations.log(.info, "joining through a snapshot")
-                actions += perform(follower.startSnapshot(now: now), now: now)
+                actions += adopt(follower.startSnapshot(now: now), now: now)
             }
         }
         return actions
@@ -56,17 +56,17 @@ extension NodeMachine {
         follower = LogFollower(retryAfter: UInt64(configuration.retryInterval.microseconds))
         link.applied(epoch: 0)
         dropHeldForRestore()
-        return perform(follower.startSnapshot(now: now), now: now)
+        return adopt(follower.startSnapshot(now: now), now: now)
     }
 
     /// The node dropped its connections to the coordinator and made them again.
     mutating func reconnected(now: UInt64) -> [Action] {
-        perform(link.reconnected(), now: now)
+        adopt(link.reconnected(), now: now)
     }
 
     /// Submits to `coordinator` from now on: says HELLO to it and resends what is unacknowledged.
     mutating func switchCoordinator(to coordinator: CoordinatorEndpoints, now: UInt64) -> [Action] {
         observations.log(.notice, "submitting to another coordinator", ["flowkit.coordinator.submit": "\(coordinator.submit)"])
-        return [.switchCoordinator(coordinator)] + perform(link.reconnected(), now: now)
+        return [.switchCoordinator(coordinator)] + adopt(link.reconnected(), now: now)
     }
 }

@@ -150,7 +150,7 @@ struct NodeMachine {
                         // A leader of a new term publishes; which coordinator it is, its WELCOME says.
                         actions.append(.greetEveryCoordinator(frames))
                     }
-                    actions += perform(link.heartbeat(epoch: heartbeat.epoch, head: heartbeat.head, applied: follower.applied, now: now), now: now)
+                    actions += adopt(link.heartbeat(epoch: heartbeat.epoch, head: heartbeat.head, applied: follower.applied, now: now), now: now)
                 default:
                     break
                 }
@@ -169,7 +169,7 @@ struct NodeMachine {
             for entry in entries where trace.samples(entry.seq) { observations.hop(entry.seq, .nodeEntriesReceived, at: received) }
         }
         defer { entries = [] }
-        return perform(follower.receive(entries, now: now), now: now)
+        return adopt(follower.receive(entries, now: now), now: now)
     }
 
     /// Replies from the coordinator's sync socket, decoded.
@@ -191,7 +191,7 @@ struct NodeMachine {
                 observations.rejected((error as? ProtocolError)?.code ?? .malformed)
                 observations.log(.warning, "bad message on the sync socket", ["flowkit.error": "\(error)"])
             }
-            actions += perform(follower.receive(reply, now: now), now: now)
+            actions += adopt(follower.receive(reply, now: now), now: now)
         }
         return actions
     }
@@ -202,16 +202,17 @@ struct NodeMachine {
         afterRestore = []
         guard succeeded else {
             observations.log(.error, "a snapshot did not restore; asking for another")
-            return perform(follower.startSnapshot(now: now), now: now)
+            return adopt(follower.startSnapshot(now: now), now: now)
         }
         link.applied(epoch: 0)  // the snapshot's term is not known; entries after it tell
         // The applied seq moved even if no entry followed the snapshot; what clients submitted
         // meanwhile goes now.
-        return perform(held, now: now) + waiters.released(applied: follower.applied).map(Self.action) + flush(now: now)
+        return adopt(held, now: now) + waiters.released(applied: follower.applied).map(Self.action) + flush(now: now)
     }
 
-    /// Carries out what the log follower asks for, in the node's terms.
-    mutating func perform(_ followerActions: [LogFollower.Action], now: UInt64) -> [Action] {
+    /// Takes what the log follower asks for as the node's own actions (the machine decides; its
+    /// interpreter carries them out).
+    mutating func adopt(_ followerActions: [LogFollower.Action], now: UInt64) -> [Action] {
         var actions: [Action] = []
         for (index, action) in followerActions.enumerated() {
             switch action {

@@ -71,7 +71,7 @@ actor CoordinatorStandby {
             }
             connected = endpoint
         }
-        await perform(copy.follow(leader, now: WallClock.micros()))
+        await carryOut(copy.follow(leader, now: WallClock.micros()))
     }
 
     /// Reads the leader's answers until the socket closes.
@@ -82,7 +82,7 @@ actor CoordinatorStandby {
     }
 
     func tick() async {
-        await perform(copy.tick(now: WallClock.micros()))
+        await carryOut(copy.tick(now: WallClock.micros()))
     }
 
     private func handle(_ frames: [[UInt8]]) async {
@@ -95,13 +95,13 @@ actor CoordinatorStandby {
                 logger.log(level: level, "the leader refused a FETCH; asking again shortly", metadata: ["flowkit.error": "\(error.error)"])
                 return
             }
-            await perform(try copy.received(try FetchedMessage(frames: frames), now: WallClock.micros()))
+            await carryOut(try copy.received(try FetchedMessage(frames: frames), now: WallClock.micros()))
         } catch {
             logger.warning("a FETCHED could not be used; fetching again", metadata: ["flowkit.error": "\(error)"])
         }
     }
 
-    private func perform(_ actions: [StandbyCopy.Action]) async {
+    private func carryOut(_ actions: [StandbyCopy.Action]) async {
         for action in actions {
             switch action {
             case .fetch(let frames):
@@ -114,10 +114,10 @@ actor CoordinatorStandby {
                         try log.append(batch)
                         try log.commit()
                     }
-                    await perform(copy.appended(through: through, lastEpoch: lastEpoch, now: WallClock.micros()))
+                    await carryOut(copy.appended(through: through, lastEpoch: lastEpoch, now: WallClock.micros()))
                 } catch {
                     logger.error("the log refused the leader's entries; fetching them again", metadata: ["flowkit.error": "\(error)"])
-                    await perform(copy.truncated(durable: copy.durable, lastEpoch: copy.lastEpoch, now: WallClock.micros()))
+                    await carryOut(copy.truncated(durable: copy.durable, lastEpoch: copy.lastEpoch, now: WallClock.micros()))
                 }
             case .truncate(let keep):
                 do {
@@ -127,7 +127,7 @@ actor CoordinatorStandby {
                         return Entry.peekEpoch(record) ?? 0
                     }
                     logger.notice("cut the log back to where it agrees with the leader's", metadata: ["flowkit.kept_through": "\(keep)"])
-                    await perform(copy.truncated(durable: keep, lastEpoch: lastEpoch, now: WallClock.micros()))
+                    await carryOut(copy.truncated(durable: keep, lastEpoch: lastEpoch, now: WallClock.micros()))
                 } catch {
                     logger.error("could not cut the log back to \(keep)", metadata: ["flowkit.error": "\(error)"])
                 }

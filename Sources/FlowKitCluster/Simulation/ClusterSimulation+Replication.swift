@@ -79,9 +79,9 @@ extension ClusterSimulation {
                 trace.note(at: now, "\(coordinator.id): could not start leading: \(error)")
             }
         case .standingBy(let leader):
-            try await perform(coordinator.follow(leader, now: now), on: coordinator)
+            try await carryOut(coordinator.follow(leader, now: now), on: coordinator)
         case .seeking:
-            try await perform(coordinator.follow(nil, now: now), on: coordinator)
+            try await carryOut(coordinator.follow(nil, now: now), on: coordinator)
         }
     }
 
@@ -150,14 +150,14 @@ extension ClusterSimulation {
             return
         }
         do {
-            try await perform(try coordinator.copy!.received(try FetchedMessage(frames: frames), now: now), on: coordinator)
+            try await carryOut(try coordinator.copy!.received(try FetchedMessage(frames: frames), now: now), on: coordinator)
         } catch {
             trace.note(at: now, "\(coordinator.id): a FETCHED could not be used: \(error)")
         }
     }
 
     /// Carries out what the standby's copy asks for (``CoordinatorStandby``).
-    func perform(_ actions: [StandbyCopy.Action], on coordinator: SimulatedCoordinator) async throws {
+    func carryOut(_ actions: [StandbyCopy.Action], on coordinator: SimulatedCoordinator) async throws {
         for action in actions {
             switch action {
             case .fetch(let frames):
@@ -178,7 +178,7 @@ extension ClusterSimulation {
                 try coordinator.disk.log.removeSuffix(after: keep)
                 let lastEpoch = keep == 0 ? 0 : coordinator.disk.end.seq == keep ? coordinator.disk.end.epoch : 0
                 trace.note(at: now, "\(coordinator.id): cut its log back to \(keep), where it agrees with the leader's")
-                try await perform(coordinator.copy!.truncated(durable: keep, lastEpoch: lastEpoch, now: now), on: coordinator)
+                try await carryOut(coordinator.copy!.truncated(durable: keep, lastEpoch: lastEpoch, now: now), on: coordinator)
             case .commit(let through):
                 await coordinator.applyCommitted(through: through)
             }

@@ -143,7 +143,7 @@ final class ClusterSimulation {
             if coordinator.machine != nil {
                 try await recheckHeldFetches(coordinator)
             } else {
-                try await perform(coordinator.copy!.tick(now: now), on: coordinator)
+                try await carryOut(coordinator.copy!.tick(now: now), on: coordinator)
             }
             schedule.schedule(.syncTick(index, incarnation: incarnation), at: now + 50_000)
         case .commitDone(let index, let incarnation, let write, let group):
@@ -162,11 +162,11 @@ final class ClusterSimulation {
         case .copyWritten(let index, let incarnation, let write, let through, let lastEpoch):
             guard let coordinator = coordinator(index, incarnation), let landed = coordinator.land(write), coordinator.machine == nil else { return }
             if landed {
-                try await perform(coordinator.copy!.appended(through: through, lastEpoch: lastEpoch, now: now), on: coordinator)
+                try await carryOut(coordinator.copy!.appended(through: through, lastEpoch: lastEpoch, now: now), on: coordinator)
             } else {
                 trace.note(at: now, "c\(index): the disk refused the leader's entries; fetching them again")
                 let copy = coordinator.copy!
-                try await perform(coordinator.copy!.truncated(durable: copy.durable, lastEpoch: copy.lastEpoch, now: now), on: coordinator)
+                try await carryOut(coordinator.copy!.truncated(durable: copy.durable, lastEpoch: copy.lastEpoch, now: now), on: coordinator)
             }
         case .electionRequest(let request, let id, let from, let incarnation):
             let (answer, changed, deadline) = etcd.handle(request, now: now)

@@ -4,6 +4,8 @@ package enum Simulation {
     /// One seed's run.
     package struct SeedResult: Sendable {
         package var seed: UInt64
+        /// The options of the run, as `flowkit simulate` takes them.
+        package var commandLine = ""
         package var failures: [SimulationFailure]
         /// The story's last lines, for a failing seed.
         package var trace: [String]
@@ -23,7 +25,7 @@ package enum Simulation {
         package var report: String {
             var lines = ["seed \(seed) FAILED:"]
             lines += failures.map { "  - \($0)" }
-            lines.append("replay: SWIFT_DETERMINISTIC_HASHING=1 flowkit simulate --seed \(seed)")
+            lines.append("replay: SWIFT_DETERMINISTIC_HASHING=1 flowkit simulate --seed \(seed)" + (commandLine.isEmpty ? "" : " " + commandLine))
             lines.append("faults: " + (faults.isEmpty ? "none" : faults.joined(separator: "; ")))
             lines.append("the last \(trace.count) lines:")
             lines += trace.map { "  \($0)" }
@@ -42,6 +44,7 @@ package enum Simulation {
         }
         return SeedResult(
             seed: seed,
+            commandLine: options.commandLine,
             failures: failures,
             trace: failures.isEmpty ? [] : simulation.trace.recent,
             faults: simulation.history.faults,

@@ -22,11 +22,26 @@ package struct SimulationOptions: Sendable {
     package var bug: InjectedBug?
 
     package init() {}
+
+    /// The `flowkit simulate` options that shape a run like this one (those that differ from the
+    /// defaults), for the replay line of a failing seed.
+    package var commandLine: String {
+        let defaults = SimulationOptions()
+        var words: [String] = []
+        if nodes != defaults.nodes { words += ["--nodes", "\(nodes)"] }
+        if coordinators != defaults.coordinators { words += ["--coordinators", "\(coordinators)"] }
+        if faults != defaults.faults { words += ["--faults", "\(faults)"] }
+        if activeSeconds != defaults.activeSeconds { words += ["--active-seconds", "\(activeSeconds)"] }
+        if settleSeconds != defaults.settleSeconds { words += ["--settle-seconds", "\(settleSeconds)"] }
+        if let bug { words += ["--bug", bug.rawValue] }
+        return words.joined(separator: " ")
+    }
 }
 
 /// Bugs the simulation can be run with, each one a promise broken on purpose: the simulation
 /// tests run each and expect the checks to catch it within a few seeds. They live in the
-/// simulation's executors, never in the machines the processes run.
+/// simulation, or in the interpreters the processes run (a process never sets one), never in the
+/// machines.
 package enum InjectedBug: String, Sendable, CaseIterable {
     /// The coordinator acknowledges and publishes a group as soon as it asks the disk to sync it,
     /// not when the sync is done: a crash in between loses acknowledged entries.
