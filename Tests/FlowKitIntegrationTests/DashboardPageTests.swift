@@ -176,7 +176,9 @@ extension ClusterProcessTests {
                 executable: "/usr/bin/python3", arguments: ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", site], name: "elsewhere",
                 directory: cluster.directory
             )
-            defer { server.signal(SIGKILL) }
+            // Killed and reaped: a child left unreaped stays a zombie of the test binary for the rest
+            // of the run (and Swift Testing's child monitor spins on it).
+            defer { Task { await server.kill9() } }
             let port = try await eventually("the other site's port", timeout: .seconds(10), every: .milliseconds(50)) {
                 server.stdoutText.split(separator: " ").firstIndex(of: "port").flatMap { Int(server.stdoutText.split(separator: " ")[$0 + 1]) }
             }

@@ -102,7 +102,7 @@ extension ClusterProcessTests {
             peer.recv(4096)
             """
         let process = try ChildProcess.testChild(executable: "/usr/bin/python3", arguments: ["-c", server], name: "one-shot-websocket", directory: directory)
-        defer { process.signal(SIGKILL) }
+        defer { Task { await process.kill9() } }  // killed and reaped, not left a zombie
         let port = try await eventually("the server's port", timeout: .seconds(10), every: .milliseconds(50)) {
             process.stdoutText.split(separator: "\n").first.flatMap { Int($0) }
         }
