@@ -12,27 +12,27 @@ actor Compactor {
     private let replica: CoordinatorReplica
     private let writer: LogWriter
     private let snapshots: SnapshotStore
-    private let core: CoordinatorCore
     private let every: UInt64
     private let retain: UInt64
     private let logger: Logger
     private var lastSnapshot: UInt64 = 0
 
     init(
-        replica: CoordinatorReplica, writer: LogWriter, snapshots: SnapshotStore, core: CoordinatorCore,
+        replica: CoordinatorReplica, writer: LogWriter, snapshots: SnapshotStore,
         every: UInt64, retain: UInt64, logger: Logger
     ) {
         self.replica = replica
         self.writer = writer
         self.snapshots = snapshots
-        self.core = core
         self.every = every
         self.retain = retain
         self.logger = logger
         self.lastSnapshot = (try? snapshots.latest()?.seq) ?? 0
     }
 
-    func compactIfDue() async {
+    /// Saves a snapshot and compacts if `every` entries were applied since the last; tells `core`
+    /// where the log now starts.
+    func compactIfDue(_ core: CoordinatorCore) async {
         guard await replica.applied >= lastSnapshot + every else { return }
         let (seq, jobs) = await replica.snapshotJobs()
         let snapshots = self.snapshots

@@ -45,139 +45,105 @@ public final class Coordinator: Sendable {
         stop.signal()
     }
 
-    /// The three sockets, bound.
-    struct Sockets: Sendable {
-        var submit: AsyncSocket
-        var publish: AsyncSocket
-        var sync: AsyncSocket
-        var endpoints: CoordinatorEndpoints
-    }
-
-    private func bind(on loop: IOLoop) async throws -> Sockets {
-        let transport = configuration.transport
-        if let curve = transport.curve, curve.allowedNodes == nil {
-            throw CurveSecurityError(
-                "a coordinator with CURVE needs the node keys that may say HELLO (CurveSecurity.allowedNodes, --curve-allow-nodes): its submit socket admits no other key"
-            )
-        }
-        let socketConfiguration = AsyncSocket.Configuration(receiveBufferCapacity: 4_096, sendQueueCapacity: 65_536)
-        // With CURVE, only node keys reach the submit socket: only a node may say HELLO.
-        let (submit, submitEndpoint) = try await transport.openServer(
-            .router, on: loop, configuration: socketConfiguration, binding: configuration.submitEndpoint, zapDomain: CurveSecurity.nodesDomain
-        )
-        // XPUB, so the coordinator learns which topics are wanted: instance runs are published only
-        // while someone subscribes to an address prefix.
-        let (publish, publishEndpoint) = try await transport.openServer(
-            .xpub, on: loop, configuration: socketConfiguration, binding: configuration.publishEndpoint
-        ) { [configuration] socket in
-            // A publish socket only receives subscriptions, each one topic: an address at most. A
-            // longer one would cost libzmq's subscription trie ~30 bytes of memory per byte of
-            // topic, kept after the subscriber leaves, so its sender is disconnected instead.
-            try socket.setOption(.maxMessageSize, Self.maxSubscriptionBytes)
-            if let hwm = configuration.publishHighWaterMark { try socket.setOption(.sendHighWaterMark, hwm) }
-            if let bytes = configuration.publishBufferBytes { try socket.setOption(.sendBufferBytes, bytes) }
-        }
-        let (sync, syncEndpoint) = try await transport.openServer(
-            .router, on: loop, configuration: socketConfiguration, binding: configuration.syncEndpoint
-        )
-        return Sockets(
-            submit: submit, publish: publish, sync: sync,
-            endpoints: CoordinatorEndpoints(submit: submitEndpoint, publish: publishEndpoint, sync: syncEndpoint)
-        )
-    }
-
+    /// Binds the sockets, opens the storage and the replica at its snapshot, and serves: a
+    /// coordinator alone leads at once, in the next epoch its storage counts; one of a replicated
+    /// group copies the leader's log until the election makes it the leader. Both lead the same
+    /// way (``lead(_:in:group:)``).
     private func serve(loop: IOLoop, onReady: @Sendable (CoordinatorEndpoints) -> Void) async throws {
         let transport = configuration.transport
         let authentication = try await transport.startAuthentication(on: loop, logger: logger)
         let sockets = try await bind(on: loop)
-        if let replication = configuration.replication {
-            try await serveReplicated(replication, sockets: sockets, loop: loop, registry: registry, stop: stop, onReady: onReady)
-            await authentication?.stop()
-            return
-        }
-        let (submit, publish, sync) = (sockets.submit, sockets.publish, sockets.sync)
-        let (submitEndpoint, publishEndpoint, syncEndpoint) = (sockets.endpoints.submit, sockets.endpoints.publish, sockets.endpoints.sync)
-
         let storage = try CoordinatorStorage.open(configuration, logger: logger)
-        let writer = LogWriter(log: storage.log)
-        let (firstSeq, lastSeq) = try await writer.run { log in (log.firstSeq, log.lastSeq) }
-        let epoch = storage.epoch
-        var sequencer = Sequencer(
-            epoch: epoch,
-            durableHead: lastSeq,
-            dedup: DedupTable(window: configuration.dedupWindow)
+        let parts = CoordinatorParts(
+            sockets: sockets, writer: LogWriter(log: storage.log),
+            // Only the snapshot now: the log is read when this coordinator leads, and a replicated
+            // one's log may end with entries that are not committed (and may yet be cut).
+            replica: CoordinatorReplica(registry: registry, applied: 0, logger: logger),
+            quarantine: EntryQuarantine(frameLimit: transport.maxMessageBytes),
+            counters: ClusterCounters()
         )
-        let replica = CoordinatorReplica(registry: registry, applied: 0, logger: logger)
-        let quarantine = EntryQuarantine(frameLimit: transport.maxMessageBytes)
-        let (replayed, quarantined) = try await storage.recover(into: replica, sequencer: &sequencer, quarantine: quarantine, logger: logger)
-        if lastSeq > 0 {
-            logger.info(
-                "recovered the log",
-                metadata: ["flowkit.first": "\(firstSeq)", "flowkit.last": "\(lastSeq)", "flowkit.replayed": "\(replayed)"]
-            )
+        _ = try await storage.restoreSnapshot(into: parts.replica, logger: logger)
+        var group: ReplicatedGroup?
+        if let replication = configuration.replication {
+            group = try await ReplicatedGroup.join(replication, parts: parts, configuration: configuration, logger: logger)
         }
-        let machine = CoordinatorMachine(
-            configuration: configuration,
-            registry: registry,
-            sequencer: sequencer,
-            firstSeq: firstSeq,
-            now: WallClock.micros()
-        )
-        let core = CoordinatorCore(
-            machine: machine, logger: logger, counters: ClusterCounters(), writer: writer, submitSocket: submit, publishSocket: publish, replica: replica
-        )
-        await core.noteQuarantined(quarantined)
+        let role = CoordinatorRole(replica: parts.replica, standby: group?.standby)
+        if group == nil {
+            // Alone, it leads before it says it is ready: there is no one else to answer.
+            let record = LeaderRecord(id: "coordinator", epoch: storage.epoch, endpoints: sockets.endpoints)
+            role.lead(try await lead(record, in: parts, group: nil), record: record)
+        }
         // The ordering path runs on the I/O loop's thread, commits included (the sync blocks the
         // loop while submissions gather in the socket for the next group): each batch the submit
         // socket reads enters the core in the same loop turn, and leaves as ENTRIES with no thread
-        // hop.
-        try await submit.handleReceived { batch in core.assumeIsolated { _ = $0.handleSubmitBatch(batch) } }
-        try await publish.handleReceived { batch in core.assumeIsolated { $0.noteSubscriptions(batch) } }
+        // hop. While this coordinator does not lead, SUBMITs and HELLOs are answered NOT_LEADER.
+        try await sockets.submit.handleReceived { batch in role.order(batch, redirectingOn: sockets.submit) }
+        try await sockets.publish.handleReceived { batch in role.core?.assumeIsolated { $0.noteSubscriptions(batch) } }
         let syncServer = SyncServer(
-            socket: sync,
-            writer: writer,
-            source: core,
-            counters: core.counters,
-            quarantine: quarantine,
-            maxRangeCount: configuration.maxRangeCount,
-            logger: logger
+            socket: sockets.sync, writer: parts.writer, source: role, counters: parts.counters, quarantine: parts.quarantine,
+            maxRangeCount: configuration.maxRangeCount, logger: logger, written: group?.written
         )
-        let endpoints = CoordinatorEndpoints(submit: submitEndpoint, publish: publishEndpoint, sync: syncEndpoint)
         logger.info(
             "coordinator ready",
             metadata: [
-                "flowkit.epoch": "\(epoch)", "flowkit.head": "\(lastSeq)",
-                "flowkit.submit": "\(submitEndpoint)", "flowkit.publish": "\(publishEndpoint)", "flowkit.sync": "\(syncEndpoint)",
-            ]
+                "flowkit.id": "\(configuration.replication?.id ?? "alone")", "flowkit.epoch": "\(group == nil ? storage.epoch : 0)",
+                "flowkit.submit": "\(sockets.endpoints.submit)", "flowkit.publish": "\(sockets.endpoints.publish)", "flowkit.sync": "\(sockets.endpoints.sync)",
+            ].merging(group.map { ["flowkit.etcd": "\($0.replication.etcdEndpoints.joined(separator: ","))"] } ?? [:]) { $1 }
         )
-        onReady(endpoints)
+        onReady(sockets.endpoints)
 
-        await withDiscardingTaskGroup { group in
-            group.addTask { await replica.run() }
-            group.addTask { await core.receiveReports() }
-            group.addTask { await syncServer.run() }
+        await withDiscardingTaskGroup { tasks in
+            if let group {
+                group.run(in: &tasks, role: role, logger: logger) { record in
+                    try await self.lead(record, in: parts, group: group, deposed: role.lastLeader?.id)
+                }
+            }
+            tasks.addTask { await parts.replica.run() }
+            tasks.addTask { await syncServer.run() }
             // Timed by the loop, on its thread: a heartbeat costs the idle coordinator one
             // wake-up, not a pool thread's and then the loop's.
-            group.addTask(executorPreference: loop) { [configuration] in
-                await every(configuration.heartbeatInterval, on: loop) { await core.heartbeat() }
+            tasks.addTask(executorPreference: loop) { [configuration] in
+                await every(configuration.heartbeatInterval, on: loop) {
+                    guard let core = role.core else { return }
+                    await core.heartbeat()
+                    await core.tickReplication()
+                }
             }
-            group.addTask(executorPreference: loop) { [configuration] in
-                await every(configuration.statusInterval, on: loop) { await core.publishStatus() }
+            tasks.addTask(executorPreference: loop) { [configuration] in
+                await every(configuration.statusInterval, on: loop) { await role.core?.publishStatus() }
             }
-            if let snapshots = storage.snapshots {
+            // A group of one compacts: a standby behind the leader's first seq could not catch up.
+            if group == nil, let snapshots = storage.snapshots {
                 let compactor = Compactor(
-                    replica: replica, writer: writer, snapshots: snapshots, core: core,
+                    replica: parts.replica, writer: parts.writer, snapshots: snapshots,
                     every: configuration.snapshotEvery, retain: configuration.retainEntries, logger: logger
                 )
-                group.addTask { await every(.seconds(1)) { await compactor.compactIfDue() } }
+                tasks.addTask {
+                    await every(.seconds(1)) { if let core = role.core { await compactor.compactIfDue(core) } }
+                }
             }
             await stop.wait()
             logger.info("coordinator stopping")
-            group.cancelAll()
-            await replica.finish()
-            for socket in [submit, publish, sync] { await socket.close(linger: transport.linger) }
+            tasks.cancelAll()
+            role.stop()
+            await parts.replica.finish()
+            for socket in [sockets.submit, sockets.publish, sockets.sync] + (group.map { [$0.fetches] } ?? []) {
+                await socket.close(linger: transport.linger)
+            }
         }
-        try? await writer.run { log in (log as? DurableEntryLog)?.close() }
+        try? await parts.writer.run { log in (log as? DurableEntryLog)?.close() }
         await authentication?.stop()
     }
+}
+
+/// What a coordinator process holds through every change of role.
+struct CoordinatorParts: Sendable {
+    let sockets: Coordinator.Sockets
+    /// The log, confined to the ordering thread.
+    let writer: LogWriter
+    let replica: CoordinatorReplica
+    /// Entries no message can carry are applied and served as their stand-ins.
+    let quarantine: EntryQuarantine
+    /// One set for every core this process runs, so counts go on across terms.
+    let counters: ClusterCounters
 }

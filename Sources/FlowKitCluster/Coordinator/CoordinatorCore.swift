@@ -26,16 +26,22 @@ actor CoordinatorCore: SyncSource {
     let divergence = DivergenceCheck()
     let loop: IOLoop
 
-    /// - Parameters:
-    ///   - writeEligible: Writes the set of coordinators eligible to lead to the election service;
-    ///     `nil` for a single coordinator, which never leads others.
-    ///   - mayAct: Whether this coordinator may act as the leader now (its lease holds); always for
-    ///     a single coordinator. Replies and publications are dropped when it may not: the nodes
-    ///     retry, and repair what they miss from the next leader.
-    ///   - replicate: Hands committed entries to the replica: queued (one coordinator), or read
-    ///     back from the log up to the commit point (replicated, where a new leader's commit point
-    ///     also covers entries an earlier leader wrote).
-    ///   - written: Told after each local commit, so held FETCHes are answered (replicated only).
+    /// What a core of a replicated group does beyond a core alone (``ReplicatedGroup``).
+    struct Replication: Sendable {
+        /// Writes the set of coordinators eligible to lead to the election service.
+        var writeEligible: @Sendable (Set<String>) async -> Bool
+        /// Whether this coordinator may act as the leader now (its lease holds). Replies and
+        /// publications are dropped when it may not: the nodes retry, and repair what they miss
+        /// from the next leader.
+        var mayAct: @Sendable () -> Bool
+        /// Hands committed entries on to the replica, by way of the commit point.
+        var replicate: @Sendable ([Entry]) -> Void
+        /// Told after each local commit, so held FETCHes are answered.
+        var written: AsyncStream<Void>.Continuation
+    }
+
+    /// - Parameter replication: `nil` for a coordinator alone, which never leads others: no lease
+    ///   to check, and committed entries are queued for the replica as they commit.
     init(
         machine: CoordinatorMachine,
         logger: Logger,
@@ -44,10 +50,7 @@ actor CoordinatorCore: SyncSource {
         submitSocket: AsyncSocket,
         publishSocket: AsyncSocket,
         replica: CoordinatorReplica,
-        writeEligible: (@Sendable (Set<String>) async -> Bool)? = nil,
-        mayAct: @escaping @Sendable () -> Bool = { true },
-        replicate: (@Sendable ([Entry]) -> Void)? = nil,
-        written: AsyncStream<Void>.Continuation? = nil
+        replication: Replication? = nil
     ) {
         self.unownedExecutor = submitSocket.loop.serialExecutor.asUnownedSerialExecutor()
         self.loop = submitSocket.loop
@@ -57,13 +60,12 @@ actor CoordinatorCore: SyncSource {
         // Bounded: a flood of reports (a fuzzer's) is dropped, not queued.
         let (reports, reportIntake) = AsyncStream.makeStream(of: (RouterEnvelope, [[UInt8]]).self, bufferingPolicy: .bufferingNewest(1_024))
         self.reports = reports
-        // A single coordinator never leads others: no lease to check.
-        let alone = writeEligible == nil
-        let replicateEntries: @Sendable ([Entry]) -> Void = replicate ?? { replica.enqueue($0) }
+        let alwaysMay: @Sendable () -> Bool = { true }
+        let enqueue: @Sendable ([Entry]) -> Void = { replica.enqueue($0) }
         let io = CoordinatorProcessIO(
             configuration: machine.configuration, counters: counters, writer: writer, submitSocket: submitSocket,
-            publishSocket: publishSocket, writeEligible: writeEligible, mayAct: { alone || mayAct() },
-            replicate: replicateEntries, written: written, reportIntake: reportIntake
+            publishSocket: publishSocket, writeEligible: replication?.writeEligible, mayAct: replication?.mayAct ?? alwaysMay,
+            replicate: replication?.replicate ?? enqueue, written: replication?.written, reportIntake: reportIntake
         )
         self.interpreter = CoordinatorInterpreter(
             machine: machine, io: io, sink: ObservationSink(logger: logger, counters: counters, trace: machine.configuration.trace)

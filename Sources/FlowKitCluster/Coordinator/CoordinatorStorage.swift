@@ -32,37 +32,6 @@ struct CoordinatorStorage {
         return CoordinatorStorage(log: log, snapshots: snapshots, epoch: UInt32(truncatingIfNeeded: epoch))
     }
 
-    /// Rebuilds the replica and the duplicate table: the latest snapshot, then every entry after it.
-    /// Entries no message can carry are applied as their quarantined stand-ins, as they are served.
-    ///
-    /// - Parameter applyThrough: The last seq the replica may apply: replicated, the log may end
-    ///   with entries that are not committed (and may yet be cut), so only the snapshot is
-    ///   restored and the rest waits for the commit point.
-    /// - Returns: How many log entries were replayed, and the seqs of those quarantined.
-    func recover(
-        into replica: CoordinatorReplica,
-        sequencer: inout Sequencer,
-        quarantine: EntryQuarantine,
-        applyThrough: UInt64 = .max,
-        logger: Logger
-    ) async throws -> (replayed: Int, quarantined: [UInt64]) {
-        let from = try await restoreSnapshot(into: replica, logger: logger)
-        // Every retained entry teaches the duplicate table; those after the snapshot also rebuild
-        // the replica.
-        var replayed = 0
-        var quarantined: [UInt64] = []
-        try await Self.forEachEntry(in: log, quarantine: quarantine) { batch in
-            for entry in batch {
-                if entry.quarantined { quarantined.append(entry.entry.seq) }
-                sequencer.recover(entry.entry)
-            }
-            let applied = batch.lazy.map(\.entry).filter { $0.seq >= from && $0.seq <= applyThrough }
-            replayed += applied.count
-            await replica.applyNow(Array(applied))
-        }
-        return (replayed, quarantined)
-    }
-
     /// Restores the replica from the latest snapshot, if there is one.
     ///
     /// - Returns: The first seq the log must supply after it.
@@ -78,36 +47,37 @@ struct CoordinatorStorage {
         return max(log.firstSeq, snapshot.seq + 1)
     }
 
-    /// The duplicate table and the epochs of the whole retained log, for a coordinator that
-    /// starts to lead: its replica is left alone. Run it where the log is confined (``LogWriter``).
-    static func recover(_ sequencer: inout Sequencer, from log: any EntryLog) throws {
-        var seq = log.firstSeq
-        while seq <= log.lastSeq {
-            let records = try log.read(from: seq, maxCount: 10_000, maxBytes: 16 << 20)
-            guard !records.isEmpty else { break }
+    /// What a coordinator reads of its log when it starts to lead, in one pass: every retained
+    /// entry teaches the duplicate table, and those after the replica's last applied seq up to
+    /// `committed` bring the replica up to date. Entries no message can carry are applied as
+    /// their quarantined stand-ins, as they are served.
+    ///
+    /// - Parameters:
+    ///   - firstSeq: The log's first retained seq.
+    ///   - read: The records from a seq on, a batch at a time; none past the log's end.
+    /// - Returns: How many entries the replica applied, and the seqs of those quarantined.
+    static func recover(
+        _ sequencer: inout Sequencer, replica: CoordinatorReplica, from firstSeq: UInt64, committed: UInt64, quarantine: EntryQuarantine,
+        read: (UInt64) async throws -> [[UInt8]]
+    ) async throws -> (replayed: Int, quarantined: [UInt64]) {
+        let applied = await replica.applied
+        var replayed = 0
+        var quarantined: [UInt64] = []
+        var seq = firstSeq
+        while case let records = try await read(seq), !records.isEmpty {
+            var batch: [Entry] = []
+            batch.reserveCapacity(records.count)
             for record in records {
-                let entry = try Entry(decoding: record)
+                let (entry, wasQuarantined) = try quarantine.entry(record)
+                if wasQuarantined { quarantined.append(entry.seq) }
                 sequencer.recover(entry)
+                batch.append(entry)
                 seq = entry.seq + 1
             }
+            let due = batch.filter { $0.seq > applied && $0.seq <= committed }
+            replayed += due.count
+            if !due.isEmpty { await replica.applyNow(due) }
         }
-    }
-
-    /// Every retained entry, in batches, as served (quarantined ones as their stand-ins).
-    private static func forEachEntry(
-        in log: any EntryLog, quarantine: EntryQuarantine, _ body: ([(entry: Entry, quarantined: Bool)]) async throws -> Void
-    ) async throws {
-        var seq = log.firstSeq
-        while seq <= log.lastSeq {
-            let records = try log.read(from: seq, maxCount: 10_000, maxBytes: 16 << 20)
-            guard !records.isEmpty else { break }
-            var batch: [(entry: Entry, quarantined: Bool)] = []
-            for record in records {
-                let entry = try quarantine.entry(record)
-                batch.append(entry)
-                seq = entry.entry.seq + 1
-            }
-            try await body(batch)
-        }
+        return (replayed, quarantined)
     }
 }

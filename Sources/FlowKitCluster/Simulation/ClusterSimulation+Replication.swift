@@ -65,13 +65,13 @@ extension ClusterSimulation {
         }
     }
 
-    /// A change of role: lead from the local log, or copy the leader's (``ReplicatedRole``).
+    /// A change of role: lead from the local log, or copy the leader's (``CoordinatorRole``).
     private func change(_ coordinator: SimulatedCoordinator, to role: ElectionMachine.Role) async throws {
         switch role {
         case .leading(let record):
             do {
-                try coordinator.lead(
-                    record, members: coordinators.indices.map(SimulatedCoordinator.id), eligible: etcd.eligible, minInSync: options.minInSync,
+                try await coordinator.lead(
+                    record, group: (members: coordinators.indices.map(SimulatedCoordinator.id), eligible: etcd.eligible, minInSync: options.minInSync),
                     now: now, bug: options.bug
                 )
                 trace.note(at: now, "\(coordinator.id): leading from its log's end \(coordinator.disk.log.lastSeq), committed \(coordinator.committed.head)")

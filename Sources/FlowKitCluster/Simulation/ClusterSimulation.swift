@@ -224,7 +224,7 @@ final class ClusterSimulation {
                 let message = options.bug == .trustTheSubmitOrigin ? asFromItsOrigin(packet.message) : packet.message
                 interpreter.run { $0.receive([message], now: now) }
             } else {
-                for reply in ReplicatedRole.redirections([packet.message], leader: coordinator.following) { replyToNode(reply, from: coordinator) }
+                for reply in CoordinatorRole.redirections([packet.message], leader: coordinator.following) { replyToNode(reply, from: coordinator) }
             }
         case .coordinatorSync(let index):
             guard let coordinator = coordinator(index, packet.incarnation), let (peer, body) = RouterEnvelope.split(packet.message) else { return }

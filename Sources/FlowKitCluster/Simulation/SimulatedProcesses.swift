@@ -60,7 +60,7 @@ final class SimulatedCoordinator {
     // Replicated only.
     var election: ElectionMachine?
     var copy: StandbyCopy?
-    /// The leader it follows (``ReplicatedRole``), and the last one: deposed when it takes over.
+    /// The leader it follows (``CoordinatorRole``), and the last one: deposed when it takes over.
     var following: LeaderRecord?
     var lastLeader: LeaderRecord?
     /// The last seq applied to the replica.
@@ -97,32 +97,22 @@ final class SimulatedCoordinator {
         self.disk = disk
     }
 
-    /// Starts a coordinator that runs alone on `disk`: a new epoch, the log replayed into the
-    /// sequencer's duplicate table and the replica, exactly as a real start does.
+    /// Starts a coordinator that runs alone on `disk`, as ``Coordinator`` does: a new epoch, and
+    /// it leads at once.
     static func start(
         simulation: ClusterSimulation, index: Int, incarnation: Int, disk: SimulatedDisk, configuration: CoordinatorConfiguration, logger: Logger,
         now: UInt64, bug: InjectedBug?
     ) async throws -> SimulatedCoordinator {
         disk.epoch += 1
-        let storage = CoordinatorStorage(log: disk.log, snapshots: nil, epoch: disk.epoch)
-        var sequencer = Sequencer(epoch: disk.epoch, durableHead: disk.log.lastSeq, dedup: DedupTable(window: configuration.dedupWindow))
         let replica = CoordinatorReplica(registry: SimulationFlow.registry, applied: 0, logger: logger)
-        let quarantine = EntryQuarantine(frameLimit: 64 << 20)
-        _ = try await storage.recover(into: replica, sequencer: &sequencer, quarantine: quarantine, logger: logger)
-        if bug == .forgetDuplicatesOnRestart {
-            sequencer = Sequencer(epoch: disk.epoch, durableHead: disk.log.lastSeq, dedup: DedupTable(window: configuration.dedupWindow))
-        }
         let coordinator = SimulatedCoordinator(
             simulation: simulation, index: index, incarnation: incarnation, configuration: configuration, logger: logger, replica: replica, disk: disk
         )
-        let machine = CoordinatorMachine(
-            configuration: configuration, registry: SimulationFlow.registry, sequencer: sequencer, firstSeq: disk.log.firstSeq, now: now
-        )
-        coordinator.interpreter = CoordinatorInterpreter(machine: machine, io: coordinator.io, sink: coordinator.sink, injectedBug: bug)
+        try await coordinator.lead(LeaderRecord(id: "coordinator", epoch: disk.epoch, endpoints: endpoints(index)), group: nil, now: now, bug: bug)
         return coordinator
     }
 
-    /// Starts one of several coordinators on `disk`, as ``Coordinator/serveReplicated`` does: it
+    /// Starts one of several coordinators on `disk`, as a ``Coordinator`` of a ``ReplicatedGroup`` does: it
     /// copies the log from whoever leads until the election makes it the leader.
     static func startReplicated(
         simulation: ClusterSimulation, index: Int, incarnation: Int, disk: SimulatedDisk, configuration: CoordinatorConfiguration, logger: Logger
@@ -139,24 +129,37 @@ final class SimulatedCoordinator {
         return coordinator
     }
 
-    /// Starts ordering in `record`'s epoch from everything its log holds (``Coordinator``'s
-    /// `lead`): the deposed leader lags from the start, the set of coordinators in sync is the one
-    /// the election service holds.
-    func lead(_ record: LeaderRecord, members: [String], eligible: [String]?, minInSync: Int, now: UInt64, bug: InjectedBug?) throws {
+    /// Starts ordering in `record`'s epoch from everything its log holds, alone or as the leader
+    /// of `group`, as ``Coordinator``'s `lead(_:in:group:deposed:)` does: one pass over the log
+    /// rebuilds the duplicate table and brings the replica up to the commit point; replicated, the
+    /// deposed leader lags from the start and the set of coordinators in sync is the one the
+    /// election service holds.
+    func lead(
+        _ record: LeaderRecord, group: (members: [String], eligible: [String]?, minInSync: Int)?, now: UInt64, bug: InjectedBug?
+    ) async throws {
         landWrites()
-        _ = copy!.follow(nil, now: now)
+        _ = copy?.follow(nil, now: now)
+        let committed = copy?.committed ?? disk.log.lastSeq
         var sequencer = Sequencer(epoch: record.epoch, durableHead: disk.log.lastSeq, dedup: DedupTable(window: configuration.dedupWindow))
-        try CoordinatorStorage.recover(&sequencer, from: disk.log)
-        let progress = ReplicationProgress(
-            leader: id, members: members, eligible: eligible, deposed: lastLeader?.id, written: sequencer.durableHead, committed: copy!.committed,
-            minInSync: minInSync, lagTimeout: 1_000_000, now: now
-        )
+        _ = try await CoordinatorStorage.recover(
+            &sequencer, replica: replica, from: disk.log.firstSeq, committed: committed, quarantine: quarantine
+        ) { [disk] seq in try disk.log.read(from: seq, maxCount: 10_000, maxBytes: 16 << 20) }
+        applied = await replica.applied
+        if bug == .forgetDuplicatesOnRestart {
+            sequencer = Sequencer(epoch: record.epoch, durableHead: disk.log.lastSeq, dedup: DedupTable(window: configuration.dedupWindow))
+        }
+        let progress = group.map { group in
+            ReplicationProgress(
+                leader: id, members: group.members, eligible: group.eligible, deposed: lastLeader?.id, written: sequencer.durableHead,
+                committed: committed, minInSync: group.minInSync, lagTimeout: 1_000_000, now: now
+            )
+        }
         let machine = CoordinatorMachine(
             configuration: configuration, registry: SimulationFlow.registry, sequencer: sequencer, firstSeq: disk.log.firstSeq,
             now: now, replication: bug == .commitWithoutStandbys ? nil : progress
         )
         interpreter = CoordinatorInterpreter(machine: machine, io: io, sink: sink, injectedBug: bug)
-        following = record
+        following = group == nil ? nil : record
         heldFetches = []
     }
 

@@ -1,0 +1,54 @@
+import FlowKitCore
+import Logging
+
+extension Coordinator {
+    /// Starts ordering in `record`'s epoch, from everything the local log holds, alone or as the
+    /// leader of `group`: one pass over the retained log teaches the duplicate table every entry
+    /// and brings the replica up to the commit point (alone: the log's end; replicated: what the
+    /// copy knew committed, the rest commits once the group holds it). Then the core takes over.
+    ///
+    /// - Parameter deposed: The leader this coordinator followed last: it lags from the start.
+    func lead(_ record: LeaderRecord, in parts: CoordinatorParts, group: ReplicatedGroup?, deposed: String? = nil) async throws -> CoordinatorCore {
+        await group?.standby.follow(nil)
+        let (firstSeq, lastSeq) = try await parts.writer.run { log in (log.firstSeq, log.lastSeq) }
+        let committed = await group?.standby.committed ?? lastSeq
+        var sequencer = Sequencer(epoch: record.epoch, durableHead: lastSeq, dedup: DedupTable(window: configuration.dedupWindow))
+        let (replayed, quarantined) = try await CoordinatorStorage.recover(
+            &sequencer, replica: parts.replica, from: firstSeq, committed: committed, quarantine: parts.quarantine
+        ) { [writer = parts.writer] seq in
+            try await writer.run { log in seq > log.lastSeq ? [] : try log.read(from: seq, maxCount: 10_000, maxBytes: 16 << 20) }
+        }
+        if lastSeq > 0 {
+            logger.info(
+                "recovered the log",
+                metadata: ["flowkit.first": "\(firstSeq)", "flowkit.last": "\(lastSeq)", "flowkit.replayed": "\(replayed)"]
+            )
+        }
+        var progress: ReplicationProgress?
+        if let group {
+            let replication = group.replication
+            let view = try? await group.etcd.read().0
+            progress = ReplicationProgress(
+                leader: replication.id, members: Array(replication.coordinators.keys), eligible: view?.eligible,
+                deposed: deposed,
+                written: lastSeq, committed: committed, minInSync: replication.minInSync,
+                lagTimeout: UInt64(replication.lagTimeout.microseconds), now: WallClock.micros()
+            )
+        }
+        let machine = CoordinatorMachine(
+            configuration: configuration, registry: registry, sequencer: sequencer, firstSeq: firstSeq,
+            now: WallClock.micros(), replication: progress
+        )
+        logger.notice(
+            "leading",
+            metadata: ["flowkit.epoch": "\(record.epoch)", "flowkit.log_end": "\(lastSeq)", "flowkit.committed": "\(committed)"]
+        )
+        let core = CoordinatorCore(
+            machine: machine, logger: logger, counters: parts.counters, writer: parts.writer,
+            submitSocket: parts.sockets.submit, publishSocket: parts.sockets.publish, replica: parts.replica,
+            replication: group?.replication(for: record)
+        )
+        await core.noteQuarantined(quarantined)
+        return core
+    }
+}
