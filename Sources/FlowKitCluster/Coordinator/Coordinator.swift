@@ -48,7 +48,7 @@ public final class Coordinator: Sendable {
     /// Binds the sockets, opens the storage and the replica at its snapshot, and serves: a
     /// coordinator alone leads at once, in the next epoch its storage counts; one of a replicated
     /// group copies the leader's log until the election makes it the leader. Both lead the same
-    /// way (``lead(_:in:group:)``).
+    /// way (``lead(_:in:group:deposed:)``).
     private func serve(loop: IOLoop, onReady: @Sendable (CoordinatorEndpoints) -> Void) async throws {
         let transport = configuration.transport
         let authentication = try await transport.startAuthentication(on: loop, logger: logger)
@@ -83,13 +83,16 @@ public final class Coordinator: Sendable {
             socket: sockets.sync, writer: parts.writer, source: role, counters: parts.counters, quarantine: parts.quarantine,
             maxRangeCount: configuration.maxRangeCount, logger: logger, written: group?.written
         )
-        logger.info(
-            "coordinator ready",
-            metadata: [
-                "flowkit.id": "\(configuration.replication?.id ?? "alone")", "flowkit.epoch": "\(group == nil ? storage.epoch : 0)",
-                "flowkit.submit": "\(sockets.endpoints.submit)", "flowkit.publish": "\(sockets.endpoints.publish)", "flowkit.sync": "\(sockets.endpoints.sync)",
-            ].merging(group.map { ["flowkit.etcd": "\($0.replication.etcdEndpoints.joined(separator: ","))"] } ?? [:]) { $1 }
-        )
+        var ready: Logger.Metadata = [
+            "flowkit.submit": "\(sockets.endpoints.submit)", "flowkit.publish": "\(sockets.endpoints.publish)", "flowkit.sync": "\(sockets.endpoints.sync)",
+        ]
+        if let replication = configuration.replication {
+            ready["flowkit.id"] = "\(replication.id)"
+            ready["flowkit.etcd"] = "\(replication.etcdEndpoints.joined(separator: ","))"
+        } else {
+            ready["flowkit.epoch"] = "\(storage.epoch)"
+        }
+        logger.info("coordinator ready", metadata: ready)
         onReady(sockets.endpoints)
 
         await withDiscardingTaskGroup { tasks in

@@ -126,7 +126,7 @@ actor NodeCore {
     /// Disconnects from the coordinators' sockets and connects again.
     func dropConnections() async {
         logger.warning("dropping the connections to the coordinator, as asked; reconnecting")
-        for (index, endpoints) in machine.choice.coordinators.enumerated() {
+        for (index, endpoints) in machine.coordinators.enumerated() {
             for (socket, endpoint) in [(sockets.submit[index], endpoints.submit), (sockets.subscriber, endpoints.publish), (sockets.sync[index], endpoints.sync)] {
                 _ = try? await socket.configure { socket in
                     try socket.disconnect(endpoint)

@@ -84,13 +84,13 @@ final class NodeInterpreter<IO: NodeIO> {
             case .switchCoordinator:
                 break  // the sockets to send on follow the machine's choice
             case .greetEveryCoordinator(let frames):
-                for index in machine.choice.coordinators.indices { io.submit(frames, to: index) }
+                for index in machine.coordinators.indices { io.submit(frames, to: index) }
             case .reply(let reply, let peer):
                 io.reply(reply, to: peer)
             case .apply(let entries):
                 let everyones = injectedBug == .effectsOnEveryNode
                 for entry in entries { replicas.apply(entry, runEffects: everyones || machine.isOwn(entry)) }
-                io.applied(entries, progressSent: machine.waiters.hasWatchers)
+                io.applied(entries, progressSent: machine.hasProgressWatchers)
             case .restore(let seq, let instances):
                 restore(seq: seq, instances: instances)
             case .answerQuery(let request, let address, let peer):
@@ -141,20 +141,20 @@ final class NodeInterpreter<IO: NodeIO> {
             clientEndpoint: io.clientEndpoint,
             epoch: machine.epoch,
             applied: machine.applied,
-            knownHead: machine.follower.knownHead,
+            knownHead: machine.knownHead,
             connected: machine.isConnected(now: io.now),
             instances: replicas.count,
             runningEffects: replicas.runningEffects,
             pendingSubmissions: machine.pendingSubmissions,
-            waitingBehindGap: machine.follower.waitingCount,
+            waitingBehindGap: machine.waitingBehindGap,
             // Exact once caught up, the moment digests are compared. While the node catches up, the
             // digest stays within its hashing budget instead, so that someone polling the status
             // of a replaying node does not slow the replay down (it cost a third of it).
-            digest: replicas.combinedDigest(exact: machine.applied >= machine.follower.knownHead).description,
+            digest: replicas.combinedDigest(exact: machine.applied >= machine.knownHead).description,
             flows: machine.info.flows,
             rejected: counters.rejections,
             entriesSkipped: replicas.skippedEntries,
-            coordinator: machine.choice.current
+            coordinator: machine.currentEndpoints
         )
     }
 
@@ -165,16 +165,16 @@ final class NodeInterpreter<IO: NodeIO> {
     /// the catching up (a twentieth of a replay).
     static var catchingUpLag: UInt64 { 10_000 }
 
-    private var lag: UInt64 { machine.follower.knownHead - min(machine.follower.knownHead, machine.follower.applied) }
+    private var lag: UInt64 { machine.knownHead - min(machine.knownHead, machine.applied) }
 
     private func report() {
         updateGauges()
         let catchingUp = lag > Self.catchingUpLag
-        let applied = machine.follower.applied
+        let applied = machine.applied
         // Idle at the head, nothing competes with hashing: bring every digest up to date now, so
         // the report describes the state exactly (digestSeq) instead of catching up at the budget's
         // pace for seconds after a load stops.
-        let idle = applied == lastReportedApplied && applied >= machine.follower.knownHead
+        let idle = applied == lastReportedApplied && applied >= machine.knownHead
         lastReportedApplied = applied
         if idle { _ = replicas.combinedDigest(exact: true) }
         let changed = catchingUp ? [:] : replicas.takeChanged(hashing: false)
@@ -197,8 +197,8 @@ final class NodeInterpreter<IO: NodeIO> {
 
     private func updateGauges() {
         let gauges = counters.gauges
-        gauges.applied.record(Double(machine.follower.applied))
-        gauges.head.record(Double(machine.follower.knownHead))
+        gauges.applied.record(Double(machine.applied))
+        gauges.head.record(Double(machine.knownHead))
         gauges.lag.record(Double(lag))
         gauges.runningEffects.record(Double(replicas.runningEffects))
         gauges.pendingSubmissions.record(Double(machine.pendingSubmissions))

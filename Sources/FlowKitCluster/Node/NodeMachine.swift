@@ -102,6 +102,16 @@ struct NodeMachine {
     /// The index, among the configured coordinators, of the one the node submits to and repairs
     /// from now: the sockets to send on.
     var currentCoordinator: Int { choice.currentIndex }
+    /// Every configured coordinator, the first one first.
+    var coordinators: [CoordinatorEndpoints] { choice.coordinators }
+    /// The endpoints of the coordinator the node submits to now.
+    var currentEndpoints: CoordinatorEndpoints { choice.current }
+    /// The highest seq the node knows was ordered.
+    var knownHead: UInt64 { follower.knownHead }
+    /// Entries received past a gap, waiting for it to be repaired.
+    var waitingBehindGap: Int { follower.waitingCount }
+    /// Whether a client waits to hear of applied progress.
+    var hasProgressWatchers: Bool { waiters.hasWatchers }
 
     /// Submissions sent or waiting to be, not yet known to be ordered.
     var pendingSubmissions: Int { submissions.count }
