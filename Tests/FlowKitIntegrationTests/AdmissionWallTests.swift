@@ -199,14 +199,21 @@ extension ClusterProcessTests {
             #expect(healthy.stdout.contains("healthy"), "\(healthy)")
 
             // A node that cannot catch up: alive, behind, stalled.
-            let monitor = try await ClusterMonitor(publishEndpoint: endpoints.publish, topics: [ControlTopic.alarm], logger: cluster.logger)
-            try await Task.sleep(for: .milliseconds(300))
-            try await cluster.startNodes([3])
+            let monitor = try await ClusterMonitor(
+                publishEndpoint: endpoints.publish, topics: [ControlTopic.alarm, ControlTopic.heartbeat], logger: cluster.logger
+            )
             let events = monitor.events
+            let (heard, hear) = AsyncStream.makeStream(of: Void.self)
             let waiter = Task { () -> Alarm? in
-                for try await event in events { if case .alarm(let alarm) = event, alarm.kind == .nodeStalled { return alarm } }
+                for try await event in events {
+                    if case .heartbeat = event { hear.yield() }
+                    if case .alarm(let alarm) = event, alarm.kind == .nodeStalled { return alarm }
+                }
                 return nil
             }
+            // Subscribed once a heartbeat (ten a second) arrives.
+            for await _ in heard { break }
+            try await cluster.startNodes([3])
             let timer = Task {
                 try await Task.sleep(for: .seconds(15))
                 waiter.cancel()

@@ -63,17 +63,26 @@ extension ClusterProcessTests {
                 let status = try await cluster.client(1).status()
                 return status.runningEffects == 2 ? status.applied : nil
             }
-            try await Task.sleep(for: .milliseconds(300))
-            let before = try await ticks(minApplied: max(stop.seq, stopped))
-            try await Task.sleep(for: .seconds(1))
-            let after = try await ticks(minApplied: 0)
+            // A First tick sent before the cancel may be ordered after it. Node 1 submits in order,
+            // so once a Second tick sent later has landed (two ticks on: one may have been in
+            // flight), every First tick has.
+            let atStop = try await ticks(minApplied: max(stop.seq, stopped))
+            let before = try await eventually("Second ticked twice more", timeout: .seconds(10), every: .milliseconds(50)) {
+                let now = try await ticks(minApplied: 0)
+                return (now["second"] ?? 0) >= (atStop["second"] ?? 0) + 2 ? now : nil
+            }
+            // Measured in the other tickers' ticks, not in this machine's seconds.
+            let after = try await eventually("Second and the string ticked again", timeout: .seconds(10), every: .milliseconds(50)) {
+                let now = try await ticks(minApplied: 0)
+                return (now["second"] ?? 0) > (before["second"] ?? 0) && (now["string"] ?? 0) > (before["string"] ?? 0) ? now : nil
+            }
             #expect(after["first"] == before["first"], "First.timer stopped: \(before) then \(after)")
             #expect((after["second"] ?? 0) > (before["second"] ?? 0), "Second.timer still ticks: \(before) then \(after)")
             #expect((after["string"] ?? 0) > (before["string"] ?? 0), "the string \"timer\" still ticks: \(before) then \(after)")
 
             let cancel = try await cluster.client(3).cancel(at: address, id: "timer", wait: .applied)
-            try await Task.sleep(for: .milliseconds(300))
-            let head = try await cluster.client(1).status().applied
+            // Ticks already sent are ordered after the cancel: look once nothing runs or waits to be sent.
+            let head = try await settled(cluster.nodeIDs.map { cluster.client($0) }, runningEffects: 0)
             let stilled = try await cluster.states(of: address, minApplied: max(cancel.seq, head))
             try await Task.sleep(for: .seconds(1))
             let later = try await cluster.states(of: address, minApplied: max(cancel.seq, head))

@@ -48,10 +48,19 @@ extension ClusterProcessTests {
         }
         let cancel = try await cluster.flowkit(["cancel", "timer/t", "--id", "timer", "--node", "node-3"])
         #expect(cancel.exitCode == 0, "\(cancel)")
-        try await Task.sleep(for: .milliseconds(1_200))  // ticks already sent are ordered after the cancel
-        let stopped = try await clients.asyncMap { try await $0.query("timer/t") }
-        try await Task.sleep(for: .milliseconds(2_200))
-        let later = try await clients.asyncMap { try await $0.query("timer/t", minApplied: stopped.map(\.applied).max()!) }
+        // Ticks already sent are ordered after the cancel: look once nothing runs or waits to be sent.
+        let head = try await settled(clients, runningEffects: 0)
+        let stopped = try await clients.asyncMap { try await $0.query("timer/t", minApplied: head) }
+        // A witness timer measures the wait in ticks, not in this machine's seconds: two of its
+        // ticks on every node, and a timer still running would have ticked too.
+        _ = try await clients[1].emit(json: #"{"toggleTimerButtonTapped":{}}"#, to: "timer/witness", wait: .applied)
+        for client in clients {
+            _ = try await eventually("the witness timer ticked twice", timeout: .seconds(10), every: .milliseconds(100)) {
+                try await client.query("timer/witness").decode(TimerFlow.State.self).secondsElapsed >= 2 ? true : nil
+            }
+        }
+        _ = try await clients[1].emit(json: #"{"toggleTimerButtonTapped":{}}"#, to: "timer/witness", wait: .applied)
+        let later = try await clients.asyncMap { try await $0.query("timer/t", minApplied: try await settled(clients, runningEffects: 0)) }
         for index in clients.indices {
             #expect(later[index].lastSeq == stopped[index].lastSeq && later[index].json == stopped[index].json, "node-\(index + 1): \(stopped[index].text) then \(later[index].text)")
             #expect(later[index].json == later[0].json, "node-\(index + 1) and node-1 agree on timer/t")

@@ -66,7 +66,8 @@ extension MultiProcessTests {
             let submitter = try await ProbeSocket(type: .dealer, endpoint: old.endpoints.submit, curve: nil, logger: cluster.logger)
             defer { Task { await publications.close(); await submitter.close() } }
             try await submitter.sayHello(node: 99, session: 1)
-            try await Task.sleep(for: .milliseconds(300))  // both connected
+            // Subscribed once a heartbeat (ten a second) arrives; the submitter was welcomed.
+            guard try await publications.receive(timeout: .seconds(5)) != nil else { throw HarnessError("no publication from \(old.id)") }
 
             process.signal(SIGSTOP)
             let pausedAt = WallClock.micros()
@@ -257,8 +258,10 @@ extension MultiProcessTests {
             let standbys = try await cluster.inSync().subtracting([leader.id]).sorted()
             let alarms = try await ProbeSocket(type: .sub, endpoint: leader.endpoints.publish, curve: nil, logger: cluster.logger)
             try await alarms.subscribe("$alarm")
+            try await alarms.subscribe("$hb")
             defer { Task { await alarms.close() } }
-            try await Task.sleep(for: .milliseconds(200))
+            // Subscribed once a heartbeat (ten a second) arrives.
+            guard try await alarms.receive(timeout: .seconds(5)) != nil else { throw HarnessError("no heartbeat from \(leader.id)") }
             try lab.setCut(leader.id, from: standbys, true)
             // Commits wait the lag timeout (1 s), one standby leaves the set, the other cannot:
             // from then on nothing commits.

@@ -29,6 +29,20 @@ func eventually<T>(
     }
 }
 
+/// Waits until `clients`' nodes run `runningEffects` effects between them, hold no submission to
+/// send, and have applied the highest head any of them knows: what was in flight has landed.
+///
+/// - Returns: That head.
+func settled(_ clients: [ClusterClient], runningEffects: Int, timeout: Duration = .seconds(10)) async throws -> UInt64 {
+    try await eventually("the nodes settled with \(runningEffects) effect(s) running", timeout: timeout, every: .milliseconds(50)) {
+        var statuses: [NodeStatus] = []
+        for client in clients { statuses.append(try await client.status()) }
+        let head = statuses.map(\.knownHead).max() ?? 0
+        let running = statuses.map(\.runningEffects).reduce(0, +)
+        return running == runningEffects && statuses.allSatisfy({ $0.pendingSubmissions == 0 && $0.applied >= head }) ? head : nil
+    }
+}
+
 extension ClusterClient.State {
     /// The state JSON as text.
     var text: String { String(decoding: json, as: UTF8.self) }
