@@ -42,8 +42,6 @@ final class NodeInterpreter<IO: NodeIO> {
     let sink: ObservationSink
     /// A bug the simulation plants to prove its checks catch it; never set in a process.
     let injectedBug: InjectedBug?
-    /// The applied seq of the last report: a node that applied nothing since, at the head, is idle.
-    private var lastReportedApplied: UInt64 = 0
     /// A wake-up is asked for the digest round's next slice (``hashNextSlice()``).
     private var wakeUpAsked = false
 
@@ -160,24 +158,11 @@ final class NodeInterpreter<IO: NodeIO> {
 
     // MARK: Reports and digests
 
-    /// A node this far behind the head hashes nothing for its reports until it has caught up: its
-    /// digests would describe states the coordinator passed long ago, and the hashing would slow
-    /// the catching up (a twentieth of a replay).
-    static var catchingUpLag: UInt64 { 10_000 }
-
-    private var lag: UInt64 { machine.knownHead - min(machine.knownHead, machine.applied) }
-
     private func report() {
         updateGauges()
-        let catchingUp = lag > Self.catchingUpLag
-        let applied = machine.applied
-        // Idle at the head, nothing competes with hashing: bring every digest up to date now, so
-        // the report describes the state exactly (digestSeq) instead of catching up at the budget's
-        // pace for seconds after a load stops.
-        let idle = applied == lastReportedApplied && applied >= machine.knownHead
-        lastReportedApplied = applied
-        if idle { _ = replicas.combinedDigest(exact: true) }
-        let changed = catchingUp ? [:] : replicas.takeChanged(hashing: false)
+        let plan = machine.planReport()
+        if plan.hashEverythingNow { _ = replicas.combinedDigest(exact: true) }
+        let changed = plan.catchingUp ? [:] : replicas.takeChanged(hashing: false)
         let summary = NodeReport(
             name: machine.configuration.name,
             digest: replicas.lastCombinedDigest.description,
@@ -187,10 +172,10 @@ final class NodeInterpreter<IO: NodeIO> {
             effectsLost: 0,
             pendingSubmissions: machine.pendingSubmissions,
             connected: machine.isConnected(now: io.now),
-            digestSeq: !catchingUp && replicas.digestsAreCurrent ? applied : 0
+            digestSeq: !plan.catchingUp && replicas.digestsAreCurrent ? plan.applied : 0
         )
         let message = NodeReportMessage(
-            node: machine.configuration.id, applied: applied, time: io.now, report: summary, digests: ReportedDigest.list(changed)
+            node: machine.configuration.id, applied: plan.applied, time: io.now, report: summary, digests: ReportedDigest.list(changed)
         )
         io.report(message, to: machine.currentCoordinator)
     }
@@ -199,7 +184,7 @@ final class NodeInterpreter<IO: NodeIO> {
         let gauges = counters.gauges
         gauges.applied.record(Double(machine.applied))
         gauges.head.record(Double(machine.knownHead))
-        gauges.lag.record(Double(lag))
+        gauges.lag.record(Double(machine.lag))
         gauges.runningEffects.record(Double(replicas.runningEffects))
         gauges.pendingSubmissions.record(Double(machine.pendingSubmissions))
         gauges.instances.record(Double(replicas.count))
@@ -218,7 +203,7 @@ final class NodeInterpreter<IO: NodeIO> {
     /// for long. A slice not due yet is hashed when it is. None while the node is far behind (its
     /// digests would describe states long past).
     private func hashNextSlice() {
-        guard lag <= Self.catchingUpLag else { return }
+        guard machine.hashesDigests else { return }
         let now = io.now
         let jobs = replicas.nextDigestSlice(now: now)
         guard !jobs.isEmpty else {

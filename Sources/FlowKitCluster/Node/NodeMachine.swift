@@ -65,6 +65,8 @@ struct NodeMachine {
     /// that has not moved for ``NodeConfiguration/stallTimeout`` logs that it is stalled.
     var progress: (applied: UInt64, at: UInt64, logged: Bool)
     var lastReport: UInt64 = 0
+    /// The applied seq the last report stated: a node that applied nothing since, at the head, is idle.
+    var lastReportedApplied: UInt64 = 0
     /// When the node last said HELLO because the coordinator asked for one (``helloFirst``).
     var lastHelloOnRequest: UInt64 = 0
     /// What the follower asked for after a snapshot, held until the snapshot is restored.

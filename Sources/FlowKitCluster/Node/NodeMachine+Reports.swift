@@ -1,0 +1,36 @@
+/// What a node's reports say about its instances' digests, and when it hashes them: decisions on
+/// how far behind the node is and whether it moved, which its interpreter carries out on the
+/// replicas.
+extension NodeMachine {
+    /// A node this far behind the head hashes nothing for its reports until it has caught up: its
+    /// digests would describe states the coordinator passed long ago, and the hashing would slow
+    /// the catching up (a twentieth of a replay).
+    static var catchingUpLag: UInt64 { 10_000 }
+
+    /// How far the node's applied seq is behind the head it knows.
+    var lag: UInt64 { knownHead - min(knownHead, applied) }
+
+    /// Whether the node hashes its instances now: not while it catches up.
+    var hashesDigests: Bool { lag <= Self.catchingUpLag }
+
+    /// What the next report does with the digests.
+    struct ReportPlan: Equatable, Sendable {
+        /// The applied seq the report states.
+        var applied: UInt64
+        /// Far behind: the report carries no digests and claims none is current.
+        var catchingUp: Bool
+        /// Idle at the head (nothing applied since the last report), nothing competes with
+        /// hashing: every digest is brought up to date now, so the report describes the state
+        /// exactly instead of catching up at the budget's pace for seconds after a load stops.
+        var hashEverythingNow: Bool
+    }
+
+    /// Plans the report due now, and remembers what it states.
+    mutating func planReport() -> ReportPlan {
+        let plan = ReportPlan(
+            applied: applied, catchingUp: !hashesDigests, hashEverythingNow: applied == lastReportedApplied && applied >= knownHead
+        )
+        lastReportedApplied = applied
+        return plan
+    }
+}
