@@ -74,10 +74,12 @@ public final class Coordinator: Sendable {
             role.lead(try await lead(record, in: parts, group: nil), record: record)
         }
         // The ordering path runs on the I/O loop's thread, commits included (the sync blocks the
-        // loop while submissions gather in the socket for the next group): each batch the submit
-        // socket reads enters the core in the same loop turn, and leaves as ENTRIES with no thread
-        // hop. While this coordinator does not lead, SUBMITs and HELLOs are answered NOT_LEADER.
-        try await sockets.submit.handleReceived { batch in role.order(batch, redirectingOn: sockets.submit) }
+        // loop while submissions gather in the socket for the next group). Alone, each batch the
+        // submit socket reads enters the core in the same loop turn, and leaves as ENTRIES with no
+        // thread hop; replicated, a task on the loop reads them (below).
+        if group == nil {
+            try await sockets.submit.handleReceived { batch in role.order(batch, redirectingOn: sockets.submit) }
+        }
         try await sockets.publish.handleReceived { batch in role.core?.assumeIsolated { $0.noteSubscriptions(batch) } }
         let syncServer = SyncServer(
             socket: sockets.sync, writer: parts.writer, source: role, counters: parts.counters, quarantine: parts.quarantine,
@@ -99,6 +101,18 @@ public final class Coordinator: Sendable {
             if let group {
                 group.run(in: &tasks, role: role, logger: logger) { record in
                     try await self.lead(record, in: parts, group: group, deposed: role.lastLeader?.id)
+                }
+            }
+            if group != nil {
+                // A group commits once the standbys have fetched it: batches read by a task's turn
+                // make fewer, larger groups than the handler's reads (3 coordinators at 10,000/s:
+                // p50 3.1 ms against 3.8). While this coordinator does not lead, SUBMITs and HELLOs
+                // are answered NOT_LEADER.
+                tasks.addTask(executorPreference: loop) {
+                    while let batch = try? await sockets.submit.receiveBatch(max: 1_024) {
+                        if let core = role.core, await core.handleSubmitBatch(batch) { continue }
+                        role.redirect(batch, on: sockets.submit)
+                    }
                 }
             }
             tasks.addTask { await parts.replica.run() }

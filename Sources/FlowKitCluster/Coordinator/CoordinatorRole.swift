@@ -66,6 +66,12 @@ final class CoordinatorRole: SyncSource {
     func order(_ batch: [Message], redirectingOn socket: AsyncSocket) {
         // A core that stepped down meanwhile does not take it (see CoordinatorCore.retire()).
         if let core, core.assumeIsolated({ $0.handleSubmitBatch(batch) }) { return }
+        redirect(batch, on: socket)
+    }
+
+    /// Answers the SUBMITs and HELLOs of a batch this coordinator will not order with NOT_LEADER,
+    /// naming the leader (or no one, yet).
+    func redirect(_ batch: [Message], on socket: AsyncSocket) {
         for reply in Self.redirections(batch, leader: state.withLock { $0.leader }) {
             _ = try? socket.trySend(reply)
         }
