@@ -83,16 +83,20 @@ package final class CoordinatorElection: Sendable {
         roleUpdates.finish()
     }
 
+    /// Hands the machine's actions on under its lock: a tick and a view fed at once (as when a
+    /// paused process wakes) must pass their roles on in the order the machine took them, or the
+    /// coordinator is left following the older one (seeking, say, while the machine stands by).
     private func feed(_ input: (inout ElectionMachine, UInt64) -> [ElectionMachine.Action]) {
-        let actions = machine.withLock { input(&$0, LeaseClock.micros()) }
-        for action in actions {
-            switch action {
-            case .request(let request):
-                requests.yield(request)
-            case .role(let role):
-                logger.notice("election: \(role)")
-                metrics.record(role)
-                roleUpdates.yield(role)
+        machine.withLock { machine in
+            for action in input(&machine, LeaseClock.micros()) {
+                switch action {
+                case .request(let request):
+                    requests.yield(request)
+                case .role(let role):
+                    logger.notice("election: \(role)")
+                    metrics.record(role)
+                    roleUpdates.yield(role)
+                }
             }
         }
     }
