@@ -36,9 +36,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
-        // The election's etcd client speaks HTTP/1.1 to etcd's JSON gateway; the dashboard serves
-        // HTTP/1.1 and a WebSocket.
+        // The dashboard serves HTTP/1.1 and a WebSocket on SwiftNIO.
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        // The election's etcd client: HTTP/1.1 to etcd's JSON gateway on pooled connections, TLS
+        // through swift-nio-ssl (whose TLSConfiguration the client takes).
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
         .package(url: "https://github.com/pointfreeco/swift-case-paths", from: "1.5.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
@@ -137,9 +140,11 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                // The etcd client.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 // Node and Coordinator are Services: a user's own ServiceGroup runs them.
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -241,6 +246,8 @@ let package = Package(
                 "FlowKitExamples",
                 "FlowKitTools",
                 .product(name: "Logging", package: "swift-log"),
+                // The etcd client's TLS setting.
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -56,6 +56,7 @@ extension MultiProcessTests {
             try await withEtcd { server, _ in
                 let client = try EtcdClient(endpoints: ["http://127.0.0.1:1", server.clientURL])  // the first refuses
                 let revision = try await client.put("/t/a", Array("one".utf8))
+                #expect(client.current.description == server.clientURL, "the member that answered is the one asked next")
                 try await client.put("/t/b", Array("two".utf8))
                 let (a, _) = try await client.get("/t/a")
                 #expect(a?.value == Array("one".utf8) && a?.createRevision == revision)
@@ -92,7 +93,47 @@ extension MultiProcessTests {
                 _ = try await client.transaction(when: [], then: [.delete("/t/c")])
                 let events = try await seen.value
                 #expect(events.map(\.kind) == [.put, .delete] && events.allSatisfy { $0.keyValue.key == "/t/c" })
+                #expect(client.current.description == server.clientURL)
             }
+        }
+
+        /// A member that accepts connections and never answers costs the first request one
+        /// timeout; the member that answered takes every request after it, on kept-alive
+        /// connections.
+        @Test func aSilentMemberIsPassedOverOnceAndTheOneThatAnswersKept() async throws {
+            try await withEtcd { server, _ in
+                let silent = try SilentListener()
+                defer { silent.close() }
+                let timeout = Duration.milliseconds(500)
+                let client = try EtcdClient(endpoints: ["http://127.0.0.1:\(silent.port)", server.clientURL], timeout: timeout)
+                let clock = ContinuousClock()
+                let first = try await clock.measure { try await client.put("/s/a", [1]) }
+                #expect(first >= timeout, "the silent member had its timeout first")
+                #expect(client.current.description == server.clientURL)
+
+                let etcdPort = Int(server.clientURL.split(separator: ":").last ?? "") ?? 0
+                let before = Self.tcpConnections(toPort: etcdPort)
+                for index in 0..<50 {
+                    let took = try await clock.measure { _ = try await client.get("/s/a") }
+                    #expect(took < timeout, "request \(index) took \(took): it went to the silent member again")
+                }
+                let after = Self.tcpConnections(toPort: etcdPort)
+                print("etcd client: 50 requests, \(after - before) more sockets connected to etcd")
+                #expect(client.current.description == server.clientURL)
+                // One connection per request would leave 50 more sockets (in TIME_WAIT) behind.
+                #expect(before >= 1, "the first request's connection is still open")
+                #expect(after - before < 5, "\(before) connections to etcd before 50 requests, \(after) after")
+            }
+        }
+
+        /// Sockets on this machine connected (or lately connected) to `port`: lines of
+        /// /proc/net/tcp whose remote address has that port.
+        static func tcpConnections(toPort port: Int) -> Int {
+            let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
+            return table.split(separator: "\n").dropFirst().filter { line in
+                let fields = line.split(separator: " ")
+                return fields.count > 2 && fields[2].split(separator: ":").last.flatMap { Int($0, radix: 16) } == port
+            }.count
         }
 
         @Test func oneOfThreeLeadsAndTheOthersFollowItsRecord() async throws {
@@ -183,4 +224,32 @@ extension MultiProcessTests {
             }
         }
     }
+}
+
+/// A TCP port on loopback that accepts connections (the kernel's backlog does) and never answers:
+/// an etcd member that hangs.
+struct SilentListener {
+    let socket: Int32
+    let port: Int
+
+    init() throws {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw POSIXError(.EMFILE) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socket, $0, length) == 0 && listen(socket, 16) == 0 && getsockname(socket, $0, &length) == 0
+            }
+        }
+        guard listening else {
+            Glibc.close(socket)
+            throw POSIXError(.EADDRINUSE)
+        }
+        (self.socket, port) = (socket, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    func close() { Glibc.close(socket) }
 }

@@ -1,7 +1,5 @@
 import Foundation
-import NIOCore
-import NIOHTTP1
-import NIOPosix
+import NIOSSL
 
 /// Why a request to etcd failed.
 package struct EtcdError: Error, CustomStringConvertible, Sendable {
@@ -25,31 +23,31 @@ package struct EtcdError: Error, CustomStringConvertible, Sendable {
 /// A client of etcd's v3 API through its JSON gateway: HTTP/1.1 and JSON on etcd's client port,
 /// the same port `etcdctl` uses, with no generated code.
 ///
-/// Each request opens a connection to the first endpoint that accepts one (election traffic is a
-/// keep-alive a second, and loopback connections cost microseconds), so a restarted or replaced
-/// etcd member is simply used by the next request. A watch keeps its connection for as long as it
-/// is iterated. Plain HTTP only: etcd's TLS is not supported.
+/// Requests share one process-wide pool of kept-alive connections (async-http-client): the
+/// election's renewals and reads open no connection each. A request goes to the member that last
+/// answered; one that refuses, cannot be reached, or does not answer within ``timeout`` is passed
+/// over for the next, once round the list, and the member that answers is asked first from then
+/// on (so a request may take up to ``timeout`` per member). A watch holds a connection of its own
+/// for as long as it is iterated. `https://` members are reached over TLS, their certificates
+/// checked against the system's trust roots, or as ``tlsConfiguration`` says.
 package struct EtcdClient: Sendable {
-    /// `host:port` of each member, tried in order.
-    package let endpoints: [(host: String, port: Int)]
-    /// How long one request may take, connecting included.
+    /// Each member, tried in turn from the one that last answered.
+    package let endpoints: [EtcdEndpoint]
+    /// How long one member has to answer one request, connecting included; a watch's only
+    /// deadline is its answer's head.
     package let timeout: Duration
+    /// For `https://` members; nil: the default, full verification against the system's roots.
+    package let tlsConfiguration: TLSConfiguration?
+    /// Which member answered last, shared by every copy of this client.
+    let answering = AnsweringMember()
 
-    /// - Parameter endpoints: etcd's client URLs, `http://host:port` (the scheme may be left out).
-    package init(endpoints: [String], timeout: Duration = .seconds(2)) throws {
-        self.endpoints = try endpoints.map(Self.parse)
+    /// - Parameter endpoints: etcd's client URLs, `http://host:port` or `https://host:port` (the
+    ///   scheme may be left out: plain HTTP).
+    package init(endpoints: [String], timeout: Duration = .seconds(2), tlsConfiguration: TLSConfiguration? = nil) throws {
+        self.endpoints = try endpoints.map(EtcdEndpoint.init(parsing:))
         guard !self.endpoints.isEmpty else { throw ConfigurationError("etcd needs at least one endpoint") }
         self.timeout = timeout
-    }
-
-    static func parse(_ endpoint: String) throws -> (host: String, port: Int) {
-        var rest = Substring(endpoint)
-        if rest.hasPrefix("http://") { rest = rest.dropFirst(7) }
-        if rest.hasPrefix("https://") { throw ConfigurationError("etcd endpoint \(endpoint): TLS is not supported; use http://") }
-        if rest.hasSuffix("/") { rest = rest.dropLast() }
-        guard let colon = rest.lastIndex(of: ":"), let port = Int(rest[rest.index(after: colon)...]), (1...65_535).contains(port), colon > rest.startIndex
-        else { throw ConfigurationError("etcd endpoint \(endpoint) is not http://host:port") }
-        return (String(rest[..<colon]), port)
+        self.tlsConfiguration = tlsConfiguration
     }
 
     // MARK: Leases
@@ -159,115 +157,5 @@ package struct EtcdClient: Sendable {
         }
         continuation.onTermination = { _ in task.cancel() }
         return stream
-    }
-
-    // MARK: HTTP
-
-    private func call<Reply: Decodable>(_ path: String, _ request: JSONValue) async throws -> Reply {
-        let (status, reply) = try await exchange(path: path, body: Array(request.text().utf8))
-        guard status == .ok else {
-            let error = try? JSONDecoder().decode(EtcdJSON.ErrorBody.self, from: Data(reply))
-            let code = error?.code ?? 0
-            let message = error?.message ?? error?.error ?? "HTTP \(status.code) from \(path)"
-            throw EtcdError(kind: code == 5 && message.contains("lease") ? .leaseNotFound : .refused(code: code), message: message)
-        }
-        do {
-            return try JSONDecoder().decode(Reply.self, from: Data(reply))
-        } catch {
-            throw EtcdError(kind: .malformed, message: "\(path) answered \(String(decoding: reply.prefix(200), as: UTF8.self)): \(error)")
-        }
-    }
-
-    /// One request and its whole answer, within ``timeout``.
-    private func exchange(path: String, body: [UInt8]) async throws -> (HTTPResponseStatus, [UInt8]) {
-        try await withDeadline(timeout, path: path) {
-            var status = HTTPResponseStatus.ok
-            var reply: [UInt8] = []
-            try await self.post(path: path, body: body, status: { status = $0 }) { reply += $0 }
-            return (status, reply)
-        }
-    }
-
-    /// Sends a POST and hands each line of the answer's body (a watch's messages are one per
-    /// line) to `line` as it arrives.
-    private func readLines(path: String, body: [UInt8], line: ([UInt8]) throws -> Void) async throws {
-        var pending: [UInt8] = []
-        var status = HTTPResponseStatus.ok
-        var errorBody: [UInt8] = []
-        try await post(path: path, body: body, status: { status = $0 }) { chunk in
-            guard status == .ok else { errorBody += chunk; return }
-            pending += chunk
-            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                let message = Array(pending[..<newline])
-                pending.removeSubrange(...newline)
-                if !message.isEmpty { try line(message) }
-            }
-        }
-        guard status == .ok else {
-            let error = try? JSONDecoder().decode(EtcdJSON.ErrorBody.self, from: Data(errorBody))
-            throw EtcdError(kind: .refused(code: error?.code ?? 0), message: error?.message ?? "HTTP \(status.code) from \(path)")
-        }
-        if !pending.isEmpty { try line(pending) }
-    }
-
-    /// Sends a POST; hands the answer's status and each chunk of its body over as they arrive.
-    private func post(
-        path: String, body: [UInt8], status: (HTTPResponseStatus) -> Void, chunk: ([UInt8]) throws -> Void
-    ) async throws {
-        let (channel, endpoint) = try await connect()
-        try await channel.executeThenClose { inbound, outbound in
-            var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: path)
-            // The member this connection reached, port included (RFC 9112, section 3.2).
-            head.headers.add(name: "Host", value: "\(endpoint.host):\(endpoint.port)")
-            head.headers.add(name: "Content-Type", value: "application/json")
-            head.headers.add(name: "Content-Length", value: "\(body.count)")
-            try await outbound.write(.head(head))
-            try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body))))
-            try await outbound.write(.end(nil))
-            for try await part in inbound {
-                switch part {
-                case .head(let response): status(response.status)
-                case .body(let buffer): try chunk(Array(buffer.readableBytesView))
-                case .end: return
-                }
-            }
-            throw EtcdError(kind: .unreachable, message: "etcd closed the connection mid-answer to \(path)")
-        }
-    }
-
-    /// A connection to the first endpoint that accepts one, and that endpoint.
-    private func connect() async throws -> (NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>, (host: String, port: Int)) {
-        var failures: [String] = []
-        for endpoint in endpoints {
-            do {
-                let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                    .connectTimeout(.nanoseconds(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000))
-                    .connect(host: endpoint.host, port: endpoint.port) { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                            return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
-                        }
-                    }
-                return (channel, endpoint)
-            } catch {
-                failures.append("\(endpoint.host):\(endpoint.port): \(error)")
-            }
-        }
-        throw EtcdError(kind: .unreachable, message: "no etcd endpoint answered (\(failures.joined(separator: "; ")))")
-    }
-
-    private func withDeadline<T: Sendable>(_ timeout: Duration, path: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let result = first else {
-                throw EtcdError(kind: .unreachable, message: "etcd did not answer \(path) within \(timeout)")
-            }
-            return result
-        }
     }
 }
