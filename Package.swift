@@ -191,6 +191,8 @@ let package = Package(
                 .product(name: "Dependencies", package: "swift-dependencies"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            // The dashboard's page, embedded in the binary (Dashboard/DashboardPage.swift).
+            resources: ["dashboard.html", "dashboard.css", "model.js", "views.js", "controls.js"].map { .embedInCode("Dashboard/Page/" + $0) },
             swiftSettings: swiftSettings
         ),
         // The load tool (bench), chaos and fuzz, and the flows they drive: linked only by the
