@@ -74,7 +74,7 @@ package struct EtcdElection: Sendable {
     package func read() async throws -> (ElectionView, revision: Int64) {
         let result = try await client.transaction(when: [], then: [.get(leaderKey), .get(epochKey), .get(eligibleKey)])
         var view = ElectionView(leader: nil, eligible: nil, epoch: 0)
-        for keyValue in result.reads.compactMap({ $0 }) { apply(.init(kind: .put, keyValue: keyValue), to: &view) }
+        for keyValue in result.reads.compactMap({ $0 }) { fold(.init(kind: .put, keyValue: keyValue), into: &view) }
         return (view, result.revision)
     }
 
@@ -90,7 +90,7 @@ package struct EtcdElection: Sendable {
                         continuation.yield(.success(view))
                         for try await events in client.watch(prefix + "/", prefix: true, fromRevision: revision + 1) {
                             for event in events {
-                                apply(event, to: &view)
+                                fold(event, into: &view)
                                 revision = max(revision, event.keyValue.modRevision)
                             }
                             continuation.yield(.success(view))
@@ -108,7 +108,7 @@ package struct EtcdElection: Sendable {
         }
     }
 
-    private func apply(_ event: EtcdWatchEvent, to view: inout ElectionView) {
+    private func fold(_ event: EtcdWatchEvent, into view: inout ElectionView) {
         let value = event.kind == .put ? event.keyValue.value : nil
         switch event.keyValue.key {
         case leaderKey: view.leader = value.flatMap(Self.decodeLeader)

@@ -57,7 +57,7 @@ public struct TransportOptions: Sendable {
         _ configure: @escaping @Sendable (any SocketSetup) throws -> Void = { _ in }
     ) async throws -> (AsyncSocket, String) {
         try await loop.open(type, engine: engine(for: [endpoint]), configuration: configuration) { [self] socket in
-            try apply(to: socket)
+            try setOptions(on: socket)
             if let curve { try Self.curveSocket(socket).configureCurveServer(CurveServerOptions(keyPair: curve.keyPair, zapDomain: zapDomain)) }
             try configure(socket)
             return try socket.bind(endpoint)
@@ -78,7 +78,7 @@ public struct TransportOptions: Sendable {
             throw CurveSecurityError("CURVE is on but the server's public key is unknown: pass it (e.g. --server-key)")
         }
         let (socket, _) = try await loop.open(type, engine: engine(for: endpoints), configuration: configuration) { [self] socket in
-            try apply(to: socket)
+            try setOptions(on: socket)
             if let curve, let serverKey {
                 try Self.curveSocket(socket).configureCurveClient(CurveClientOptions(keyPair: curve.keyPair, serverPublicKey: serverKey))
             }
@@ -105,7 +105,8 @@ public struct TransportOptions: Sendable {
         return try await ZAPHandler.start(on: loop, allowing: curve.allowedClients, restricting: restricted, logger: logger)
     }
 
-    func apply(to socket: any SocketSetup) throws {
+    /// Sets the options every FlowKit socket has: the frame limit, linger, ZMTP heartbeats, and the rest below.
+    func setOptions(on socket: any SocketSetup) throws {
         try socket.setOption(.maxMessageSize, maxMessageBytes)
         try socket.setOption(.linger, linger)
         try socket.setOption(.heartbeatInterval, heartbeatInterval)
