@@ -127,10 +127,14 @@ extension MultiProcessTests {
         }
 
         /// Sockets on this machine connected (or lately connected) to `port`: lines of
-        /// /proc/net/tcp whose remote address has that port.
+        /// /proc/net/tcp and tcp6 whose remote address has that port. Read to the end: procfs
+        /// says its size is 0, and after the multi-process tests the table runs to many pages.
         static func tcpConnections(toPort port: Int) -> Int {
-            let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
-            return table.split(separator: "\n").dropFirst().filter { line in
+            let table = ["/proc/net/tcp", "/proc/net/tcp6"].map { path in
+                let data = (try? FileHandle(forReadingFrom: URL(fileURLWithPath: path)).readToEnd()) ?? nil
+                return String(decoding: data ?? Data(), as: UTF8.self)
+            }.joined(separator: "\n")
+            return table.split(separator: "\n").filter { line in
                 let fields = line.split(separator: " ")
                 return fields.count > 2 && fields[2].split(separator: ":").last.flatMap { Int($0, radix: 16) } == port
             }.count
