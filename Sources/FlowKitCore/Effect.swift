@@ -225,3 +225,25 @@ extension Effect {
         }
     }
 }
+
+extension Effect {
+    /// This effect without the `.cancellable` parts whose id `keep` refuses (and what they
+    /// wrap), and, unless `unmarked`, without the async work outside any `.cancellable`;
+    /// everything else as it is. A cluster resumes only the work whose id still marks work: a
+    /// cancelled effect is never started again by a takeover.
+    package func keepingCancellables(where keep: (CancelID) -> Bool, unmarked: Bool = true) -> Effect {
+        switch operation {
+        case .none, .send, .cancel:
+            return self
+        case .run, .deferred:
+            return unmarked ? self : .none
+        case .cancellable(let inner, let id, let cancelInFlight):
+            guard keep(id) else { return .none }
+            return Effect(operation: .cancellable(inner.keepingCancellables(where: keep), id: id, cancelInFlight: cancelInFlight))
+        case .merge(let effects):
+            return Effect(operation: .merge(effects.map { $0.keepingCancellables(where: keep, unmarked: unmarked) }))
+        case .concatenate(let effects):
+            return Effect(operation: .concatenate(effects.map { $0.keepingCancellables(where: keep, unmarked: unmarked) }))
+        }
+    }
+}

@@ -15,9 +15,14 @@ package final class EffectGroup: Sendable {
     /// when it records a task that joined just before the cancel.
     private let cancelled = Atomic<Bool>(false)
     private weak let registry: EffectRegistry?
+    /// The ownership term its effects run under in a cluster: the seq of the entry that started
+    /// them, or of the takeover that moved them here; 0 outside a cluster. Their submissions carry
+    /// it, and the coordinator refuses those of a term an instance's takeover ended.
+    package let term: UInt64
 
-    init(registry: EffectRegistry) {
+    init(registry: EffectRegistry, term: UInt64 = 0) {
         self.registry = registry
+        self.term = term
     }
 
     /// Adds a task about to be created; returns `false`, adding nothing, when the group was cancelled.

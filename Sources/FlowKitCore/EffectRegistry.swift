@@ -113,7 +113,11 @@ final class EffectRegistry: Sendable {
 
     /// Cancels every task.
     func cancelAll() {
-        let tasks = state.withLock { state in state.entries.values.map(\.task) }
+        let tasks = state.withLock { state in
+            // As for a cancel by id: they leave the index at once, however long they take to unwind.
+            state.byCancelID.removeAll()
+            return state.entries.values.map(\.task)
+        }
         for task in tasks { task.cancel() }
     }
 
@@ -128,6 +132,20 @@ final class EffectRegistry: Sendable {
 
     var count: Int {
         state.withLock { $0.entries.count }
+    }
+
+    /// The cancel ids that mark running work, each with the ownership term of its tasks' group
+    /// (the latest, when several tasks share an id).
+    var activeTerms: [CancelID: UInt64] {
+        state.withLock { state in
+            var terms: [CancelID: UInt64] = [:]
+            for (id, members) in state.byCancelID {
+                for taskID in members {
+                    if let entry = state.entries[taskID] { terms[id] = max(terms[id] ?? 0, entry.group.term) }
+                }
+            }
+            return terms
+        }
     }
 
     var activeCancelIDs: Set<CancelID> {

@@ -25,39 +25,22 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
     /// Where a running effect's events go, and which group the effects they cause belong to.
     package typealias Deliver = @Sendable (_ event: Event, _ group: EffectGroup) async -> Void
 
-    /// What one call of ``start(_:in:)`` produced.
-    package struct Scope {
-        package var mode: Mode
-        /// The group new tasks join; created on the first task when `nil`.
-        package var group: EffectGroup?
-        /// Events sent synchronously (`.send`), in order, for the owner to process next.
-        package var followUps: [Event] = []
-        /// The dependencies the effects' tasks see; `nil` leaves them the creating task's.
-        package var dependencies: DependencyValues?
-
-        package init(mode: Mode = .origin, group: EffectGroup? = nil, dependencies: DependencyValues? = nil) {
-            self.mode = mode
-            self.group = group
-            self.dependencies = dependencies
-        }
-    }
-
     let tasks = EffectRegistry()
     private let deliver: Deliver
     private let reportFailure: @Sendable (EffectFailure) -> Void
-    private let cancelFromTask: (@Sendable ([CancelID]) async -> Void)?
+    private let cancelFromTask: (@Sendable ([CancelID], EffectGroup) async -> Void)?
     package let context = EffectContext()
 
     /// - Parameters:
     ///   - deliver: Carries an event sent by a running effect back to the owner.
     ///   - reportFailure: Called for an error an effect threw without a `catch:` handler.
     ///   - cancelFromTask: Carries out a `.cancel(id:)` reached inside running work (after an async
-    ///     step of a concatenation). `nil` cancels locally; a cluster node routes it through the
-    ///     order instead, so that every replica sees it.
+    ///     step of a concatenation), with the group of the work that reached it. `nil` cancels
+    ///     locally; a cluster node routes it through the order instead, so that every replica sees it.
     package init(
         deliver: @escaping Deliver,
         reportFailure: @escaping @Sendable (EffectFailure) -> Void,
-        cancelFromTask: (@Sendable ([CancelID]) async -> Void)? = nil
+        cancelFromTask: (@Sendable ([CancelID], EffectGroup) async -> Void)? = nil
     ) {
         self.deliver = deliver
         self.reportFailure = reportFailure
@@ -79,9 +62,15 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
             scope.followUps.append(event)
         case .cancel(let ids):
             cancel(ids: ids)
+            for id in ids { scope.idChanges.append((id, false)) }
         case .cancellable(let inner, let id, let cancelInFlight):
-            if cancelInFlight { tasks.cancel(ids: SmallList(id)) }
+            if cancelInFlight {
+                tasks.cancel(ids: SmallList(id))
+                scope.idChanges.append((id, false))
+            }
+            let workBefore = scope.work
             walk(inner, cancelIDs: cancelIDs.appending(id), scope: &scope)
+            if scope.work > workBefore { scope.idChanges.append((id, true)) }
         case .merge(let effects):
             for effect in effects { walk(effect, cancelIDs: cancelIDs, scope: &scope) }
         case .concatenate(let effects):
@@ -89,6 +78,7 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
         case .run, .deferred:
             // A deferred effect consults runtime-held state (a throttle window, the clock) that
             // differs between processes, so it is treated like async work: the origin runs it.
+            scope.work += 1
             guard scope.mode == .origin else { return }
             spawn(effect, cancelIDs: cancelIDs, scope: &scope)
         }
@@ -105,6 +95,7 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
         while let first = remaining.first {
             guard first.isSynchronous else {
                 // What follows an async effect is the origin's business, when it gets there.
+                scope.work += 1
                 guard scope.mode == .origin else { return }
                 spawn(Effect(operation: .concatenate(Array(remaining))), cancelIDs: cancelIDs, scope: &scope)
                 return
@@ -121,14 +112,14 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
         if let existing = scope.group {
             group = existing
         } else {
-            group = makeGroup()
+            group = makeGroup(term: scope.term)
             scope.group = group
         }
         spawn(effect, cancelIDs: cancelIDs, group: group, dependencies: scope.dependencies)
     }
 
-    package func makeGroup() -> EffectGroup {
-        EffectGroup(registry: tasks)
+    package func makeGroup(term: UInt64 = 0) -> EffectGroup {
+        EffectGroup(registry: tasks, term: term)
     }
 
     /// Starts a task for `effect`, registered under `cancelIDs` and in `group`, unless the runtime has
@@ -189,7 +180,7 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
         case .send(let event):
             await makeSend(group: group)(event)
         case .cancel(let ids):
-            await cancelFromRunningTask(ids)
+            await cancelFromRunningTask(ids, group: group)
         case .run(let run):
             await perform(run, group: group)
         case .cancellable(let inner, let id, let cancelInFlight):
@@ -220,9 +211,9 @@ package final class EffectRuntime<Event: Sendable>: Sendable {
     }
 
     @inline(never)
-    private func cancelFromRunningTask(_ ids: SmallList<CancelID>) async {
+    private func cancelFromRunningTask(_ ids: SmallList<CancelID>, group: EffectGroup) async {
         if let cancelFromTask {
-            await cancelFromTask(Array(ids))
+            await cancelFromTask(Array(ids), group)
         } else {
             cancel(ids: ids)
         }

@@ -96,8 +96,18 @@ package final class FlowInstance<F: Flow> {
         // Effect tasks bind the owner's dependencies. Reducers need no binding of their own: the
         // flow was built inside the owner's scope, so its `@Dependency` properties carry its values.
         var scope = EffectRuntime<F.Event>.Scope(mode: mode, group: group, dependencies: dependencies)
+        start(effect, in: &scope, notifying: didReduce)
+        return scope.group
+    }
+
+    /// Starts `effect`, then reduces the events it sends synchronously (`.send`) in order, each
+    /// before the next event from outside, starting their effects too.
+    private func start(
+        _ effect: Effect<F.Event>, in scope: inout EffectRuntime<F.Event>.Scope, notifying didReduce: ((F.Event, F.State) -> Void)?,
+        reducingSends: Bool = true
+    ) {
         runtime.start(effect, in: &scope)
-        // Follow-ups (`.send`) are applied in order, each before the next event from outside.
+        guard reducingSends else { return }
         var cursor = 0
         while cursor < scope.followUps.count {
             let next = scope.followUps[cursor]
@@ -106,11 +116,65 @@ package final class FlowInstance<F: Flow> {
             didReduce?(next, state)
             if !effect.isNone { runtime.start(effect, in: &scope) }
         }
-        return scope.group
+    }
+
+    /// Applies `event` as an entry of a replicated log, whose effects' tasks form a group under
+    /// `term` (the entry's seq).
+    ///
+    /// - Returns: What its effects did that every replica sees alike (``EffectOutline``).
+    package func applyEntry(_ event: F.Event, stamp: EntryStamp, mode: EffectRuntime<F.Event>.Mode, term: UInt64) -> EffectOutline {
+        entropy.reset(stamp)
+        let effect = reduce(event)
+        guard !effect.isNone else { return EffectOutline() }
+        var scope = EffectRuntime<F.Event>.Scope(mode: mode, dependencies: dependencies, term: term)
+        start(effect, in: &scope, notifying: nil)
+        return EffectOutline(scope)
+    }
+
+    /// Continues the effects another process ran (a takeover): `derive` returns, from the state,
+    /// the effects that should be running, and they start as an entry's under `term` (the
+    /// takeover's seq); events they send synchronously are reduced like an entry's. `derive` sees
+    /// the owner's dependencies, with `uuid`, `date` and random numbers drawn from the entry, as
+    /// a reducer does.
+    ///
+    /// - Parameter keep: Whether a `.cancellable` part of what `derive` returns may start: only
+    ///   work whose id still marks work is continued (a cancelled effect is not started again).
+    /// - Returns: What the effects did, as ``applyEntry(_:stamp:mode:term:)`` says.
+    /// - Parameter unmarked: Whether work outside any `.cancellable` starts too.
+    /// - Parameter reducingSends: `false` restarts only the work, for a process that learns from a
+    ///   snapshot that it owns the instance's effects: what they sent at once was reduced when the
+    ///   takeover was applied, and is in the snapshot's state.
+    package func resume(
+        derive: (F.State) -> Effect<F.Event>, keep: (CancelID) -> Bool, unmarked: Bool = true, stamp: EntryStamp, mode: EffectRuntime<F.Event>.Mode,
+        term: UInt64, reducingSends: Bool = true
+    ) -> EffectOutline {
+        entropy.reset(stamp)
+        let current = state
+        let effect = withDependencies { $0 = dependencies } operation: {
+            ReducingEntry.with(entropy) { derive(current) }
+        }.keepingCancellables(where: keep, unmarked: unmarked)
+        guard !effect.isNone else { return EffectOutline() }
+        var scope = EffectRuntime<F.Event>.Scope(mode: mode, dependencies: dependencies, term: term)
+        start(effect, in: &scope, notifying: nil, reducingSends: reducingSends)
+        return EffectOutline(scope)
     }
 
     /// Replaces the state wholesale: a cluster node restoring a snapshot. Not for flows' own use.
     package func restore(_ state: F.State) {
         self.state = state
+    }
+}
+
+/// What an entry's effects did that every replica of an instance sees alike, whether it runs them
+/// or not: whether they had async work, and which cancel ids started or stopped marking work.
+package struct EffectOutline {
+    package var hasWork = false
+    package var idChanges: [(id: CancelID, started: Bool)] = []
+
+    init() {}
+
+    init<Event>(_ scope: EffectRuntime<Event>.Scope) {
+        hasWork = scope.hasWork
+        idChanges = scope.idChanges
     }
 }

@@ -24,9 +24,25 @@ public protocol ReplicatedFlow: Flow where State: Codable, Event: Codable {
     /// by default the type's name without its `Flow` suffix, in kebab case (`CounterFlow` is
     /// `counter`, `ChatRoomFlow` is `chat-room`).
     static var flowName: String { get }
+    /// The effects an instance in `state` should have running, started again on a surviving node
+    /// when the node that ran them dies (a *takeover*): a timer whose state says it is active
+    /// returns its ticking effect; a countdown, the rest of its countdown.
+    ///
+    /// Called on every replica when the takeover entry is applied, and run only by the instance's
+    /// new owner; like a reducer it reads nothing but `state` and its dependencies. The default
+    /// resumes nothing: the instance's effects stop. A flow that wants its state to say so returns
+    /// an event of its own, `.send(.effectsLost)`, which every replica reduces.
+    ///
+    /// ```swift
+    /// static func resume(_ state: State) -> Effect<Event> {
+    ///     state.isTimerActive ? .run { send in … }.cancellable(id: CancelID.timer) : .none
+    /// }
+    /// ```
+    static func resume(_ state: State) -> Effect<Event>
 }
 
 extension ReplicatedFlow {
+    public static func resume(_ state: State) -> Effect<Event> { .none }
     public static var sampleEvents: [Event] { [] }
     public static var flowName: String { defaultFlowName(forType: String(describing: Self.self)) }
 }

@@ -68,4 +68,15 @@ extension CountdownFlow: ReplicatedFlow {
     public static var initialState: State { State() }
     public static var sampleEvents: [Event] { [.startCountdown, .timerTick, .timerCompleted] }
 
+    /// A countdown whose node died counts down the rest at a survivor, from where its state is.
+    public static func resume(_ state: State) -> Effect<Event> {
+        guard state.timeRemaining > 0, !state.isCompleted else { return .none }
+        return .run { send in
+            @Dependency(\.continuousClock) var clock
+            for await _ in clock.timer(interval: .seconds(1)) {
+                await send(.timerTick)
+            }
+        }
+        .cancellable(id: CancelID.timer)
+    }
 }

@@ -103,4 +103,18 @@ extension StreamingFlow: ReplicatedFlow {
     public static var initialState: State { State() }
     public static var sampleEvents: [Event] { [.startStreaming, .stopStreaming, .didReceiveData("chunk 1"), .streamFailed("closed")] }
 
+    /// A stream whose node died is opened again at a survivor (a live client would pass where to
+    /// start from, `received.count`; this one starts over).
+    public static func resume(_ state: State) -> Effect<Event> {
+        guard state.isStreaming else { return .none }
+        return .run { send in
+            @Dependency(\.streamClient) var client
+            for try await data in client.stream() {
+                await send(.didReceiveData(data))
+            }
+        } catch: { error, send in
+            await send(.streamFailed("\(error)"))
+        }
+        .cancellable(id: "data-stream", cancelInFlight: true)
+    }
 }

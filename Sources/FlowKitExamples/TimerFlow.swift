@@ -57,4 +57,15 @@ extension TimerFlow: ReplicatedFlow {
     public static var initialState: State { State() }
     public static var sampleEvents: [Event] { [.toggleTimerButtonTapped, .stop, .timerTick] }
 
+    /// A timer whose node died ticks on at a survivor: the state says whether it runs.
+    public static func resume(_ state: State) -> Effect<Event> {
+        guard state.isTimerActive else { return .none }
+        return .run { send in
+            @Dependency(\.continuousClock) var clock
+            for await _ in clock.timer(interval: .seconds(1)) {
+                await send(.timerTick)
+            }
+        }
+        .cancellable(id: CancelID.timer, cancelInFlight: true)
+    }
 }

@@ -31,6 +31,8 @@ package final class ChildProcess: Sendable, CustomStringConvertible {
     package let stdoutPath: String
     package let stderrPath: String
     private let exitStatus = Mutex<Int32?>(nil)
+    /// When it was spawned.
+    package let startedAt = ContinuousClock.now
 
     private init(pid: pid_t, name: String, stdoutPath: String, stderrPath: String) {
         self.pid = pid

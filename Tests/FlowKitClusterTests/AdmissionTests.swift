@@ -31,7 +31,7 @@ import Testing
 
         /// The client request a node receives: an EMIT, or a CANCEL by id or of every effect.
         var nodeFrames: [[UInt8]] {
-            var header: [UInt8] = [0x46, 0x4B, 1]
+            var header: [UInt8] = [0x46, 0x4B, WireHeader.version]
             switch kind {
             case .event:
                 header += [0x30] + Wire.u64(1) + [0, codec] + Wire.shortString(address)
@@ -44,8 +44,8 @@ import Testing
 
         /// The SUBMIT the coordinator receives from a node that skipped the node's own check.
         var submitFrames: [[UInt8]] {
-            let record: [UInt8] = Wire.u64(1) + [kind.rawValue, codec] + Wire.u64(0) + Wire.shortString(address) + payload
-            return [[0x46, 0x4B, 1, 0x01] + Wire.u32(7) + Wire.u64(99), Wire.u32(UInt32(record.count)) + record]
+            let record: [UInt8] = Wire.u64(1) + [kind.rawValue, codec] + Wire.u64(0) + Wire.u64(0) + Wire.shortString(address) + payload
+            return [[0x46, 0x4B, WireHeader.version, 0x01] + Wire.u32(7) + Wire.u64(99), Wire.u32(UInt32(record.count)) + record]
         }
     }
 
@@ -163,8 +163,8 @@ import Testing
     /// node builds one, so only the coordinator's wall sees it.
     @Test func typedCancelsAreAdmittedAtTheCoordinator() throws {
         let target = CancelTarget.typed(type: "MyApp.TimerFlow.CancelID", description: "timer")
-        let record: [UInt8] = Wire.u64(1) + [2, 2] + Wire.u64(0) + Wire.shortString("counter/a") + target.payload
-        let frames = [[0x46, 0x4B, 1, 0x01] + Wire.u32(7) + Wire.u64(99), Wire.u32(UInt32(record.count)) + record]
+        let record: [UInt8] = Wire.u64(1) + [2, 2] + Wire.u64(0) + Wire.u64(0) + Wire.shortString("counter/a") + target.payload
+        let frames = [[0x46, 0x4B, WireHeader.version, 0x01] + Wire.u32(7) + Wire.u64(99), Wire.u32(UInt32(record.count)) + record]
         guard case .admitted(let admitted) = Self.atTheCoordinator(frames) else {
             Issue.record("refused: \(Self.atTheCoordinator(frames))")
             return
@@ -176,7 +176,7 @@ import Testing
 
     @Test(arguments: coordinatorOnly)
     func submissionsNoNodeSendsAreRefused(_ name: String, _ record: [UInt8]) {
-        let frames = [[0x46, 0x4B, 1, 0x01] + Wire.u32(7) + Wire.u64(99), Wire.u32(UInt32(record.count)) + record]
+        let frames = [[0x46, 0x4B, WireHeader.version, 0x01] + Wire.u32(7) + Wire.u64(99), Wire.u32(UInt32(record.count)) + record]
         guard case .refused(let error) = Self.atTheCoordinator(frames) else {
             Issue.record("\(name) was admitted")
             return
@@ -186,8 +186,8 @@ import Testing
     }
 
     static let malformedSubmits: [(String, [[UInt8]])] = {
-        let header: [UInt8] = [0x46, 0x4B, 1, 0x01] + Wire.u32(7) + Wire.u64(99)
-        let origin0: [UInt8] = [0x46, 0x4B, 1, 0x01] + Wire.u32(0) + Wire.u64(99)
+        let header: [UInt8] = [0x46, 0x4B, WireHeader.version, 0x01] + Wire.u32(7) + Wire.u64(99)
+        let origin0: [UInt8] = [0x46, 0x4B, WireHeader.version, 0x01] + Wire.u32(0) + Wire.u64(99)
         let submission0: [UInt8] = Wire.u32(UInt32(validRecord.count - 4)) + [UInt8](repeating: 0, count: 8) + Array(validRecord.dropFirst(12))
         return [
             ("origin 0", [origin0, validRecord]),
@@ -200,11 +200,11 @@ import Testing
     func malformedSubmitMessagesAreRefused(_ name: String, _ frames: [[UInt8]]) {
         #expect(throws: ProtocolError.self, "\(name)") { try SubmitMessage(frames: frames) }
         // The same frames with the fault undone decode.
-        #expect(throws: Never.self) { try SubmitMessage(frames: [[0x46, 0x4B, 1, 0x01] + Wire.u32(7) + Wire.u64(99), Self.validRecord]) }
+        #expect(throws: Never.self) { try SubmitMessage(frames: [[0x46, 0x4B, WireHeader.version, 0x01] + Wire.u32(7) + Wire.u64(99), Self.validRecord]) }
     }
 
     static let validRecord: [UInt8] = {
-        let record = Wire.u64(1) + [1, 1] + Wire.u64(0) + Wire.shortString("counter/a") + Array(#"{"increment":{}}"#.utf8)
+        let record = Wire.u64(1) + [1, 1] + Wire.u64(0) + Wire.u64(0) + Wire.shortString("counter/a") + Array(#"{"increment":{}}"#.utf8)
         return Wire.u32(UInt32(record.count)) + record
     }()
 
@@ -223,7 +223,7 @@ import Testing
     @Test(arguments: malformedRequests)
     func malformedClientRequestsAreRefused(_ name: String, _ body: [UInt8]) {
         let type: UInt8 = name.hasPrefix("EMIT") ? 0x30 : 0x34
-        var frames = [[0x46, 0x4B, 1, type] + body]
+        var frames = [[0x46, 0x4B, WireHeader.version, type] + body]
         if type == 0x30 { frames.append(Array(#"{"increment":{}}"#.utf8)) }
         let error = #expect(throws: ProtocolError.self, "\(name)") { try ClientRequest(frames: frames) }
         #expect(error?.code == .malformed, "\(name): \(String(describing: error))")

@@ -54,8 +54,8 @@ import Testing
         registry.register(TimersFlow.self, as: "timers")
         let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         let context = ReplicaContext(
-            dependencies: DependencyValues(), logger: logger,
-            submit: { _, kind, codec, payload in
+            dependencies: DependencyValues(), logger: logger, owner: EffectOwner(node: 1, session: 1),
+            submit: { _, kind, codec, payload, _ in
                 guard kind == .cancel, let target = try? CancelTarget(codec: codec, payload: payload) else { return }
                 submitted.cancels.withLock { $0.append(target) }
             },
@@ -75,19 +75,6 @@ import Testing
         entry(seq, .event, Array(try JSONEncoder().encode(event)))
     }
 
-    /// Waits until `condition` holds, for at most three minutes: the unit tests run side by side,
-    /// and the simulation's seeds hold both of the pool's threads (two cores) for a minute or more
-    /// of a debug build, while the effects here need one to run (seen: no effect ran in 60 s).
-    private func eventually(_ what: String, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(180)
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("not within 180 s: \(what)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
 
     /// The types of the cancel ids whose effects run at `timers/a`.
     private func running(_ replicas: ReplicaSet) -> Set<String> {

@@ -42,7 +42,11 @@ import Testing
     @Test func largeStatesAreSplitIntoContinuationsAndJoinedAgain() throws {
         let instances = [
             SnapshotChunkMessage.Instance(address: "kv/a", lastSeq: 3, state: Self.record(10)),
-            SnapshotChunkMessage.Instance(address: "kv/big", lastSeq: 9, state: Array((0..<2_500).map { UInt8(truncatingIfNeeded: $0) })),
+            // States are JSON, which never starts with a zero byte; its continuations may.
+            SnapshotChunkMessage.Instance(
+                address: "kv/big", lastSeq: 9, state: Array((1...2_500).map { UInt8(truncatingIfNeeded: $0) }),
+                ownership: .init(owners: [EffectOwner(node: 2, session: 7)], fence: 8)
+            ),
             SnapshotChunkMessage.Instance(address: "kv/empty", lastSeq: 4, state: []),
             SnapshotChunkMessage.Instance(address: "kv/z", lastSeq: 5, state: Self.record(30)),
         ]

@@ -218,18 +218,21 @@ import ZeroMQ
         #expect(words(machine.receivePublished([Message(parts: HeartbeatMessage(epoch: 3, head: 4, time: 0).frames)], now: 20)) == ["sync"])
     }
 
-    /// The report and digest policy: a node that moved reports what it has hashed; idle at the
-    /// head it hashes everything first, so the report is exact; far behind, it hashes nothing.
+    /// The report and digest policy: a node at the head that moved hashes what changed within its
+    /// budget (a timer's tick); idle at the head it hashes everything first, so the report is
+    /// exact; far behind, it hashes nothing.
     @Test func reportsHashEverythingWhenIdleAndNothingWhileCatchingUp() throws {
         var machine = connected()
         _ = machine.receivePublished([published([entry(1), entry(2)])], now: 10)
-        #expect(machine.planReport() == .init(applied: 2, catchingUp: false, hashEverythingNow: false), "it moved since the last report")
-        #expect(machine.planReport() == .init(applied: 2, catchingUp: false, hashEverythingNow: true), "idle at the head")
+        #expect(
+            machine.planReport() == .init(applied: 2, catchingUp: false, hashEverythingNow: false, hashChangesNow: true), "it moved since the last report"
+        )
+        #expect(machine.planReport() == .init(applied: 2, catchingUp: false, hashEverythingNow: true, hashChangesNow: false), "idle at the head")
         let far = 2 + NodeMachine.catchingUpLag + 1
         _ = machine.receivePublished([Message(parts: HeartbeatMessage(epoch: 3, head: far, time: 0).frames)], now: 20)
         #expect(machine.lag == far - 2)
         #expect(!machine.hashesDigests)
-        #expect(machine.planReport() == .init(applied: 2, catchingUp: true, hashEverythingNow: false), "far behind: no digests")
+        #expect(machine.planReport() == .init(applied: 2, catchingUp: true, hashEverythingNow: false, hashChangesNow: false), "far behind: no digests")
         var near = connected()
         _ = near.receivePublished([Message(parts: HeartbeatMessage(epoch: 3, head: NodeMachine.catchingUpLag, time: 0).frames)], now: 10)
         #expect(near.hashesDigests && !near.planReport().catchingUp, "just within the lag, it hashes")

@@ -73,13 +73,13 @@ import Testing
         ([[0x46]], .truncated),
         ([[0x00, 0x00, 1, 0x30]], .badMagic),
         ([[0x46, 0x4B, 9, 0x30]], .unsupportedVersion),
-        ([[0x46, 0x4B, 1, 0x99]], .unknownType),
-        ([[0x46, 0x4B, 1, 0x10]], .unknownType),
-        ([[0x46, 0x4B, 1, 0x30, 0, 0]], .truncated),
-        ([[0x46, 0x4B, 1, 0x32, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0x61]], .truncated),
-        ([[0x46, 0x4B, 1, 0x32, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0xFF, 0xFE]], .malformed),
-        ([[0x46, 0x4B, 1, 0x36, 0, 0, 0, 0, 0, 0, 0, 1], [1]], .wrongFrameCount),
-        ([[0x46, 0x4B, 1, 0x36, 0, 0, 0, 0, 0, 0, 0, 1, 5]], .malformed),
+        ([[0x46, 0x4B, WireHeader.version, 0x99]], .unknownType),
+        ([[0x46, 0x4B, WireHeader.version, 0x10]], .unknownType),
+        ([[0x46, 0x4B, WireHeader.version, 0x30, 0, 0]], .truncated),
+        ([[0x46, 0x4B, WireHeader.version, 0x32, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0x61]], .truncated),
+        ([[0x46, 0x4B, WireHeader.version, 0x32, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0xFF, 0xFE]], .malformed),
+        ([[0x46, 0x4B, WireHeader.version, 0x36, 0, 0, 0, 0, 0, 0, 0, 1], [1]], .wrongFrameCount),
+        ([[0x46, 0x4B, WireHeader.version, 0x36, 0, 0, 0, 0, 0, 0, 0, 1, 5]], .malformed),
     ])
     func badClientRequestsAreRefusedWithTheirReason(frames: [[UInt8]], code: ProtocolError.Code) {
         #expect {

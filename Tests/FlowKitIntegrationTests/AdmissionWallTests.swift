@@ -48,7 +48,7 @@ extension ClusterProcessTests {
             let submit = try await RawDealer(endpoint: endpoints.submit, logger: cluster.logger)
             defer { Task { await submit.close() } }
             try await submit.sayHello(node: 900, session: 77)
-            let wedge = Self.frameLimit - 16 - 4 - 20 - "kv/wedge".utf8.count
+            let wedge = Self.frameLimit - 16 - 4 - 28 - "kv/wedge".utf8.count
             for (index, size) in [wedge, 5 << 20, (1 << 20) + 4_096, Self.maxEvent + 1].enumerated() {
                 let frames = Self.submit(UInt64(index + 1), address: "kv/wedge", payload: Self.kvEvent(bytes: size))
                 if index == 0 { #expect(frames[1].count == Self.frameLimit - 16) }

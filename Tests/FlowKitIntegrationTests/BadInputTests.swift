@@ -53,7 +53,7 @@ extension ClusterProcessTests {
                 ),
                 ("a garbage frame", [Array("GET / HTTP/1.1\r\n\r\n".utf8)], .badMagic, 0),
                 ("a truncated header", [[0x46, 0x4B]], .truncated, 0),
-                ("protocol version 2", [Wire.header(type: 0x30, version: 2) + Wire.u64(43)], .unsupportedVersion, 0),
+                ("protocol version 1", [Wire.header(type: 0x30, version: 1) + Wire.u64(43)], .unsupportedVersion, 0),
                 ("an unknown message type", [Wire.header(type: 0x6E) + Wire.u64(44)], .unknownType, 44),
                 ("a reply type sent as a request", [Wire.header(type: 0x31) + Wire.u64(45)], .unknownType, 45),
                 (

@@ -107,6 +107,36 @@ extension ClusterProcessTests {
         #expect(output.contains("stopped; no child process left"), "\(output.suffix(500))")
     }
 
+    /// The supervisor: node-2 killed with -9 is restarted (a new process on its endpoint, the
+    /// view says so) and the cluster is healthy again; node-1 stopped cleanly (SIGTERM, exit 0) is
+    /// left stopped, as systemd's `Restart=on-failure` would.
+    @Test func clusterCommandRestartsACrashedNodeAndLeavesAStoppedOneStopped() async throws {
+        try await ClusterCommandProcess.run({ ["--base-port", "0", "--fresh", "--dir", $0 + "/cluster", "--no-demo", "--nodes", "2"] }, clusterDirectory: "cluster") { cluster in
+            let before = try cluster.file()
+            let crashed = try #require(before.nodes.first { $0.name == "node-2" })
+            kill(crashed.pid, SIGKILL)
+            let restarted = try await eventually("node-2 restarted", timeout: .seconds(20), every: .milliseconds(200)) {
+                let node = try cluster.file().nodes.first { $0.name == "node-2" }
+                return node.map { $0.pid != crashed.pid && !ProcessTable.isGone($0.pid) } == true ? node : nil
+            }
+            #expect(restarted.clientEndpoint == crashed.clientEndpoint, "on the same endpoint")
+            let emitted = try await cluster.flowkit(["emit", "counter/s", #"{"increment":{}}"#, "--node", "node-2", "--wait", "applied"])
+            #expect(emitted.exitCode == 0, "\(emitted)")
+            let output = { (try? String(contentsOfFile: cluster.process.stdoutPath, encoding: .utf8)) ?? "" }
+            #expect(output().contains("supervisor: node-2 exited (killed by signal 9): restarting in 1.0 seconds"), "\(output().suffix(800))")
+            #expect(output().contains("supervisor: node-2 restarted (pid \(restarted.pid), restart 1 in a row)"), "\(output().suffix(800))")
+
+            let stopped = try #require(before.nodes.first { $0.name == "node-1" })
+            kill(stopped.pid, SIGTERM)
+            _ = try await eventually("node-1 left stopped", timeout: .seconds(15), every: .milliseconds(200)) {
+                output().contains("supervisor: node-1 stopped (exit code 0): left stopped") ? true : nil
+            }
+            try await Task.sleep(for: .seconds(2))
+            #expect(try cluster.file().nodes.first { $0.name == "node-1" }?.pid == stopped.pid, "node-1 was not started again")
+            #expect(ProcessTable.isGone(stopped.pid))
+        }
+    }
+
     /// `kill -9` of `flowkit cluster`: its children die too, each within its orphan grace (a
     /// watchdog thread that sees the parent gone asks for a graceful stop, then exits regardless,
     /// so a graceful stop that hangs cannot keep it alive). One node is frozen (SIGSTOP) across
@@ -220,7 +250,7 @@ extension Sequence {
 }
 
 extension ClusterProcessTests {
-    /// One node of a `flowkit cluster`, stopped and started again by hand from the command line
+    /// One node of a `flowkit cluster`, stopped (SIGTERM) and started again by hand from the command line
     /// `cluster.json` keeps for it (flowkit cluster --help, README): it comes back where the
     /// cluster knows it, catches up, and the cluster is healthy.
     @Test func aNodeRestartedByHandFromClusterJSONRejoins() async throws {
@@ -234,7 +264,8 @@ extension ClusterProcessTests {
             #expect(command.contains(node2["clientEndpoint"] as? String ?? "?"), "the command binds where the cluster knows the node: \(command)")
             #expect(!command.contains { $0.hasSuffix(":*") }, "\(command)")
 
-            kill(pid, SIGKILL)
+            // Stopped cleanly: the cluster's supervisor leaves it stopped (one killed, it restarts).
+            kill(pid, SIGTERM)
             _ = try await eventually("node-2 gone", timeout: .seconds(10), every: .milliseconds(50)) { ProcessTable.isGone(pid) ? true : nil }
             let ordered = try await cluster.flowkit(["emit", "counter/by-hand", #"{"increment":{}}"#, "--node", "node-1", "--wait", "applied"])
             #expect(ordered.exitCode == 0, "\(ordered)")

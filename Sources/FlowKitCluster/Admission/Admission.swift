@@ -69,6 +69,8 @@ struct Admission: Sendable {
             try CancelPayload.checkCancelAll(payload)
         case .quarantined:
             throw ProtocolError(.malformed, "entry kind 4 marks an entry the coordinator quarantined; it cannot be submitted")
+        case .takeover:
+            throw ProtocolError(.malformed, "entry kind 5 moves effects off a node that went down; only the coordinator orders it")
         }
         let flow = try self.flow(at: address)
         guard kind == .event else { return Admitted(kind: kind, codec: codec, address: address, payload: payload) }

@@ -216,7 +216,8 @@ public final class ClusterClient: Sendable {
                 name: name,
                 codecs: EventCodecs<F.Event>(wire: .json),
                 initialState: { _ in F.initialState },
-                makeFlow: { F() }
+                makeFlow: { F() },
+                resume: F.resume
             )
             let handle = try RemoteFlow<F>(
                 client: self,

@@ -13,7 +13,7 @@ extension Coordinator {
         let (firstSeq, lastSeq) = try await parts.writer.run { log in (log.firstSeq, log.lastSeq) }
         let committed = await group?.standby.committed ?? lastSeq
         var sequencer = Sequencer(epoch: record.epoch, durableHead: lastSeq, dedup: DedupTable(window: configuration.dedupWindow))
-        let (replayed, quarantined) = try await CoordinatorStorage.recover(
+        let (replayed, quarantined, fences) = try await CoordinatorStorage.recover(
             &sequencer, replica: parts.replica, from: firstSeq, committed: committed, quarantine: parts.quarantine
         ) { [writer = parts.writer] seq in
             try await writer.run { log in seq > log.lastSeq ? [] : try log.read(from: seq, maxCount: 10_000, maxBytes: 16 << 20) }
@@ -37,7 +37,7 @@ extension Coordinator {
         }
         let machine = CoordinatorMachine(
             configuration: configuration, registry: registry, sequencer: sequencer, firstSeq: firstSeq,
-            now: WallClock.micros(), replication: progress
+            now: WallClock.micros(), replication: progress, fences: fences
         )
         logger.notice(
             "leading",

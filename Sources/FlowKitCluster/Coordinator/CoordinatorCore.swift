@@ -139,7 +139,8 @@ actor CoordinatorCore: SyncSource {
 
     func publishStatus() async {
         let (changed, instances) = await replica.takeChangedDigests(spreadOver: configuration.statusInterval * 0.8)
-        interpreter.run { $0.status(now: WallClock.micros(), instances: instances) }
+        let ownership = await replica.ownership(live: machine.liveOwners(now: WallClock.micros()))
+        interpreter.run { $0.status(now: WallClock.micros(), instances: instances, ownership: ownership) }
         compareInBackground(ReportedDigest.list(changed), reporter: "coordinator")
     }
 

@@ -9,6 +9,8 @@ struct NodeOversight {
     fileprivate(set) var quarantinedEntries = 0
     /// The alarm for them, published with the next status: subscribers connect after recovery.
     fileprivate var unannouncedQuarantine: Alarm?
+    /// Whose effects move where when a node process goes down.
+    var takeovers = TakeoverPlanner()
 
     init(configuration: CoordinatorConfiguration, head: UInt64, now: UInt64) {
         membership = Membership(
@@ -26,12 +28,10 @@ extension CoordinatorMachine {
     /// A node's HELLO: it is a member, and hears the term and the head in a WELCOME.
     mutating func hello(_ hello: HelloMessage, from peer: RouterEnvelope, now: UInt64) -> [Action] {
         var actions: [Action] = []
-        let lost = oversight.membership.hello(node: hello.node, session: hello.session, info: hello.info, peer: peer.identity, now: now)
-        if lost > 0 {
-            observations.count(\.effectsLost, lost)
-            let message = "\(hello.info.name) restarted: the \(lost) effect(s) its previous process was running were lost"
-            observations.log(.warning, "\(message)")
-            actions.append(publish(Alarm(kind: .effectsLost, message: message)))
+        if let replaced = oversight.membership.hello(node: hello.node, session: hello.session, info: hello.info, peer: peer.identity, now: now),
+            let owned = oversight.takeovers.ownership.counts[replaced]
+        {
+            observations.log(.warning, "\(hello.info.name) restarted as a new process: the effects of \(owned) instance(s) its previous process owned are taken over")
         }
         observations.log(.info, 
             "node said hello",
@@ -83,10 +83,14 @@ extension CoordinatorMachine {
         return alarms
     }
 
-    /// Every status interval: alarms for nodes gone down or stalled, then the status.
+    /// Every status interval: alarms for nodes gone down or stalled, takeovers of the effects of
+    /// node processes no longer live, then the status.
     ///
-    /// - Parameter instances: How many instances the coordinator's replica holds.
-    mutating func status(now: UInt64, instances: Int) -> [Action] {
+    /// - Parameters:
+    ///   - instances: How many instances the coordinator's replica holds.
+    ///   - ownership: Who owns effects of which instances, as the replica knows it, with the
+    ///     instances of the owners not in ``liveOwners(now:)`` when it was asked.
+    mutating func status(now: UInt64, instances: Int, ownership: EffectOwnership = EffectOwnership()) -> [Action] {
         observations.flushTrace()
         let head = committedHead
         let seconds = Double(now &- oversight.lastStatus.time) / 1_000_000
@@ -115,12 +119,10 @@ extension CoordinatorMachine {
             oversight.unannouncedQuarantine = nil
             actions.append(publish(quarantine))
         }
-        var status = oversight.membership.status(
-            epoch: intake.epoch, head: head, firstSeq: firstSeq, entriesPerSecond: rate, quarantined: oversight.quarantinedEntries, now: now
-        )
-        if let replication {
-            status.replication = replication.status(leaderSince: leaderSince, now: now)
-            actions += noteReplication(status.replication!, blocking: replication.blocking(now: now))
+        actions += takeOver(ownership, now: now)
+        let status = status(now: now, entriesPerSecond: rate)
+        if let replication, let progress = status.replication {
+            actions += noteReplication(progress, blocking: replication.blocking(now: now))
         }
         observations.gauge(\.head, Double(head))
         observations.gauge(\.pendingCommit, Double(intake.pending.entries.count))
@@ -131,14 +133,52 @@ extension CoordinatorMachine {
         return actions
     }
 
-    /// The cluster as the coordinator sees it now, for a status without a rate.
-    func status(now: UInt64) -> ClusterStatus {
+    /// The cluster as the coordinator sees it now.
+    func status(now: UInt64, entriesPerSecond: Double = 0) -> ClusterStatus {
         var status = oversight.membership.status(
-            epoch: intake.epoch, head: committedHead, firstSeq: firstSeq, entriesPerSecond: 0,
-            quarantined: oversight.quarantinedEntries, now: now
+            epoch: intake.epoch, head: committedHead, firstSeq: firstSeq, entriesPerSecond: entriesPerSecond,
+            quarantined: oversight.quarantinedEntries, owned: oversight.takeovers.ownership.counts, now: now
         )
         status.replication = replication?.status(leaderSince: leaderSince, now: now)
+        status.takeovers = oversight.takeovers.takenOver
+        status.staleSubmissions = oversight.takeovers.staleRefused
         return status
+    }
+
+    /// The node processes alive now: the replica lists the instances of every other owner.
+    func liveOwners(now: UInt64) -> Set<EffectOwner> {
+        Set(oversight.membership.liveOwners(now: now).map(\.owner))
+    }
+
+    /// Orders takeovers of the effects of node processes no longer live (``TakeoverPlanner``), once
+    /// this coordinator has led for a lease: every live node has said hello to it by then.
+    private mutating func takeOver(_ ownership: EffectOwnership, now: UInt64) -> [Action] {
+        let mayAct = now >= leaderSince + UInt64(configuration.nodeTimeout.microseconds)
+        let sequencer = intake.sequencer
+        let (moves, stranded) = oversight.takeovers.plan(
+            ownership, live: oversight.membership.liveOwners(now: now), lastSeq: { sequencer.lastSeq(of: $0) }, mayAct: mayAct
+        )
+        var actions: [Action] = []
+        for (from, planned) in moves {
+            let last = orderTakeovers(planned, from: from, now: now)
+            oversight.takeovers.ordered(planned.count, for: from, lastSeq: last)
+            observations.count(\.takeovers, planned.count)
+            let targets = Dictionary(grouping: planned, by: \.to).map { "\($0.value.count) to \(oversight.membership.name(of: $0.key))" }.sorted()
+            let message = "\(oversight.membership.name(of: from)) is down: the effects of \(planned.count) instance(s) move, "
+                + targets.joined(separator: ", ")
+            observations.log(.warning, "TAKEOVER: \(message)")
+            actions.append(publish(Alarm(kind: .effectsTakenOver, message: message, seq: last)))
+        }
+        for (from, addresses) in stranded {
+            observations.count(\.effectsLost, addresses.count)
+            let listed = addresses.prefix(5).joined(separator: ", ") + (addresses.count > 5 ? ", …" : "")
+            let message = "\(oversight.membership.name(of: from)) is down, and no live node runs the flow of \(addresses.count) of its instances "
+                + "(\(listed)): their effects stop until one does"
+            observations.log(.error, "EFFECTS STRANDED: \(message)")
+            actions.append(publish(Alarm(kind: .effectsLost, message: message)))
+        }
+        if !moves.isEmpty, let commit = nextCommit() { actions.append(commit) }
+        return actions
     }
 
     /// Records the replication gauges, and raises an alarm when in-sync standbys start holding

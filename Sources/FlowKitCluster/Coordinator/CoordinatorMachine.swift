@@ -52,7 +52,8 @@ struct CoordinatorMachine {
         sequencer: Sequencer,
         firstSeq: UInt64,
         now: UInt64,
-        replication: ReplicationProgress? = nil
+        replication: ReplicationProgress? = nil,
+        fences: [String: UInt64] = [:]
     ) {
         self.replication = replication
         self.leaderSince = now
@@ -60,7 +61,8 @@ struct CoordinatorMachine {
         self.intake = SubmissionIntake(
             sequencer: sequencer,
             admission: Admission(registry: registry, limits: configuration.limits),
-            maxPendingEntries: configuration.maxPendingEntries
+            maxPendingEntries: configuration.maxPendingEntries,
+            fences: fences
         )
         self.oversight = NodeOversight(configuration: configuration, head: sequencer.durableHead, now: now)
         self.firstSeq = firstSeq
@@ -128,6 +130,7 @@ struct CoordinatorMachine {
             message, from: peer, committed: committedHead, acknowledgeOrdered: acknowledgesOrdered(message), now: now, answers: &answers
         )
         for refusal in answers.refusals[refusedBefore...] {
+            if refusal.code == .staleOwner { oversight.takeovers.staleRefused += 1 }
             observations.refused(refusal.code)
             refusals.note(refusal, now: now, into: &observations)
         }
@@ -164,8 +167,19 @@ struct CoordinatorMachine {
 
     // MARK: Group commit
 
+    /// Orders a takeover for each move of `from`'s effects (after whatever waits for the log).
+    ///
+    /// - Returns: The seq of the last.
+    mutating func orderTakeovers(_ moves: [TakeoverPlanner.Move], from: EffectOwner, now: UInt64) -> UInt64 {
+        var last: UInt64 = 0
+        for move in moves {
+            last = intake.orderTakeover(Takeover(from: from, to: move.to), of: move.address, now: now).seq
+        }
+        return last
+    }
+
     /// The next group to make durable, unless one is being made durable or nothing waits.
-    private mutating func nextCommit() -> Action? {
+    mutating func nextCommit() -> Action? {
         guard !isCommitting, let group = intake.takeGroup() else { return nil }
         isCommitting = true
         return .commit(group)

@@ -114,9 +114,33 @@ actor CoordinatorReplica {
     }
 
     /// Every instance's state, copied now, to encode elsewhere.
-    func snapshotJobs() -> (seq: UInt64, jobs: [(address: String, lastSeq: UInt64, encode: @Sendable () throws -> [UInt8])]) {
+    func snapshotJobs() -> (seq: UInt64, jobs: [ReplicaSet.StateJob]) {
         (applied, replicas.exportStateJobs())
     }
 
+    /// Who may run effects of how many instances, as of ``applied``, and the instances of those
+    /// not in `live`: the owners whose node went down, restarted or is not known to this
+    /// coordinator, whose effects are to be taken over.
+    func ownership(live: Set<EffectOwner>) -> EffectOwnership {
+        let counts = replicas.ownerCounts
+        var orphaned: [EffectOwner: [String]] = [:]
+        for owner in counts.keys where !live.contains(owner) { orphaned[owner] = replicas.instances(ownedBy: owner) }
+        return EffectOwnership(applied: applied, counts: counts, orphaned: orphaned)
+    }
+
+    /// Each instance's last takeover, for those taken over: a leader refuses effects' submissions
+    /// under older terms.
+    var fences: [String: UInt64] { replicas.fences }
+
     var instanceCount: Int { replicas.count }
+}
+
+/// Who may run the effects of which instances, as a coordinator's replica knows it from the log.
+struct EffectOwnership: Sendable {
+    /// The seq the replica had applied.
+    var applied: UInt64 = 0
+    /// How many instances each process may run effects of.
+    var counts: [EffectOwner: Int] = [:]
+    /// The instances of each owner that was not live, to take over.
+    var orphaned: [EffectOwner: [String]] = [:]
 }

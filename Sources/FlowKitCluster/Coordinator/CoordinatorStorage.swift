@@ -55,14 +55,17 @@ struct CoordinatorStorage {
     /// - Parameters:
     ///   - firstSeq: The log's first retained seq.
     ///   - read: The records from a seq on, a batch at a time; none past the log's end.
-    /// - Returns: How many entries the replica applied, and the seqs of those quarantined.
+    /// - Returns: How many entries the replica applied, the seqs of those quarantined, and each
+    ///   taken-over instance's last takeover (the replica's, and those of the log's uncommitted
+    ///   tail, which the leader commits).
     static func recover(
         _ sequencer: inout Sequencer, replica: CoordinatorReplica, from firstSeq: UInt64, committed: UInt64, quarantine: EntryQuarantine,
         read: (UInt64) async throws -> [[UInt8]]
-    ) async throws -> (replayed: Int, quarantined: [UInt64]) {
+    ) async throws -> (replayed: Int, quarantined: [UInt64], fences: [String: UInt64]) {
         let applied = await replica.applied
         var replayed = 0
         var quarantined: [UInt64] = []
+        var tailFences: [String: UInt64] = [:]
         var seq = firstSeq
         while case let records = try await read(seq), !records.isEmpty {
             var batch: [Entry] = []
@@ -71,6 +74,7 @@ struct CoordinatorStorage {
                 let (entry, wasQuarantined) = try quarantine.entry(record)
                 if wasQuarantined { quarantined.append(entry.seq) }
                 sequencer.recover(entry)
+                if entry.kind == .takeover, entry.seq > committed { tailFences[entry.address] = entry.seq }
                 batch.append(entry)
                 seq = entry.seq + 1
             }
@@ -78,6 +82,7 @@ struct CoordinatorStorage {
             replayed += due.count
             if !due.isEmpty { await replica.applyNow(due) }
         }
-        return (replayed, quarantined)
+        let fences = await replica.fences.merging(tailFences) { max($0, $1) }
+        return (replayed, quarantined, fences)
     }
 }

@@ -76,16 +76,17 @@ struct Membership {
 
     /// Records a node's hello.
     ///
-    /// - Returns: How many effects the node's previous process was running when it last reported,
-    ///   if this hello is from a new process: those effects were lost with it.
+    /// - Returns: The node's previous process, if this hello is from a new one (a restart): it is
+    ///   no longer live, and its effects are taken over.
     /// - Parameter peer: The connection it came on: from now on the only one that speaks for `node`.
     ///   A connection speaks for one node: one that said HELLO as another before no longer does.
-    mutating func hello(node: UInt32, session: UInt64, info: NodeInfo, peer: [UInt8], now: UInt64) -> Int {
-        var lost = 0
+    @discardableResult
+    mutating func hello(node: UInt32, session: UInt64, info: NodeInfo, peer: [UInt8], now: UInt64) -> EffectOwner? {
+        var replaced: EffectOwner?
         if let previous = members[node]?.peer, nodeByPeer[previous] == node { nodeByPeer[previous] = nil }
         if let other = nodeByPeer[peer], other != node { members[other]?.peer = nil }
         if let previous = members[node], previous.session != session, previous.session != 0 {
-            lost = previous.report?.runningEffects ?? 0
+            replaced = EffectOwner(node: node, session: previous.session)
         }
         if let existing = members[node], existing.session == session {
             members[node]!.info = info
@@ -97,7 +98,19 @@ struct Membership {
         }
         members[node]!.peer = peer
         nodeByPeer[peer] = node
-        return lost
+        return replaced
+    }
+
+    /// The node processes alive now (said hello, and reported within the timeout), with the flows
+    /// each runs: where effects may move.
+    func liveOwners(now: UInt64) -> [(owner: EffectOwner, flows: [String])] {
+        members.values.filter { $0.session != 0 && isAlive($0, now: now) }.map { (EffectOwner(node: $0.id, session: $0.session), $0.info.flows) }
+    }
+
+    /// A node process by its node's name, and its session.
+    func name(of owner: EffectOwner) -> String {
+        let node = members[owner.node].map { "\($0.info.name) (node \(owner.node))" } ?? "node \(owner.node)"
+        return node + " session " + String(String(owner.session, radix: 16).prefix(8))
     }
 
     /// Records a report (its digests are compared elsewhere).
@@ -164,14 +177,16 @@ struct Membership {
     }
 
     /// The status published on `$status`.
-    func status(epoch: UInt32, head: UInt64, firstSeq: UInt64, entriesPerSecond: Double, quarantined: Int = 0, now: UInt64) -> ClusterStatus {
+    func status(
+        epoch: UInt32, head: UInt64, firstSeq: UInt64, entriesPerSecond: Double, quarantined: Int = 0, owned: [EffectOwner: Int] = [:], now: UInt64
+    ) -> ClusterStatus {
         ClusterStatus(
             epoch: epoch,
             head: head,
             firstSeq: firstSeq,
             entriesPerSecond: entriesPerSecond,
             nodes: members.values.sorted { $0.id < $1.id }.map { member in
-                ClusterStatus.Node(
+                var node = ClusterStatus.Node(
                     id: member.id,
                     name: member.info.name,
                     clientEndpoint: member.info.clientEndpoint,
@@ -186,6 +201,9 @@ struct Membership {
                     digestSeq: member.report?.digestSeq ?? 0,
                     stalled: isStalled(member, head: head, now: now)
                 )
+                node.session = member.session == 0 ? nil : String(member.session, radix: 16)
+                node.ownedInstances = owned[EffectOwner(node: member.id, session: member.session)] ?? 0
+                return node
             },
             divergences: divergenceCount,
             quarantined: quarantined

@@ -5,21 +5,25 @@ extension ClusterStatus {
     public var problems: [String] {
         guard !nodes.isEmpty else { return ["no node has reported to the coordinator"] }
         var problems: [String] = []
+        // A busy cluster's head moves on between a node's report and this status (a timer ticking
+        // once a second is enough): a node within two seconds of ordering of the head keeps up.
+        let keepingUp = UInt64((entriesPerSecond * 2).rounded(.up))
         for node in nodes {
             if !node.alive {
                 problems.append("\(node.name) is down: no report for \(node.lastSeenMillis) ms")
             } else if node.stalled {
                 problems.append("\(node.name) is stalled: it has applied nothing past \(node.applied), \(node.lag) behind the head \(head)")
-            } else if node.applied < head {
+            } else if node.applied + keepingUp < head {
                 problems.append("\(node.name) has applied \(node.applied) of \(head)")
-            } else if node.digestSeq != head {
-                problems.append("\(node.name)'s digest describes seq \(node.digestSeq), not yet the head \(head)")
+            } else if node.digestSeq != node.applied {
+                problems.append("\(node.name)'s digest describes seq \(node.digestSeq), not yet its applied seq \(node.applied) (still hashing)")
             }
         }
-        let atHead = nodes.filter { $0.alive && $0.digestSeq == head && $0.applied == head }
-        if Set(atHead.map(\.digest)).count > 1 {
-            let listed = atHead.map { "\($0.name) \($0.digest.prefix(16))" }.joined(separator: ", ")
-            problems.append("digests differ at seq \(head): \(listed)")
+        // Digests compare at one seq: nodes that reported at the same applied seq hold equal states.
+        let current = nodes.filter { $0.alive && $0.digestSeq == $0.applied && $0.applied + keepingUp >= head }
+        for (seq, atSeq) in Dictionary(grouping: current, by: \.digestSeq).sorted(by: { $0.key < $1.key }) where Set(atSeq.map(\.digest)).count > 1 {
+            let listed = atSeq.map { "\($0.name) \($0.digest.prefix(16))" }.joined(separator: ", ")
+            problems.append("digests differ at seq \(seq): \(listed)")
         }
         if let replication {
             problems += replication.problems

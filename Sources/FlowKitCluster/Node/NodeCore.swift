@@ -54,8 +54,9 @@ actor NodeCore {
         let context = ReplicaContext(
             dependencies: DependencyValues._current,
             logger: logger,
-            submit: { [weak self] address, kind, codec, payload in
-                await self?.submitFromEffect(address: address, kind: kind, codec: codec, payload: payload)
+            owner: EffectOwner(node: configuration.id, session: startingMachine!.session),
+            submit: { [weak self] address, kind, codec, payload, term in
+                await self?.submitFromEffect(address: address, kind: kind, codec: codec, payload: payload, term: term)
             },
             effectFailed: { [counters] _, _ in counters.effectFailures.add(1) }
         )
@@ -101,9 +102,11 @@ actor NodeCore {
         interpreter.run { $0.receiveFromClients(messages, now: WallClock.micros()) }
     }
 
-    /// An event or cancel sent by an effect running here.
-    func submitFromEffect(address: Address, kind: EntryKind, codec: PayloadCodec, payload: [UInt8]) {
-        interpreter.run { $0.submitFromEffect(address: address, kind: kind, codec: codec, payload: payload, now: WallClock.micros()) }
+    /// An event or cancel sent by an effect running here under ownership `term`.
+    func submitFromEffect(address: Address, kind: EntryKind, codec: PayloadCodec, payload: [UInt8], term: UInt64) {
+        interpreter.run {
+            $0.submitFromEffect(address: address, kind: kind, codec: codec, payload: payload, term: term, now: WallClock.micros())
+        }
     }
 
     /// Retries, repairs, timeouts, reports and snapshots; run every tick.

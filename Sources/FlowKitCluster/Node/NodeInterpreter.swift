@@ -152,7 +152,8 @@ final class NodeInterpreter<IO: NodeIO> {
             flows: machine.info.flows,
             rejected: counters.rejections,
             entriesSkipped: replicas.skippedEntries,
-            coordinator: machine.currentEndpoints
+            coordinator: machine.currentEndpoints,
+            staleSubmissions: counters.staleSubmissions.load
         )
     }
 
@@ -161,7 +162,11 @@ final class NodeInterpreter<IO: NodeIO> {
     private func report() {
         updateGauges()
         let plan = machine.planReport()
-        if plan.hashEverythingNow { _ = replicas.combinedDigest(exact: true) }
+        if plan.hashEverythingNow {
+            _ = replicas.combinedDigest(exact: true)
+        } else if plan.hashChangesNow {
+            _ = replicas.combinedDigest(exact: false)
+        }
         let changed = plan.catchingUp ? [:] : replicas.takeChanged(hashing: false)
         let summary = NodeReport(
             name: machine.configuration.name,

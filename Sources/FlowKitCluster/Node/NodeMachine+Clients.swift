@@ -56,17 +56,21 @@ extension NodeMachine {
         }
     }
 
-    private mutating func queue(_ admitted: Admission.Admitted, waiter: SubmissionQueue.Waiter, now: UInt64) {
+    private mutating func queue(_ admitted: Admission.Admitted, waiter: SubmissionQueue.Waiter, term: UInt64 = 0, now: UInt64) {
         _ = submissions.add(
-            kind: admitted.kind, codec: admitted.codec, address: admitted.address, payload: admitted.payload, waiter: waiter, now: now
+            kind: admitted.kind, codec: admitted.codec, term: term, address: admitted.address, payload: admitted.payload, waiter: waiter,
+            now: now
         )
     }
 
     /// An event or cancel sent by an effect running here. It passes the same rule as a client's:
     /// one the coordinator would refuse (an event over the size limit) is dropped here, and said so.
-    mutating func submitFromEffect(address: Address, kind: EntryKind, codec: PayloadCodec, payload: [UInt8], now: UInt64) -> [Action] {
+    mutating func submitFromEffect(
+        address: Address, kind: EntryKind, codec: PayloadCodec, payload: [UInt8], term: UInt64, now: UInt64
+    ) -> [Action] {
         do {
-            queue(try admission.admit(kind: kind, codec: codec, address: address.description, payload: payload), waiter: .effect, now: now)
+            let admitted = try admission.admit(kind: kind, codec: codec, address: address.description, payload: payload)
+            queue(admitted, waiter: .effect, term: term, now: now)
         } catch {
             let refusal = error as? ProtocolError ?? ProtocolError(.malformed, "\(error)")
             observations.refused(refusal.code)
@@ -161,6 +165,12 @@ extension NodeMachine {
                 switch pending.waiter {
                 case .client(let peer, let request, _, _):
                     actions.append(.reply(.error(request: request, refusal), to: peer))
+                case .effect where refusal.code == .staleOwner:
+                    observations.count(\.staleSubmissions, 1)
+                    observations.log(.warning,
+                        "an effect's submission was refused: the instance's effects were taken over by another node while this one was down or cut off; dropped",
+                        ["flowkit.address": "\(pending.submission.address)", "flowkit.term": "\(pending.submission.term)"]
+                    )
                 case .effect:
                     observations.log(.error, 
                         "the coordinator refused an effect's submission; it is dropped",

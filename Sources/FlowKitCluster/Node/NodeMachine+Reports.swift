@@ -23,12 +23,18 @@ extension NodeMachine {
         /// hashing: every digest is brought up to date now, so the report describes the state
         /// exactly instead of catching up at the budget's pace for seconds after a load stops.
         var hashEverythingNow: Bool
+        /// At the head, but it moved since the last report (a timer ticking): what changed is
+        /// hashed now, within the hashing budget, so the report describes its applied seq
+        /// exactly whenever the budget allows (one changed instance always fits).
+        var hashChangesNow: Bool
     }
 
     /// Plans the report due now, and remembers what it states.
     mutating func planReport() -> ReportPlan {
+        let atHead = applied >= knownHead
         let plan = ReportPlan(
-            applied: applied, catchingUp: !hashesDigests, hashEverythingNow: applied == lastReportedApplied && applied >= knownHead
+            applied: applied, catchingUp: !hashesDigests, hashEverythingNow: applied == lastReportedApplied && atHead,
+            hashChangesNow: applied != lastReportedApplied && atHead
         )
         lastReportedApplied = applied
         return plan

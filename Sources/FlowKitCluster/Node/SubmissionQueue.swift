@@ -48,6 +48,7 @@ struct SubmissionQueue {
     mutating func add(
         kind: EntryKind,
         codec: PayloadCodec,
+        term: UInt64 = 0,
         address: String,
         payload: [UInt8],
         waiter: Waiter,
@@ -58,6 +59,7 @@ struct SubmissionQueue {
             kind: kind,
             codec: codec,
             submittedAt: now,
+            term: term,
             address: address,
             payload: payload
         )

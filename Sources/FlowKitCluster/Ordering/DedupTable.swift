@@ -29,6 +29,8 @@
         private var slots: [(id: UInt64, seq: UInt64)] = Array(repeating: (0, 0), count: 16)
         /// When the session was last used, in table ticks, for eviction.
         var lastUsed: UInt64 = 0
+        /// The highest seq ordered for the session.
+        var lastSeq: UInt64 = 0
 
         private func slot(_ id: UInt64) -> Int { Int(id & UInt64(slots.count - 1)) }
 
@@ -40,6 +42,7 @@
 
         mutating func record(_ submission: UInt64, seq: UInt64, window: Int, tick: UInt64) {
             lastUsed = tick
+            lastSeq = max(lastSeq, seq)
             var index = slot(submission)
             // Another id within the window shares the slot: make room rather than forget it.
             while slots[index].id != 0, slots[index].id != submission, slots.count < window,
@@ -75,6 +78,7 @@
                 lowest = min(lowest ?? .max, slots[index].id)
                 slots[index] = (0, 0)
             }
+            lastSeq = min(lastSeq, seq)
             return lowest
         }
     }
@@ -103,6 +107,11 @@
         if let seq = session.orderedSeq(of: submission) { return .duplicate(seq: seq) }
         if submission <= session.watermark { return .duplicate(seq: nil) }
         return .new
+    }
+
+    /// The highest seq ordered for a session, if the table still remembers the session.
+    func lastSeq(of key: SessionKey) -> UInt64? {
+        sessions[key]?.lastSeq
     }
 
     /// Records that `submission` of `key` was ordered at `seq`.

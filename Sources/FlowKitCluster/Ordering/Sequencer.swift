@@ -78,6 +78,22 @@
         )
     }
 
+    /// Orders a takeover of `address`'s effects (``EntryKind/takeover``): an entry of the
+    /// coordinator's own, with origin, session and submission 0, which no retry can duplicate.
+    mutating func orderTakeover(_ takeover: Takeover, of address: String, now: UInt64) -> Entry {
+        head += 1
+        return Entry(
+            seq: head, epoch: epoch, kind: .takeover, codec: .binary, origin: 0, session: 0, submission: 0, submittedAt: now,
+            committedAt: now, address: address, payload: takeover.payload
+        )
+    }
+
+    /// The highest seq ordered for a node process's submissions, while the duplicate table
+    /// remembers its session.
+    func lastSeq(of owner: EffectOwner) -> UInt64? {
+        dedup.lastSeq(of: DedupTable.SessionKey(origin: owner.node, session: owner.session))
+    }
+
     /// The log made everything through `seq` durable.
     public mutating func committed(through seq: UInt64) {
         precondition(seq <= head, "committed \(seq) beyond the head \(head)")
@@ -98,6 +114,7 @@
     /// Re-learns a durable entry while recovering from the log, so retries of it stay duplicates.
     mutating func recover(_ entry: Entry) {
         history.note(seq: entry.seq, epoch: entry.epoch)
+        guard entry.kind != .takeover else { return }  // the coordinator's own: nothing to duplicate
         dedup.record(
             DedupTable.SessionKey(origin: entry.origin, session: entry.session),
             submission: entry.submission,

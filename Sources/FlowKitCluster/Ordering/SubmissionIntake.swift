@@ -42,12 +42,21 @@ struct SubmissionIntake {
     let maxPendingEntries: Int
     /// How long submissions are refused after the log refused a commit.
     let logRetryInterval: UInt64
+    /// Each taken-over instance's last takeover seq (its *fence*): an effect's submission under an
+    /// older ownership term is refused (``ProtocolError/Code/staleOwner``).
+    private(set) var fences: [String: UInt64] = [:]
+    /// Fences set by takeovers the log does not hold yet, oldest first, with the fence each
+    /// replaced: undone if the log refuses them.
+    private var uncommittedFences: [(address: String, seq: UInt64, previous: UInt64?)] = []
 
-    init(sequencer: Sequencer, admission: Admission, maxPendingEntries: Int, logRetryInterval: UInt64 = 500_000) {
+    init(
+        sequencer: Sequencer, admission: Admission, maxPendingEntries: Int, logRetryInterval: UInt64 = 500_000, fences: [String: UInt64] = [:]
+    ) {
         self.sequencer = sequencer
         self.admission = admission
         self.maxPendingEntries = maxPendingEntries
         self.logRetryInterval = logRetryInterval
+        self.fences = fences
     }
 
     var epoch: UInt32 { sequencer.epoch }
@@ -79,6 +88,7 @@ struct SubmissionIntake {
             do {
                 try checkRoom(now: now)
                 admitted = try admission.admit(submission)
+                try checkFence(submission)
             } catch {
                 let refusal = error as? ProtocolError ?? ProtocolError(.malformed, "\(error)")
                 answers.refusals.append(refusal)
@@ -112,6 +122,26 @@ struct SubmissionIntake {
         }
     }
 
+    /// Refuses an effect's submission whose ownership term a takeover of its instance ended: the
+    /// effect moved while its node was down, paused or cut off, and only the new owner's count.
+    private func checkFence(_ submission: Submission) throws {
+        guard submission.term > 0, let fence = fences[submission.address], submission.term < fence else { return }
+        throw ProtocolError(
+            .staleOwner,
+            "\(submission.address)'s effects were taken over at seq \(fence); an effect started at seq \(submission.term) no longer owns them"
+        )
+    }
+
+    /// Orders a takeover of `address`'s effects, after whatever waits: from here on, effects'
+    /// submissions for it under older terms are refused.
+    mutating func orderTakeover(_ takeover: Takeover, of address: String, now: UInt64) -> Entry {
+        let entry = sequencer.orderTakeover(takeover, of: address, now: now)
+        pending.add(entry)
+        uncommittedFences.append((address, entry.seq, fences[address]))
+        fences[address] = entry.seq
+        return entry
+    }
+
     /// Refuses everything while the log refuses writes, or while too much waits for it.
     private func checkRoom(now: UInt64) throws {
         if let logFailure, now < logFailure.retryAt { throw logFailure.error }
@@ -132,6 +162,7 @@ struct SubmissionIntake {
     /// - Returns: Whether the log takes writes again after refusing them.
     mutating func committed(_ group: PendingCommit) -> Bool {
         if let last = group.lastSeq { sequencer.committed(through: last) }
+        uncommittedFences.removeAll { $0.seq <= sequencer.durableHead }
         defer { logFailure = nil }
         return logFailure != nil
     }
@@ -140,6 +171,10 @@ struct SubmissionIntake {
     mutating func failed(_ group: PendingCommit, error: any Error, now: UInt64) -> Failure {
         let later = takeGroup() ?? PendingCommit()
         let rolledBack = sequencer.rollBack()
+        while let last = uncommittedFences.last, last.seq > sequencer.durableHead {
+            uncommittedFences.removeLast()
+            fences[last.address] = last.previous
+        }
         let reason = ProtocolError(.internalError, "the coordinator's log refused the write (\(error)); retry later")
         let isFirst = logFailure == nil
         logFailure = (reason, now + logRetryInterval)

@@ -137,6 +137,11 @@ struct ByteReader {
         return Array(bytes[at..<at + count])
     }
 
+    /// The next byte, without reading it; nil at the end.
+    func peekUInt8() -> UInt8? {
+        isAtEnd ? nil : bytes[offset]
+    }
+
     mutating func readRest() -> [UInt8] {
         defer { offset = end }
         return Array(bytes[offset..<end])

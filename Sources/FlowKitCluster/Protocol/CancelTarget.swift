@@ -67,6 +67,14 @@ public enum CancelTarget: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether the work marked with the typed id `marked` (``init(_:)``) stops.
+    func matches(_ marked: CancelTarget) -> Bool {
+        switch (self, marked) {
+        case (.described(let text), .typed(_, let description)): text == description
+        default: self == marked
+        }
+    }
+
     /// `timer`, or `timer (MyApp.TimerFlow.CancelID)` for a typed id.
     public var description: String {
         switch self {

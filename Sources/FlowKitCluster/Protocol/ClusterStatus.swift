@@ -20,6 +20,10 @@ public struct ClusterStatus: Codable, Sendable, Equatable {
         public var digestSeq: UInt64
         /// Alive but behind the head and applying nothing for the coordinator's stall timeout.
         public var stalled: Bool
+        /// The node process's session: a restarted node is a new one.
+        public var session: String?
+        /// How many instances' effects this node process owns (may run), as the log says.
+        public var ownedInstances: Int?
 
         public init(
             id: UInt32, name: String, clientEndpoint: String, applied: UInt64, lag: UInt64, alive: Bool,
@@ -52,6 +56,10 @@ public struct ClusterStatus: Codable, Sendable, Equatable {
     public var divergences: Int
     /// Entries of the log too large for any message, served as quarantined stand-ins (kind 4).
     public var quarantined: Int
+    /// Instances whose effects this coordinator moved off node processes that went down, in its term.
+    public var takeovers: Int?
+    /// Effects' submissions refused in this term because their instance had been taken over.
+    public var staleSubmissions: Int?
     /// With replicated coordinators: the leader's account of every coordinator's copy.
     public var replication: ReplicationStatus?
 
@@ -124,8 +132,12 @@ public struct Alarm: Codable, Sendable, Equatable {
         case nodeDown
         /// The log cannot take writes (disk full); submissions are refused until it can.
         case logUnavailable
-        /// A node restarted while its effects ran: they were lost with its previous process.
+        /// Effects of a node process that went down cannot move: no live node runs their flow.
+        /// The coordinator retries every status interval.
         case effectsLost
+        /// A node process went down (or restarted) while it owned effects: they moved to surviving
+        /// nodes (takeover entries), which resume them.
+        case effectsTakenOver
         /// A node alive but behind the head has applied nothing for the stall timeout.
         case nodeStalled
         /// An entry of the log is too large for any message: it is served as a quarantined

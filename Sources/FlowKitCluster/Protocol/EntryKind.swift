@@ -11,6 +11,10 @@ public enum EntryKind: UInt8, Sendable, Codable {
     /// log (written by an older version, or by a bug): every replica skips it the same way. The
     /// payload is the original payload's size, a `u64`. Never submitted.
     case quarantined = 4
+    /// The instance's effects move to another node: the coordinator orders one for each instance
+    /// whose effects a node that went down may have run. The payload is a ``Takeover``; origin,
+    /// session and submission are 0. Never submitted.
+    case takeover = 5
 }
 
 /// How an event payload is encoded. Values are part of the wire protocol.

@@ -19,4 +19,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     /// The coordinator's endpoints as this node reaches them: where a ``RemoteFlow`` follows the
     /// log. Absent from nodes before this field existed.
     public var coordinator: CoordinatorEndpoints?
+    /// Effects' submissions the coordinator refused because their instance had been taken over
+    /// while this node was down, paused or cut off (docs/EFFECTS.md). Absent from older nodes.
+    public var staleSubmissions: Int?
 }

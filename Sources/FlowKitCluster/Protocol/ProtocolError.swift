@@ -39,6 +39,9 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The connection may not do this: a SUBMIT or NODE_REPORT that names another node than
         /// the one this connection said HELLO as.
         case forbidden = 16
+        /// An effect's submission under an ownership term its instance's takeover ended: the
+        /// effect moved to another node while this one was down, paused or cut off. Never retried.
+        case staleOwner = 17
 
         public var description: String {
             switch self {
@@ -58,6 +61,7 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
             case .internalError: "internal error"
             case .helloFirst: "hello first"
             case .forbidden: "forbidden"
+            case .staleOwner: "stale owner"
             }
         }
 

@@ -5,6 +5,10 @@
     public var kind: EntryKind
     public var codec: PayloadCodec
     public var submittedAt: UInt64
+    /// The ownership term of the effect that sent it (``EffectGroup``'s: the seq of the entry that
+    /// started the effect, or of the takeover that moved it); 0 for a client's emit or cancel,
+    /// which is never fenced.
+    public var term: UInt64
     public var address: String
     public var payload: [UInt8]
 
@@ -13,6 +17,7 @@
         kind: EntryKind,
         codec: PayloadCodec,
         submittedAt: UInt64,
+        term: UInt64 = 0,
         address: String,
         payload: [UInt8]
     ) {
@@ -20,6 +25,7 @@
         self.kind = kind
         self.codec = codec
         self.submittedAt = submittedAt
+        self.term = term
         self.address = address
         self.payload = payload
     }
@@ -29,6 +35,7 @@
         writer.write(kind.rawValue)
         writer.write(codec.rawValue)
         writer.write(submittedAt)
+        writer.write(term)
         writer.writeShortString(address)
         writer.write(contentsOf: payload)
     }
@@ -39,6 +46,7 @@
         kind = try reader.readKind()
         codec = try reader.readCodec()
         submittedAt = try reader.readUInt64("submitted-at")
+        term = try reader.readUInt64("term")
         address = try reader.readShortString("address")
         payload = reader.readRest()
     }

@@ -111,11 +111,88 @@
         public var lastSeq: UInt64
         /// The state, as JSON.
         public var state: [UInt8]
+        /// Who may run the instance's effects (``EffectOwner``), and the seq of its last takeover (0:
+        /// none): what the log taught every replica about its effects.
+        public var ownership: Ownership
 
-        public init(address: String, lastSeq: UInt64, state: [UInt8]) {
+        public init(address: String, lastSeq: UInt64, state: [UInt8], ownership: Ownership = Ownership()) {
             self.address = address
             self.lastSeq = lastSeq
             self.state = state
+            self.ownership = ownership
+        }
+    }
+
+    /// An instance's effects as every replica knows them from the log.
+    ///
+    /// In a record, between the last seq and the state, only when there is something to say:
+    /// `0x00 fence:u64 owners:u8 (node:u32 session:u64)* ids:u16 (type:short-string
+    /// description:short-string node:u32 session:u64)*`. A state is JSON, which never starts
+    /// with a zero byte, so a record without it (every record before takeovers existed) reads as
+    /// no owners and no fence. A continuation record (``SnapshotChunking``) never has one.
+    public struct Ownership: Sendable, Equatable {
+        /// The processes whose effects of the instance may be running: each started async work
+        /// for it (or took it over) since its last takeover or cancel of every effect.
+        public var owners: [EffectOwner] = []
+        /// The seq of the instance's last takeover: effects' submissions under an older term are
+        /// refused.
+        public var fence: UInt64 = 0
+        /// The cancel ids (typed) under which work started and no cancel has stopped since, each
+        /// with the process that runs it: a takeover resumes only work under these (or without
+        /// an id), so a cancelled effect is never started again.
+        public var workIDs: [WorkID] = []
+
+        /// A cancel id that marks work, and who runs that work.
+        public struct WorkID: Sendable, Equatable {
+            public var id: CancelTarget
+            public var owner: EffectOwner
+
+            public init(_ id: CancelTarget, owner: EffectOwner) {
+                self.id = id
+                self.owner = owner
+            }
+        }
+
+        public init(owners: [EffectOwner] = [], fence: UInt64 = 0, workIDs: [WorkID] = []) {
+            self.owners = owners
+            self.fence = fence
+            self.workIDs = workIDs
+        }
+
+        var isEmpty: Bool { owners.isEmpty && fence == 0 && workIDs.isEmpty }
+
+        func encode(into writer: inout ByteWriter) {
+            guard !isEmpty else { return }
+            writer.write(0 as UInt8)
+            writer.write(fence)
+            writer.write(UInt8(owners.count))
+            for owner in owners {
+                writer.write(owner.node)
+                writer.write(owner.session)
+            }
+            writer.write(UInt16(workIDs.count))
+            for work in workIDs {
+                guard case .typed(let type, let description) = work.id else { continue }
+                writer.writeShortString(type)
+                writer.writeShortString(description)
+                writer.write(work.owner.node)
+                writer.write(work.owner.session)
+            }
+        }
+
+        init(from record: inout ByteReader) throws {
+            guard record.peekUInt8() == 0 else { return }
+            _ = try record.readUInt8("ownership marker")
+            fence = try record.readUInt64("fence")
+            let count = try record.readUInt8("owner count")
+            for _ in 0..<count {
+                owners.append(EffectOwner(node: try record.readUInt32("owner node"), session: try record.readUInt64("owner session")))
+            }
+            let ids = try record.readUInt16("work id count")
+            for _ in 0..<ids {
+                let id = CancelTarget.typed(type: try record.readShortString("work id type"), description: try record.readShortString("work id"))
+                workIDs.append(WorkID(id, owner: EffectOwner(node: try record.readUInt32("work owner node"), session: try record.readUInt64("work owner session"))))
+            }
         }
     }
 
@@ -148,6 +225,7 @@
             body.writeLengthPrefixed { writer in
                 writer.writeShortString(instance.address)
                 writer.write(instance.lastSeq)
+                instance.ownership.encode(into: &writer)
                 writer.write(contentsOf: instance.state)
             }
         }
@@ -167,7 +245,9 @@
         instances = try body.mapRecords("instance") { record in
             let address = try record.readShortString("address")
             let lastSeq = try record.readUInt64("last seq")
-            return Instance(address: address, lastSeq: lastSeq, state: record.readRest())
+            // A continuation (empty address) is a piece of a state, whatever byte it starts with.
+            let ownership = address.isEmpty ? Ownership() : try Ownership(from: &record)
+            return Instance(address: address, lastSeq: lastSeq, state: record.readRest(), ownership: ownership)
         }
     }
 }

@@ -34,7 +34,10 @@ public struct FlowRegistry: Sendable {
         _ type: F.Type, as name: String = F.flowName, codec: PayloadCodec = .json,
         withDependencies prepareDependencies: @escaping @Sendable (inout DependencyValues) -> Void = { _ in }
     ) {
-        register(type, as: name, codec: codec, initialState: { _ in F.initialState }, flow: { F() }, withDependencies: prepareDependencies)
+        register(
+            type, as: name, codec: codec, initialState: { _ in F.initialState }, flow: { F() }, resume: F.resume,
+            withDependencies: prepareDependencies
+        )
         flows[name] = (flows[name] as? TypedFlowRegistration<F>)?.withSamples(F.sampleEvents)
     }
 
@@ -59,6 +62,9 @@ public struct FlowRegistry: Sendable {
     ///   - codec: How nodes encode this flow's events in submissions.
     ///   - initialState: The state of a new instance, given its key.
     ///   - flow: Builds the flow for a new instance.
+    ///   - resume: The effects an instance should have running, from its state, started on a
+    ///     surviving node when the node running them dies (``ReplicatedFlow/resume(_:)``); by
+    ///     default none.
     ///   - prepareDependencies: Overrides dependencies for the flow's reducers and effects (see
     ///     ``register(_:as:codec:withDependencies:)``).
     public mutating func register<F: Flow>(
@@ -67,6 +73,7 @@ public struct FlowRegistry: Sendable {
         codec: PayloadCodec = .json,
         initialState: @escaping @Sendable (_ key: String) -> F.State,
         flow: @escaping @Sendable () -> F,
+        resume: @escaping @Sendable (_ state: F.State) -> Effect<F.Event> = { _ in .none },
         withDependencies prepareDependencies: @escaping @Sendable (inout DependencyValues) -> Void = { _ in }
     ) where F.State: Codable, F.Event: Codable {
         do {
@@ -80,7 +87,7 @@ public struct FlowRegistry: Sendable {
             "flow \"\(name)\" is registered with the binary codec, but \(F.Event.self) does not conform to BinaryEventCodable"
         )
         flows[name] = TypedFlowRegistration<F>(
-            name: name, codecs: codecs, initialState: initialState, makeFlow: flow, prepareDependencies: prepareDependencies
+            name: name, codecs: codecs, initialState: initialState, makeFlow: flow, resume: resume, prepareDependencies: prepareDependencies
         )
     }
 
@@ -239,6 +246,8 @@ struct TypedFlowRegistration<F: Flow>: RegisteredFlow where F.State: Codable, F.
     let codecs: EventCodecs<F.Event>
     let initialState: @Sendable (String) -> F.State
     let makeFlow: @Sendable () -> F
+    /// The effects an instance should have running, from its state (``ReplicatedFlow/resume(_:)``).
+    let resume: @Sendable (F.State) -> Effect<F.Event>
     /// The registration's own dependency overrides, applied after the entry-derived values.
     var prepareDependencies: @Sendable (inout DependencyValues) -> Void = { _ in }
 

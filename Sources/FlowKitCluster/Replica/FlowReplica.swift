@@ -7,8 +7,12 @@ struct ReplicaContext: Sendable {
     /// The dependencies effects see.
     var dependencies: DependencyValues
     var logger: Logger
-    /// Hands an event or cancel, sent by an effect running here, to the order.
-    var submit: @Sendable (_ address: Address, _ kind: EntryKind, _ codec: PayloadCodec, _ payload: [UInt8]) async -> Void
+    /// The process whose replicas these are, when it runs effects (a node's process): a takeover
+    /// that names it starts the resumed effects here.
+    var owner: EffectOwner?
+    /// Hands an event or cancel, sent by an effect running here under an ownership `term`
+    /// (``EffectGroup/term``), to the order.
+    var submit: @Sendable (_ address: Address, _ kind: EntryKind, _ codec: PayloadCodec, _ payload: [UInt8], _ term: UInt64) async -> Void
     /// An effect threw without a `catch:` handler.
     var effectFailed: @Sendable (_ address: Address, _ failure: EffectFailure) -> Void
 
@@ -17,7 +21,8 @@ struct ReplicaContext: Sendable {
         ReplicaContext(
             dependencies: DependencyValues(),
             logger: logger,
-            submit: { _, _, _, _ in },
+            owner: nil,
+            submit: { _, _, _, _, _ in },
             effectFailed: { _, _ in }
         )
     }
@@ -36,8 +41,14 @@ protocol FlowReplica: AnyObject {
     var runningEffects: Int { get }
     /// The cancel ids of the effects running now (their descriptions, as a cancel entry names them).
     var runningCancelIDs: Set<String> { get }
+    /// The same, each with the ownership term its effects run under.
+    var runningCancelIDTerms: [String: UInt64] { get }
+    /// Who may run the instance's effects, and its last takeover's seq: replicated state, the same
+    /// on every replica after the same entry.
+    var ownership: SnapshotChunkMessage.Ownership { get }
 
-    /// Applies an ordered entry. Effects run only when `runEffects` (this process is the origin).
+    /// Applies an ordered entry. Effects run only when `runEffects` (this process is the origin);
+    /// a takeover's, only in the process it names.
     ///
     /// - Throws: ``ProtocolError`` when the payload does not decode: the entry is then skipped by
     ///   every replica alike, so they stay equal.
@@ -46,7 +57,7 @@ protocol FlowReplica: AnyObject {
     func stateJSON() throws -> [UInt8]
     /// The state as JSON, to encode elsewhere (the state is a copy).
     func stateJSONJob() -> @Sendable () throws -> [UInt8]
-    func restore(stateJSON: [UInt8], lastSeq: UInt64) throws
+    func restore(stateJSON: [UInt8], lastSeq: UInt64, ownership: SnapshotChunkMessage.Ownership) throws
     func digest() throws -> StateDigest
     /// The digest of the state as it is now, to compute elsewhere (the state is a copy).
     func digestJob() -> @Sendable () throws -> StateDigest
@@ -62,6 +73,11 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
     var isUndigested = false
     private let sampler: DeterminismSampler?
     private let logger: Logger
+    private(set) var ownership = SnapshotChunkMessage.Ownership()
+    /// This process, when it runs effects (``ReplicaContext/owner``).
+    private let process: EffectOwner?
+    /// The owners of every instance of the set, counted.
+    private let owned: OwnedEffects?
 
     /// - Parameters:
     ///   - dependencies: What the flow's reducers and effects see
@@ -70,16 +86,18 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
     ///     something it should not (shared by the flow's instances).
     init(
         registration: TypedFlowRegistration<F>, address: Address, context: ReplicaContext, dependencies: DependencyValues? = nil,
-        sampler: DeterminismSampler? = nil
+        sampler: DeterminismSampler? = nil, owned: OwnedEffects? = nil
     ) {
         self.sampler = sampler
+        self.process = context.owner
+        self.owned = owned
         self.logger = context.logger
         self.address = address
         self.registration = registration
         let codecs = registration.codecs
         let runtime = EffectRuntime<F.Event>(
-            deliver: { event, _ in
-                await context.submit(address, .event, codecs.wire, codecs.encode(event))
+            deliver: { event, group in
+                await context.submit(address, .event, codecs.wire, codecs.encode(event), group.term)
             },
             reportFailure: { failure in
                 context.logger.error(
@@ -88,13 +106,13 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
                 )
                 context.effectFailed(address, failure)
             },
-            cancelFromTask: { ids in
+            cancelFromTask: { ids, group in
                 // A cancel reached inside running work goes through the order like any other, so
                 // that every replica cancels its effects with that id too: by type and value, as
                 // one process compares ids.
                 for id in ids {
                     let target = CancelTarget(id)
-                    await context.submit(address, .cancel, target.codec, target.payload)
+                    await context.submit(address, .cancel, target.codec, target.payload, group.term)
                 }
             }
         )
@@ -105,6 +123,9 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
 
     var runningEffects: Int { instance.runtime.runningCount }
     var runningCancelIDs: Set<String> { Set(instance.runtime.activeCancelIDs.map(\.description)) }
+    var runningCancelIDTerms: [String: UInt64] {
+        Dictionary(instance.runtime.activeCancelIDTerms.map { ($0.key.description, $0.value) }, uniquingKeysWith: max)
+    }
     /// The cancel ids of the effects running now, with their types.
     var runningTypedCancelIDs: Set<CancelID> { instance.runtime.activeCancelIDs }
 
@@ -118,15 +139,61 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
             let event = try registration.codecs.decode(entry.payload, codec: entry.codec)
             let stamp = EntryStamp(seq: entry.seq, epoch: entry.epoch, committedAt: entry.committedAt)
             if let sampler, sampler.takesSample() { check(event, stamp: stamp, seq: entry.seq, sampler: sampler) }
-            instance.apply(event, stamp: stamp, mode: runEffects ? .origin : .replica)
+            let outline = instance.applyEntry(event, stamp: stamp, mode: runEffects ? .origin : .replica, term: entry.seq)
+            note(outline, owner: EffectOwner(node: entry.origin, session: entry.session))
+            if outline.hasWork {
+                let origin = EffectOwner(node: entry.origin, session: entry.session)
+                if !ownership.owners.contains(origin) { setOwners(ownership.owners + [origin]) }
+            }
         case .cancel:
             let target = try CancelTarget(codec: entry.codec, payload: entry.payload)
             instance.runtime.cancel(where: target.matches)
+            ownership.workIDs.removeAll { target.matches($0.id) }
         case .cancelAll:
             instance.runtime.cancelAll()
+            setOwners([])
+            ownership.workIDs = []
+        case .takeover:
+            try takeOver(Takeover(payload: entry.payload), at: entry)
         case .quarantined:
             break  // ReplicaSet skips these before they reach an instance
         }
+    }
+
+    /// Moves the instance's effects to the takeover's new owner, which starts what the flow's
+    /// `resume` derives from the state (its parts marked with a cancel id only while the id
+    /// still marks work: a cancelled effect is not started again); every other process stops the instance's effects it runs
+    /// (a node that was paused past its lease learns here that they moved). Every replica reduces
+    /// what `resume` sends at once, whatever it knew of the owners (a client's copy of one
+    /// instance, started from a query, knows none), so states stay equal.
+    private func takeOver(_ takeover: Takeover, at entry: Entry) {
+        instance.runtime.cancelAll()
+        ownership.fence = entry.seq
+        let stamp = EntryStamp(seq: entry.seq, epoch: entry.epoch, committedAt: entry.committedAt)
+        let resumes = process != nil && process == takeover.to
+        let marking = ownership.workIDs.map(\.id)
+        ownership.workIDs = []
+        let outline = instance.resume(
+            derive: registration.resume, keep: { marking.contains(CancelTarget($0)) }, stamp: stamp, mode: resumes ? .origin : .replica,
+            term: entry.seq
+        )
+        note(outline, owner: takeover.to)
+        setOwners(outline.hasWork ? [takeover.to] : [])
+    }
+
+    /// Keeps ``SnapshotChunkMessage/Ownership/workIDs`` as the entry's effects changed them.
+    private func note(_ outline: EffectOutline, owner: EffectOwner) {
+        for (id, started) in outline.idChanges {
+            let target = CancelTarget(id)
+            ownership.workIDs.removeAll { $0.id == target }
+            if started { ownership.workIDs.append(.init(target, owner: owner)) }
+        }
+    }
+
+    private func setOwners(_ owners: [EffectOwner]) {
+        guard owners != ownership.owners else { return }
+        owned?.replace(ownership.owners, with: owners)
+        ownership.owners = owners
     }
 
     /// Reduces the entry twice from the current state, as a test store does for every event: two
@@ -155,13 +222,28 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
         }
     }
 
-    func restore(stateJSON: [UInt8], lastSeq: UInt64) throws {
+    func restore(stateJSON: [UInt8], lastSeq: UInt64, ownership: SnapshotChunkMessage.Ownership) throws {
         do {
             instance.restore(try JSONDecoder().decode(F.State.self, from: Data(stateJSON)))
         } catch {
             throw ProtocolError(.malformed, "the snapshot state of \(address) does not decode: \(error)")
         }
         self.lastSeq = lastSeq
+        setOwners(ownership.owners)
+        self.ownership.fence = ownership.fence
+        self.ownership.workIDs = ownership.workIDs
+        // This process learns from the snapshot that a takeover made it the owner (it joined, or
+        // restarted from its own snapshot, after the takeover entry): it starts the work now, as
+        // applying the entry would have; what that sent at once is in the state already. Only the
+        // work under ids it runs: the work of others' later entries is theirs; work without an
+        // id, only as the instance's sole owner.
+        if let process, ownership.owners.contains(process), ownership.fence > 0 {
+            let mine = ownership.workIDs.filter { $0.owner == process }.map(\.id)
+            _ = instance.resume(
+                derive: registration.resume, keep: { mine.contains(CancelTarget($0)) }, unmarked: ownership.owners == [process],
+                stamp: EntryStamp(seq: ownership.fence, epoch: 0, committedAt: 0), mode: .origin, term: ownership.fence, reducingSends: false
+            )
+        }
     }
 
     func digest() throws -> StateDigest {
@@ -180,8 +262,12 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
 
 extension RegisteredFlow {
     /// Makes the replica of one instance of the registered flow, at its initial state.
-    func makeReplica(address: Address, context: ReplicaContext, dependencies: DependencyValues, sampler: DeterminismSampler) -> any FlowReplica {
-        TypedReplica<Registered>(registration: typed, address: address, context: context, dependencies: dependencies, sampler: sampler)
+    func makeReplica(
+        address: Address, context: ReplicaContext, dependencies: DependencyValues, sampler: DeterminismSampler, owned: OwnedEffects
+    ) -> any FlowReplica {
+        TypedReplica<Registered>(
+            registration: typed, address: address, context: context, dependencies: dependencies, sampler: sampler, owned: owned
+        )
     }
 
     func replicaDependencies(from base: DependencyValues) -> DependencyValues {
@@ -202,17 +288,5 @@ extension TypedFlowRegistration {
         } operation: {
             DependencyValues._current
         }
-    }
-}
-
-/// How many of a flow's entries a process still reduces twice to check its reducer (the first
-/// 16), shared by the flow's instances in one replica set: a cost at start, none after.
-final class DeterminismSampler {
-    var remaining = 16
-
-    func takesSample() -> Bool {
-        guard remaining > 0 else { return false }
-        remaining -= 1
-        return true
     }
 }

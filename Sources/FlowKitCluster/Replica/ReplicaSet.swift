@@ -20,6 +20,8 @@ import Logging
     private let book: DigestBook
     /// Entries whose payload did not decode, and quarantined ones; every replica skips the same ones.
     private(set) var skippedEntries = 0
+    /// How many instances each process may run effects of.
+    private let owned = OwnedEffects()
 
     /// A passive set, which never runs effects: the coordinator's, a monitor's, a benchmark's.
     public convenience init(registry: FlowRegistry, logger: Logger) {
@@ -73,7 +75,7 @@ import Logging
         // One set of dependencies per flow, shared by its instances (a million of them hold one).
         let (dependencies, sampler) = flowDependencies[address.flow] ?? (registered.replicaDependencies(from: context.dependencies), DeterminismSampler())
         flowDependencies[address.flow] = (dependencies, sampler)
-        let replica = registered.makeReplica(address: address, context: context, dependencies: dependencies, sampler: sampler)
+        let replica = registered.makeReplica(address: address, context: context, dependencies: dependencies, sampler: sampler, owned: owned)
         replicas[address] = replica
         byText[address.description] = replica
         return replica
@@ -137,16 +139,24 @@ import Logging
     /// Every instance's state, copied now, to encode as JSON elsewhere (``encode(_:)``): a process
     /// with many instances does not stall its thread encoding them all, nor sorting them (ten
     /// thousand addresses took the coordinator's replica milliseconds to sort).
-    func exportStateJobs() -> [(address: String, lastSeq: UInt64, encode: @Sendable () throws -> [UInt8])] {
-        replicas.map { address, replica in (address.description, replica.lastSeq, replica.stateJSONJob()) }
+    func exportStateJobs() -> [StateJob] {
+        replicas.map { address, replica in StateJob(address: address.description, lastSeq: replica.lastSeq, ownership: replica.ownership, encode: replica.stateJSONJob()) }
+    }
+
+    /// One instance's state to encode elsewhere, with what a snapshot keeps beside it.
+    struct StateJob: Sendable {
+        var address: String
+        var lastSeq: UInt64
+        var ownership: SnapshotChunkMessage.Ownership
+        var encode: @Sendable () throws -> [UInt8]
     }
 
     /// Runs what ``exportStateJobs()`` handed out, in address order (a snapshot's bytes depend on
     /// the states alone); an instance whose state does not encode is left out.
-    static func encode(_ jobs: [(address: String, lastSeq: UInt64, encode: @Sendable () throws -> [UInt8])]) -> [SnapshotChunkMessage.Instance] {
+    static func encode(_ jobs: [StateJob]) -> [SnapshotChunkMessage.Instance] {
         jobs.sorted { $0.address.utf8.lexicographicallyPrecedes($1.address.utf8) }.compactMap { job in
             guard let state = try? job.encode() else { return nil }
-            return SnapshotChunkMessage.Instance(address: job.address, lastSeq: job.lastSeq, state: state)
+            return SnapshotChunkMessage.Instance(address: job.address, lastSeq: job.lastSeq, state: state, ownership: job.ownership)
         }
     }
 
@@ -156,12 +166,31 @@ import Logging
         replicas = [:]
         byText = [:]
         book.reset()
+        owned.removeAll()
         for instance in instances {
             let address = try Address(parsing: instance.address)
             let replica = try replicaCreatingIfNeeded(address)
-            try replica.restore(stateJSON: instance.state, lastSeq: instance.lastSeq)
+            try replica.restore(stateJSON: instance.state, lastSeq: instance.lastSeq, ownership: instance.ownership)
             book.noteChanged(replica)
         }
+    }
+
+    // MARK: Effects' owners
+
+    /// How many instances each process may run effects of.
+    var ownerCounts: [EffectOwner: Int] { owned.counts }
+
+    /// The instances whose effects `owner` may run, in address order.
+    func instances(ownedBy owner: EffectOwner) -> [String] {
+        guard owned.counts[owner] != nil else { return [] }
+        return replicas.compactMap { $0.value.ownership.owners.contains(owner) ? $0.key.description : nil }.sorted()
+    }
+
+    /// Each instance's last takeover, for those taken over.
+    var fences: [String: UInt64] {
+        var fences: [String: UInt64] = [:]
+        for (address, replica) in replicas where replica.ownership.fence > 0 { fences[address.description] = replica.ownership.fence }
+        return fences
     }
 
     /// Stops every effect.

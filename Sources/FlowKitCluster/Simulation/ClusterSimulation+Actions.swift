@@ -39,4 +39,24 @@ extension ClusterSimulation {
         disk.lastSyncDone = done
         return done
     }
+
+    // MARK: Injected bugs at the coordinator's door
+
+    /// ``InjectedBug/noFencing``: a SUBMIT's effects' submissions lose their ownership terms, so
+    /// the coordinator takes them as clients' (never fenced).
+    func withoutTerms(_ message: Message) -> Message {
+        guard let (peer, body) = RouterEnvelope.split(message), let first = body.first,
+            (try? WireHeader.read(first, expecting: .submit)) != nil, var submit = try? SubmitMessage(frames: body)
+        else { return message }
+        for index in submit.submissions.indices { submit.submissions[index].term = 0 }
+        return Message(parts: [peer.identity] + submit.frames)
+    }
+
+    func asFromItsOrigin(_ message: Message) -> Message {
+        guard let (_, body) = RouterEnvelope.split(message), let first = body.first,
+            (try? WireHeader.read(first, expecting: .submit)) != nil, let submit = try? SubmitMessage(frames: body),
+            let node = nodes.indices.contains(Int(submit.origin) - 1) ? nodes[Int(submit.origin) - 1] : nil
+        else { return message }
+        return Message(parts: [node.identity] + body)
+    }
 }

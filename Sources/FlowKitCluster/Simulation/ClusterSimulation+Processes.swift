@@ -39,6 +39,9 @@ extension ClusterSimulation {
         var configuration = NodeConfiguration(id: UInt32(index + 1), coordinator: SimulatedCoordinator.endpoints(0), name: "node-\(index)")
         configuration.otherCoordinators = coordinators.indices.dropFirst().map(SimulatedCoordinator.endpoints)
         configuration.joinThroughSnapshot = random.next() % 2 == 0
+        // Reports twice a second against the coordinator's 2 s node timeout here: a node is
+        // declared down when it is (paused, cut off, crashed), not for a report or two the network lost.
+        configuration.reportInterval = .milliseconds(500)
         let node = SimulatedNode(
             simulation: self, index: index, incarnation: nodeIncarnations[index], session: random.next() | 1, configuration: configuration,
             registry: SimulationFlow.registry(bug: options.bug), logger: nodeLogger(index), bug: options.bug

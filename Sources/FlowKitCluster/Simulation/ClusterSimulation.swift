@@ -68,6 +68,9 @@ final class ClusterSimulation {
         self.nodeIncarnations = Array(repeating: 0, count: options.nodes)
         var configuration = CoordinatorConfiguration()
         configuration.dedupWindow = 4_096
+        // Shorter than a process's default, so that a node paused or cut off for part of the
+        // active period is taken over (faults last 0.1 to 3 s); nodes report twice a second.
+        configuration.nodeTimeout = .seconds(2)
         self.coordinatorConfiguration = configuration
     }
 
@@ -119,6 +122,8 @@ final class ClusterSimulation {
         case .nodeTick(let index, let incarnation):
             guard let node = nodes[index], node.incarnation == incarnation else { return }
             node.interpreter.run { $0.tick(now: now) }
+            // Effects tick until 6 s after the faults heal (takeovers happen then), then rest.
+            if now >= node.lastEffectTicks + 1_000_000, now < activeEnd + 6_000_000 { node.tickEffects(now: now) }
             schedule.schedule(.nodeTick(node: index, incarnation: incarnation), at: now + 50_000)
         case .nodeWork(let index, let incarnation, let work):
             guard let node = nodes[index], node.incarnation == incarnation else { return }
@@ -132,7 +137,11 @@ final class ClusterSimulation {
             schedule.schedule(.coordinatorHeartbeat(index, incarnation: incarnation), at: now + 100_000)
         case .coordinatorStatus(let index, let incarnation):
             guard let coordinator = coordinator(index, incarnation) else { return }
-            coordinator.interpreter?.run { $0.status(now: now, instances: 0) }
+            if let interpreter = coordinator.interpreter {
+                let ownership = options.bug == .noTakeover  // the coordinator never hears of an owner to take over
+                    ? EffectOwnership() : await coordinator.replica.ownership(live: interpreter.machine.liveOwners(now: now))
+                coordinator.interpreter?.run { $0.status(now: now, instances: 0, ownership: ownership) }
+            }
             schedule.schedule(.coordinatorStatus(index, incarnation: incarnation), at: now + 1_000_000)
         case .electionTick(let index, let incarnation):
             guard let coordinator = coordinator(index, incarnation) else { return }
@@ -221,7 +230,8 @@ final class ClusterSimulation {
         case .coordinatorSubmit(let index):
             guard let coordinator = coordinator(index, packet.incarnation) else { return }
             if let interpreter = coordinator.interpreter {
-                let message = options.bug == .trustTheSubmitOrigin ? asFromItsOrigin(packet.message) : packet.message
+                var message = options.bug == .trustTheSubmitOrigin ? asFromItsOrigin(packet.message) : packet.message
+                if options.bug == .noFencing { message = withoutTerms(message) }
                 interpreter.run { $0.receive([message], now: now) }
             } else {
                 for reply in CoordinatorRole.redirections([packet.message], leader: coordinator.following) { replyToNode(reply, from: coordinator) }
@@ -266,14 +276,6 @@ final class ClusterSimulation {
 
     /// The injected bug ``InjectedBug/trustTheSubmitOrigin``: a SUBMIT as if the connection of the
     /// node its origin names had sent it.
-    private func asFromItsOrigin(_ message: Message) -> Message {
-        guard let (_, body) = RouterEnvelope.split(message), let first = body.first,
-            (try? WireHeader.read(first, expecting: .submit)) != nil, let submit = try? SubmitMessage(frames: body),
-            let node = nodes.indices.contains(Int(submit.origin) - 1) ? nodes[Int(submit.origin) - 1] : nil
-        else { return message }
-        return Message(parts: [node.identity] + body)
-    }
-
     /// Sends a message over the simulated network.
     func send(_ message: Message, to socket: SimulatedSocket, incarnation: Int, from: SimulatedProcess? = nil) {
         let link = from.flatMap { from in socket.process.map { SimulatedLink(from, $0) } }

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import Logging
 import ZeroMQ
@@ -141,7 +142,7 @@ final class SimulatedCoordinator {
         _ = copy?.follow(nil, now: now)
         let committed = copy?.committed ?? disk.log.lastSeq
         var sequencer = Sequencer(epoch: record.epoch, durableHead: disk.log.lastSeq, dedup: DedupTable(window: configuration.dedupWindow))
-        _ = try await CoordinatorStorage.recover(
+        let recovered = try await CoordinatorStorage.recover(
             &sequencer, replica: replica, from: disk.log.firstSeq, committed: committed, quarantine: quarantine
         ) { [disk] seq in try disk.log.read(from: seq, maxCount: 10_000, maxBytes: 16 << 20) }
         applied = await replica.applied
@@ -156,7 +157,7 @@ final class SimulatedCoordinator {
         }
         let machine = CoordinatorMachine(
             configuration: configuration, registry: SimulationFlow.registry, sequencer: sequencer, firstSeq: disk.log.firstSeq,
-            now: now, replication: bug == .commitWithoutStandbys ? nil : progress
+            now: now, replication: bug == .commitWithoutStandbys ? nil : progress, fences: recovered.fences
         )
         interpreter = CoordinatorInterpreter(machine: machine, io: io, sink: sink, injectedBug: bug)
         following = group == nil ? nil : record
@@ -268,7 +269,11 @@ final class SimulatedNode {
         self.incarnation = incarnation
         self.identity = Array("n\(index).\(incarnation)".utf8)
         // The replicas' hashing budget runs on the simulated clock, so a seed decides what is hashed.
-        let replicas = ReplicaSet(registry: registry, context: .passive(logger: logger), logger: logger) { [trace = simulation.trace] in
+        // Effects run as in a node (their events are sent by ``tickEffects(now:)``); a takeover
+        // that names this process resumes them here.
+        var context = ReplicaContext.passive(logger: logger)
+        context.owner = EffectOwner(node: configuration.id, session: session)
+        let replicas = ReplicaSet(registry: registry, context: context, logger: logger) { [trace = simulation.trace] in
             trace.clock.load(ordering: .relaxed)
         }
         let info = NodeInfo(name: configuration.name, clientEndpoint: "sim://node-\(index)", flows: ["sim"], pid: Int32(index))
@@ -278,6 +283,10 @@ final class SimulatedNode {
             sink: ObservationSink(logger: logger, counters: ClusterCounters(), trace: nil), injectedBug: bug
         )
     }
+
+    /// When its running effects last sent their ticks, and how many it sent.
+    var lastEffectTicks: UInt64 = 0
+    var effectTicksSent = 0
 
     /// The process index and incarnation a ROUTER identity names (`n1.2`: node 1's second run;
     /// `c0.3`: coordinator 0's third).

@@ -87,7 +87,7 @@ struct SimulationChecks {
                 failures.append(SimulationFailure(check: "every node converged", detail: "node \(node.index) is at the head with digest \(node.replicas.combinedDigest(exact: true)); the log's is \(digest)"))
             }
         }
-        for entry in log {
+        for entry in log where entry.origin != 0 {  // a takeover's effects run on the node it names
             let ran = simulation.history.effects[entry.seq] ?? []
             if ran.count > 1 || ran.contains(where: { UInt32($0.node + 1) != entry.origin || $0.session != entry.session }) {
                 failures.append(
@@ -99,37 +99,80 @@ struct SimulationChecks {
         return Self.abridged(failures)
     }
 
-    /// On every node, exactly the effects of its own `work` entries that no cancel ordered after
-    /// them stopped: none of another node's, none cancelled, none missing.
-    private func runningEffects(_ log: [Entry]) -> [SimulationFailure] {
-        var failures: [SimulationFailure] = []
-        for case let node? in simulation.nodes {
-            var expected: [String: Set<String>] = [:]
+    /// Who owns each work effect, following the log: a `work` entry's origin process; a takeover
+    /// moves every effect of its instance to its new owner. An effect is live from its `work`
+    /// entry until a cancel by its token, or of every effect, is ordered.
+    struct WorkOwners {
+        var owner: [String: EffectOwner] = [:]
+        var tokens: [String: [String]] = [:]
+        var live: [String: Set<String>] = [:]
+        /// Ticks ordered from a process that did not own their effect then.
+        var misplaced: [String] = []
+
+        init(_ log: [Entry]) {
             for entry in log {
+                let from = EffectOwner(node: entry.origin, session: entry.session)
                 switch entry.kind {
-                case .event where node.machine.isOwn(entry):
-                    if case .work(let token)? = Self.event(entry) { expected[entry.address, default: []].insert(token) }
+                case .event:
+                    switch SimulationChecks.event(entry) {
+                    case .work(let token)?:
+                        owner[token] = from
+                        tokens[entry.address, default: []].append(token)
+                        live[entry.address, default: []].insert(token)
+                    case .tick(let token, let id)? where owner[token] != from:
+                        let expected = owner[token].map(\.description) ?? "nobody"
+                        misplaced.append("tick \(id) of \(token) at seq \(entry.seq) came from \(from); its owner then was \(expected)")
+                    default:
+                        break
+                    }
                 case .cancel:
-                    // The work effects' ids are their tokens, strings.
-                    if let target = try? CancelTarget(codec: entry.codec, payload: entry.payload), let token = expected[entry.address]?.first(where: { target.matches(CancelID($0)) }) {
-                        expected[entry.address]?.remove(token)
+                    if let target = try? CancelTarget(codec: entry.codec, payload: entry.payload) {
+                        live[entry.address] = live[entry.address]?.filter { !target.matches(CancelID($0)) }
                     }
                 case .cancelAll:
-                    expected[entry.address] = nil
+                    live[entry.address] = nil
+                case .takeover:
+                    guard let takeover = try? Takeover(payload: entry.payload) else { continue }
+                    for token in tokens[entry.address] ?? [] { owner[token] = takeover.to }
                 default:
                     break
                 }
             }
+        }
+    }
+
+    /// Every live work effect runs on its owner, and nowhere else; its owner is a process that
+    /// runs (a takeover moved it off any that went down); and every tick came from its effect's
+    /// owner at the time (the old owner's, after a takeover, were fenced).
+    private func runningEffects(_ log: [Entry]) -> [SimulationFailure] {
+        var failures: [SimulationFailure] = []
+        let owners = WorkOwners(log)
+        for misplaced in owners.misplaced {
+            failures.append(SimulationFailure(check: "an effect's events come from its one owner", detail: misplaced))
+        }
+        let running = Set(simulation.nodes.compactMap { $0.map { EffectOwner(node: UInt32($0.index + 1), session: $0.machine.session) } })
+        for (address, tokens) in owners.live.sorted(by: { $0.key < $1.key }) {
+            for token in tokens.sorted() where !running.contains(owners.owner[token]!) {
+                failures.append(
+                    SimulationFailure(
+                        check: "every live effect has a running owner",
+                        detail: "\(token) at \(address) is owned by \(owners.owner[token]!), which no longer runs: no takeover moved it"
+                    )
+                )
+            }
+        }
+        for case let node? in simulation.nodes {
+            let me = EffectOwner(node: UInt32(node.index + 1), session: node.machine.session)
             for key in 0..<8 {
                 let address = "sim/k\(key)"
                 let running = (try? Address(parsing: address)).flatMap { node.replicas.replica(at: $0)?.runningCancelIDs } ?? []
-                let wanted = expected[address] ?? []
+                let wanted = (owners.live[address] ?? []).filter { owners.owner[$0] == me }
                 guard running != wanted else { continue }
                 let missing = wanted.subtracting(running).sorted()
                 let extra = running.subtracting(wanted).sorted()
                 failures.append(
                     SimulationFailure(
-                        check: "effects run on their origin until cancelled",
+                        check: "effects run on their owner until cancelled",
                         detail: "node \(node.index) at \(address): not running \(missing), running but should not \(extra)"
                     )
                 )

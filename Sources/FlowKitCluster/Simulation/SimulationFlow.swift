@@ -5,7 +5,10 @@ import Foundation
 /// an acknowledged event can be found in the log, and the state is the tokens in the order they
 /// were applied, so two replicas agree only if they applied the same entries in the same order.
 /// A `work` event starts an effect that runs until it is cancelled by its token: the checks find
-/// it running on its origin node, and nowhere else, unless a cancel was ordered after it.
+/// it running on its owner (its origin, or the node a takeover moved it to), and nowhere else,
+/// unless a cancel was ordered after it. While it runs, the simulation has it send `tick`s (under
+/// its ownership term), so a takeover and its fencing show in the log; `resume` starts every work
+/// effect again, and the cluster drops those cancelled.
 ///
 /// Its reducer reads `uuid`, `date` and random numbers, as TCA reducers do: each entry also leaves
 /// a mark made of them, which every replica must compute alike (they derive from the entry).
@@ -14,6 +17,8 @@ struct SimulationFlow: ReplicatedFlow {
         var tokens: [String] = []
         /// Per entry: a UUID, the time and a die roll, as the reducer read them.
         var marks: [String] = []
+        /// The tokens of the `work` events: what `resume` starts again.
+        var work: [String] = []
     }
 
     @Dependency(\.uuid) var uuid
@@ -24,6 +29,9 @@ struct SimulationFlow: ReplicatedFlow {
         case append(String)
         /// Starts an effect, cancellable by the token, that never ends by itself.
         case work(String)
+        /// Sent by the running effect of `work` (the simulation sends it for the effect, under the
+        /// effect's term); `id` is unique to the tick.
+        case tick(work: String, id: String)
     }
 
     static let initialState = State()
@@ -37,14 +45,27 @@ struct SimulationFlow: ReplicatedFlow {
             return .none
         case .work(let token):
             state.tokens.append(token)
-            return .run { _ in try await Task.sleep(for: .seconds(100_000_000)) }.cancellable(id: token)
+            state.work.append(token)
+            return Self.working(token)
+        case .tick(_, let id):
+            state.tokens.append(id)
+            return .none
         }
+    }
+
+    /// A work effect: it runs until cancelled by its token.
+    static func working(_ token: String) -> Effect<Event> {
+        .run { _ in try await Task.sleep(for: .seconds(100_000_000)) }.cancellable(id: token)
+    }
+
+    static func resume(_ state: State) -> Effect<Event> {
+        .merge(state.work.map(working))
     }
 
     /// The token an event carries.
     static func token(of event: Event) -> String {
         switch event {
-        case .append(let token), .work(let token): token
+        case .append(let token), .work(let token), .tick(_, let token): token
         }
     }
 

@@ -67,12 +67,19 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// A node's interpreter runs the effects of every entry it applies, not only of its own: every
     /// node runs every effect.
     case effectsOnEveryNode = "effects-on-every-node"
+    /// The coordinator takes every effect's submission for a client's: a node paused or cut off
+    /// past its lease, whose effects were taken over meanwhile, gets their events ordered when it
+    /// goes on, beside the new owner's.
+    case noFencing = "no-fencing"
+    /// The coordinator never takes over an owner that went down: its effects run nowhere.
+    case noTakeover = "no-takeover"
 
     /// Whether the bug lives among replicated coordinators (a run with several).
     package var needsReplicatedCoordinators: Bool {
         switch self {
         case .commitWithoutStandbys, .fenceOnlyOnTimer: true
-        case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode:
+        case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode,
+            .noFencing, .noTakeover:
             false
         }
     }

@@ -38,6 +38,10 @@ final class ClusterCounters: Sendable {
     let effectsStarted = CounterCell("flowkit_effects_started_total")
     let effectFailures = CounterCell("flowkit_effect_failures_total")
     let effectsLost = CounterCell("flowkit_effects_lost_total")
+    /// Instances whose effects the coordinator moved off a node that went down (takeover entries).
+    let takeovers = CounterCell("flowkit_takeovers_total")
+    /// A node's effects' submissions the coordinator refused because their instance was taken over.
+    let staleSubmissions = CounterCell("flowkit_stale_submissions_total")
     let gapsRepaired = CounterCell("flowkit_gap_repairs_total")
     let logLossesSeen = CounterCell("flowkit_coordinator_log_losses_total")
     /// Nodes found stalled (alive, behind the head, applying nothing), once per stall.

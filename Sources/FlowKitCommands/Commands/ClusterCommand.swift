@@ -24,6 +24,8 @@ struct ClusterCommand: AsyncParsableCommand {
             c1 takes the single coordinator's. --base-port 0 lets the OS choose every one. ('flowkit bench' \
             starts clusters of its own on ports the OS chooses, and its raw ZeroMQ baseline does too.)
 
+            A node that crashes (killed by a signal, or a non-zero exit) is restarted, after 1 s, then 2, 4, … up to \
+            30 s while it keeps failing, and the live view says so; one stopped cleanly (SIGTERM, exit code 0) is left stopped. \
             To restart one node by hand, after stopping it (its pid is in cluster.json): cluster.json holds \
             each process's command line ("command"); run it in another shell. A process 'flowkit cluster' \
             starts carries FLOWKIT_PARENT_PID and stops when 'flowkit cluster' does; one started by hand \
@@ -113,11 +115,14 @@ struct ClusterCommand: AsyncParsableCommand {
             printFlushed("data and logs in \(dir); try: flowkit emit counter/a '{\"increment\":{}}' --node node-2")
             if curve { printFlushed("CURVE on: keys in \(dir)/keys, allow-lists \(dir)/keys/authorized (everyone) and \(dir)/keys/nodes (the coordinators' submit sockets)") }
             let stop = StopFlag()
+            let notes = SupervisorNotes()
+            let supervision = await supervisor.superviseNodes(say: notes.say)
+            defer { supervision.cancel() }
             let page = noDashboard ? nil : try await serveDashboard(file: file, supervisor: supervisor, logger: logger)
             defer { page?.cancel() }
             try await ShutdownService.run(logger: logger) {
                 if !noDemo { try await DemoWorkload(file: file, logger: logger).run() }
-                try await liveView(file: file, logger: logger, stop: stop)
+                try await liveView(file: file, logger: logger, stop: stop, notes: notes)
             } stop: {
                 stop.set()
             }
@@ -140,7 +145,7 @@ struct ClusterCommand: AsyncParsableCommand {
         return task
     }
 
-    private func liveView(file: LocalClusterFile, logger: Logger, stop: StopFlag) async throws {
+    private func liveView(file: LocalClusterFile, logger: Logger, stop: StopFlag, notes: SupervisorNotes) async throws {
         var view = MonitorView()
         for node in file.nodes { view.nodeNames[node.id] = node.name }
         let deadline = duration.map { ContinuousClock.now.advanced(by: .milliseconds(Int($0 * 1_000))) }
@@ -155,7 +160,8 @@ struct ClusterCommand: AsyncParsableCommand {
             deadline: deadline,
             entryLinesPerSecond: 20,
             stop: stop,
-            logger: logger
+            logger: logger,
+            supervisor: notes
         )
     }
 }

@@ -114,6 +114,7 @@ struct StatusCommand: AsyncParsableCommand {
         printFlushed(
             "epoch \(status.epoch)  head \(status.head)  first seq \(status.firstSeq)  \(Int(status.entriesPerSecond)) entries/s  divergences \(status.divergences)"
                 + (status.quarantined > 0 ? "  QUARANTINED entries \(status.quarantined)" : "")
+                + "  takeovers \(status.takeovers ?? 0)  stale submissions refused \(status.staleSubmissions ?? 0)"
         )
         if let replication = status.replication {
             for line in MonitorView.describe(replication, now: Date()) { printFlushed(line) }
@@ -123,7 +124,7 @@ struct StatusCommand: AsyncParsableCommand {
             let position = node.lag == 0 ? "at head" : "lag \(node.lag)"
             let digest = node.digestSeq == 0 ? "digest \(node.digest.prefix(16)) (not current)" : "digest \(node.digest.prefix(16)) at \(node.digestSeq)"
             printFlushed(
-                "\(node.name)  \(state)  applied \(node.applied)  \(position)  \(digest)  instances \(node.instances)  effects \(node.runningEffects)  \(node.clientEndpoint)"
+                "\(node.name)  \(state)  applied \(node.applied)  \(position)  \(digest)  instances \(node.instances)  effects \(node.runningEffects) (owns \(node.ownedInstances ?? 0))  session \(node.session.map { String($0.prefix(8)) } ?? "-")  \(node.clientEndpoint)"
             )
         }
         if problems.isEmpty {

@@ -28,6 +28,7 @@ package enum LiveView {
         entryLinesPerSecond: Int? = nil,
         stop: StopFlag,
         logger: Logger,
+        supervisor: SupervisorNotes? = nil,
         onEvent: @escaping @Sendable (ClusterMonitor.Event) -> Void = { _ in }
     ) async throws {
         let format = format ?? (standardOutputIsTerminal ? .screen : .lines)
@@ -55,6 +56,14 @@ package enum LiveView {
                 break
             }
             try? await Task.sleep(for: .milliseconds(100))
+            for text in supervisor?.drain() ?? [] {
+                switch format {
+                case .lines: printFlushed("supervisor: \(text)")
+                case .json: printFlushed(JSONValue.object(["type": "supervisor", "message": .string(text)]).text())
+                case .screen: break
+                }
+                view.note(supervisor: text)
+            }
             for event in buffer.drain() {
                 onEvent(event)
                 switch format {
@@ -165,4 +174,20 @@ package final class StopFlag: Sendable {
 
     package func set() { flag.store(true, ordering: .relaxed) }
     package var isSet: Bool { flag.load(ordering: .relaxed) }
+}
+
+/// What a local cluster's supervisor said, waiting for the live view to show it.
+package final class SupervisorNotes: Sendable {
+    private let notes = Mutex<[String]>([])
+
+    package init() {}
+
+    package func say(_ text: String) { notes.withLock { $0.append(text) } }
+
+    func drain() -> [String] {
+        notes.withLock { notes in
+            defer { notes = [] }
+            return notes
+        }
+    }
 }

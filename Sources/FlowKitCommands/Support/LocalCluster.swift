@@ -26,6 +26,24 @@ package actor LocalCluster {
     package private(set) var etcd: EtcdServer?
     /// The prefix of the cluster's keys in etcd.
     package static let etcdPrefix = "/flowkit/cluster"
+    /// Each supervised node's restarts in a row and when it may start again (``superviseNodes(say:)``).
+    var restarts: [UInt32: Restart] = [:]
+    /// Nodes that exited cleanly (stopped by hand): left stopped, said once.
+    var leftStopped: Set<UInt32> = []
+    /// Set by ``stop()``: nothing is restarted from then on.
+    var stopping = false
+    /// Failures in a row of each node when it was last restarted.
+    var lastRestartCount: [UInt32: Int] = [:]
+
+    /// A crashed node waiting to start again.
+    struct Restart {
+        /// Failures in a row: the backoff doubles with each, from 1 s up to 30 s.
+        var count: Int
+        var at: ContinuousClock.Instant
+    }
+
+    /// How long a restarted node must run before its failures stop counting in a row.
+    package static let stableAfter: Duration = .seconds(60)
 
     package init(directory: String, basePort: Int, childLogLevel: String = "notice", durability: String = "synced", coordinators: Int = 1) {
         self.directory = directory
@@ -253,6 +271,7 @@ package actor LocalCluster {
 
     /// Stops the nodes, then the coordinators, then etcd, gracefully; removes `cluster.json`.
     package func stop() async {
+        stopping = true
         for node in nodes.values { await node.stop() }
         await coordinator?.stop()
         for child in replicated.values { await child.stop() }

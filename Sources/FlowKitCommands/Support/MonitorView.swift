@@ -1,4 +1,4 @@
-import FlowKitCluster
+@_spi(Wire) import FlowKitCluster
 import Foundation
 
 /// What the live views of `flowkit cluster` and `flowkit monitor` show, built from monitor events.
@@ -13,8 +13,16 @@ package struct MonitorView {
     package var nodeNames: [UInt32: String] = [:]
     /// Entries per second from the last statuses, oldest first, for the screen's sparkline.
     private(set) var rates: [Double] = []
+    /// What the supervisor of a local cluster did (a node restarted), latest last.
+    private(set) var supervisorNotes: [(time: Date, text: String)] = []
 
     package init() {}
+
+    /// Notes what `flowkit cluster`'s supervisor did, for the screen.
+    package mutating func note(supervisor text: String) {
+        supervisorNotes.append((Date(), text))
+        if supervisorNotes.count > 5 { supervisorNotes.removeFirst() }
+    }
 
     package mutating func apply(_ event: ClusterMonitor.Event) {
         switch event {
@@ -46,11 +54,14 @@ package struct MonitorView {
         var top: [String] = []
         let rate = status.map { String(format: "%.0f", $0.entriesPerSecond) } ?? "-"
         top.append(title)
-        top.append("head \(head)   \(rate) entries/s \(Self.sparkline(rates.suffix(max(0, min(30, columns - 60)))))   epoch \(status?.epoch ?? 0)   divergences \(status?.divergences ?? 0)")
+        top.append(
+            "head \(head)   \(rate) entries/s \(Self.sparkline(rates.suffix(max(0, min(30, columns - 60)))))   epoch \(status?.epoch ?? 0)   divergences \(status?.divergences ?? 0)"
+                + "   takeovers \(status?.takeovers ?? 0)"
+        )
         top.append("")
         let nodes = status?.nodes ?? []
         let maxLag = max(1, nodes.map(\.lag).max() ?? 0)
-        top.append(pad("node", 10) + pad("applied", 10) + pad("lag", 22) + pad("state", 9) + pad("instances", 11) + pad("effects", 9) + "digest")
+        top.append(pad("node", 10) + pad("applied", 10) + pad("lag", 22) + pad("state", 9) + pad("instances", 11) + pad("effects", 9) + pad("owns", 7) + "digest")
         // Digests compare only at the same seq: a node behind holds an earlier state. A digestSeq
         // of 0 is a busy node's digest still being brought up to date: it describes no one seq.
         var digestsAt: [UInt64: Set<String>] = [:]
@@ -61,7 +72,7 @@ package struct MonitorView {
             let digest = String(node.digest.prefix(16)) + (differs ? "  DIFFERS at this seq" : node.digestSeq == 0 ? "  (being hashed)" : "")
             top.append(
                 pad(node.name, 10) + pad("\(node.applied)", 10) + pad(pad("\(node.lag)", 7) + Self.bar(node.lag, of: maxLag, width: 14), 22)
-                    + pad(state, 9) + pad("\(node.instances)", 11) + pad("\(node.runningEffects)", 9) + digest
+                    + pad(state, 9) + pad("\(node.instances)", 11) + pad("\(node.runningEffects)", 9) + pad("\(node.ownedInstances ?? 0)", 7) + digest
             )
         }
         if let replication = status?.replication {
@@ -74,6 +85,11 @@ package struct MonitorView {
             for (time, alarm) in alarms.reversed() {
                 top.append("  \(Self.clock(time)) \(alarm.kind.rawValue.uppercased()): \(alarm.message)")
             }
+        }
+        if !supervisorNotes.isEmpty {
+            top.append("")
+            top.append("SUPERVISOR:")
+            for (time, text) in supervisorNotes.reversed() { top.append("  \(Self.clock(time)) \(text)") }
         }
         var footer = ["q quits"]
         if fellBehind > 0 { footer.insert("(this view fell behind \(fellBehind) time(s) and skipped entries)", at: 0) }
@@ -100,7 +116,10 @@ package struct MonitorView {
 
     /// One entry on one line.
     package func describe(_ entry: Entry) -> String {
-        let origin = nodeNames[entry.origin] ?? "node-\(entry.origin)"
+        // The session tells a restarted node's entries from its previous process's.
+        let origin = entry.origin == 0
+            ? "the coordinator"
+            : (nodeNames[entry.origin] ?? "node-\(entry.origin)") + " session " + Self.shortSession(entry.session)
         let what: String
         switch entry.kind {
         case .event:
@@ -113,8 +132,24 @@ package struct MonitorView {
             what = "CANCEL every effect"
         case .quarantined:
             what = "QUARANTINED: too large for any message, skipped by every replica"
+        case .takeover:
+            if let takeover = try? Takeover(payload: entry.payload) {
+                what = "TAKEOVER effects of \(name(of: takeover.from)) → \(name(of: takeover.to))"
+            } else {
+                what = "TAKEOVER (unreadable)"
+            }
         }
         return "seq \(entry.seq)  \(entry.address)  \(what.prefix(80))  (from \(origin))"
+    }
+
+    /// A process by its node's name and its session.
+    private func name(of owner: EffectOwner) -> String {
+        (nodeNames[owner.node] ?? "node-\(owner.node)") + " session " + Self.shortSession(owner.session)
+    }
+
+    /// A session's first 8 hex digits: enough to tell a node's processes apart.
+    package static func shortSession(_ session: UInt64) -> String {
+        String(String(session, radix: 16).prefix(8))
     }
 
     /// A line for line-oriented output, or `nil` for events it does not print.
@@ -155,6 +190,7 @@ package struct MonitorView {
         case .cancel: "cancel"
         case .cancelAll: "cancelAll"
         case .quarantined: "quarantined"
+        case .takeover: "takeover"
         }
     }
 
@@ -165,7 +201,7 @@ package struct MonitorView {
             return entries.map { entry in
                 var object: [String: JSONValue] = [
                     "type": "entry", "seq": .int(entry.seq), "epoch": .int(entry.epoch), "address": .string(entry.address),
-                    "origin": .int(entry.origin), "kind": .string(kindName(entry.kind)),
+                    "origin": .int(entry.origin), "session": .string(String(entry.session, radix: 16)), "kind": .string(kindName(entry.kind)),
                     "codec": .string(entry.codec.description), "committedAt": .int(entry.committedAt),
                 ]
                 switch entry.kind {
@@ -178,6 +214,11 @@ package struct MonitorView {
                         object["cancelIDType"] = .string(type)
                     case nil:
                         object["payload"] = .string(String(decoding: entry.payload, as: UTF8.self))
+                    }
+                case .takeover:
+                    if let takeover = try? Takeover(payload: entry.payload) {
+                        object["from"] = .object(["node": .int(takeover.from.node), "session": .string(String(takeover.from.session, radix: 16))])
+                        object["to"] = .object(["node": .int(takeover.to.node), "session": .string(String(takeover.to.session, radix: 16))])
                     }
                 case .event where entry.codec == .json:
                     object["payload"] = (try? JSONValue(parsing: entry.payload)) ?? .string(String(decoding: entry.payload, as: UTF8.self))

@@ -40,6 +40,10 @@ struct ChaosReport: CheckedReport, Codable {
     var memory: [String: ProcessMemory.Samples]
     var crashes: [String]
     var alarms: [String: Int]
+    /// Instances whose effects moved off nodes that went down, and effects' submissions the
+    /// coordinator refused as stale (their instance had been taken over).
+    var effectsTakenOver: Int
+    var staleSubmissionsRefused: Int
     var checks: [Check]
     var directory: String?
 
@@ -77,6 +81,7 @@ struct ChaosReport: CheckedReport, Codable {
             "ledger: \(audit.acknowledged) acknowledged ids, lost \(audit.lost), duplicated \(audit.duplicated), misplaced \(audit.misplaced); "
                 + "\(audit.orderedWithoutAcknowledgement) ordered without an acknowledgement; log checked from seq \(audit.logFirstSeq) (\(audit.logEntries) entries)"
         )
+        lines.append("effects: \(effectsTakenOver) instance(s) taken over, \(staleSubmissionsRefused) stale submission(s) refused")
         lines.append(
             "memory (RSS first → peak → last): "
                 + memory.sorted { $0.key < $1.key }.map {

@@ -138,6 +138,8 @@ struct ChaosSession: Sendable {
             memory: memory.withLock { $0.processes },
             crashes: crashes,
             alarms: alarms,
+            effectsTakenOver: watcher.effects.takeovers,
+            staleSubmissionsRefused: watcher.effects.staleSubmissions,
             checks: checks,
             directory: directory
         )

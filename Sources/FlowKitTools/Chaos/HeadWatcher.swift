@@ -15,6 +15,8 @@ final class HeadWatcher: Sendable {
     private let latest = Mutex<Beat?>(nil)
     private let alarmLog = Mutex<[Alarm]>([])
     private let lastStatus = Mutex<ClusterStatus?>(nil)
+    /// Per coordinator term, the most instances taken over and stale submissions refused it reported.
+    private let effectCounts = Mutex<[UInt32: (takeovers: Int, stale: Int)]>([:])
     private let task = Mutex<Task<Void, Never>?>(nil)
 
     init(publishEndpoint: String, logger: Logger) async throws {
@@ -30,6 +32,10 @@ final class HeadWatcher: Sendable {
                         alarmLog.withLock { $0.append(alarm) }
                     case .status(let status):
                         lastStatus.withLock { $0 = status }
+                        effectCounts.withLock { counts in
+                            let known = counts[status.epoch] ?? (0, 0)
+                            counts[status.epoch] = (max(known.takeovers, status.takeovers ?? 0), max(known.stale, status.staleSubmissions ?? 0))
+                        }
                     default:
                         break
                     }
@@ -41,6 +47,14 @@ final class HeadWatcher: Sendable {
 
     var beat: Beat? { latest.withLock { $0 } }
     var alarms: [Alarm] { alarmLog.withLock { $0 } }
+    /// Instances whose effects were taken over, and effects' submissions refused as stale, over
+    /// every coordinator term seen (a coordinator counts from its term's start).
+    var effects: (takeovers: Int, staleSubmissions: Int) {
+        effectCounts.withLock { counts in
+            (counts.values.reduce(0) { $0 + $1.takeovers }, counts.values.reduce(0) { $0 + $1.stale })
+        }
+    }
+
     /// The latest cluster status the coordinator published.
     var status: ClusterStatus? { lastStatus.withLock { $0 } }
 

@@ -1,4 +1,4 @@
-import FlowKitCluster
+@_spi(Wire) import FlowKitCluster
 
 /// Makes the malformed, random, truncated, oversize and wrong-version messages `flowkit fuzz`
 /// sends, from a target's valid templates and a seeded generator.
@@ -57,7 +57,7 @@ struct FuzzMutator: Sendable {
             if pick < template.weight { return template.frames }
             pick -= template.weight
         }
-        return templates.first?.frames ?? [[0x46, 0x4B, 1, 0]]
+        return templates.first?.frames ?? [[0x46, 0x4B, WireHeader.version, 0]]
     }
 
     func make(_ strategy: Strategy, _ random: inout SeededRandom) -> [[UInt8]] {
@@ -68,7 +68,7 @@ struct FuzzMutator: Sendable {
             return (0..<Int.random(in: 1...3, using: &random)).map { _ in random.bytes(Int.random(in: 0...300, using: &random)) }
         case .randomAfterHeader:
             let type = frames[0].count > 3 && Bool.random(using: &random) ? frames[0][3] : UInt8.random(in: 0...255, using: &random)
-            frames[0] = [0x46, 0x4B, 1, type] + random.bytes(Int.random(in: 0...64, using: &random))
+            frames[0] = [0x46, 0x4B, WireHeader.version, type] + random.bytes(Int.random(in: 0...64, using: &random))
         case .truncated:
             frames[index] = Array(frames[index].prefix(Int.random(in: 0...max(frames[index].count - 1, 0), using: &random)))
         case .badMagic:

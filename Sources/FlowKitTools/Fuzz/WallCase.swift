@@ -1,4 +1,4 @@
-import FlowKitCluster
+@_spi(Wire) import FlowKitCluster
 
 /// One submission's content, sent to both walls by `flowkit fuzz`: to a node as the client request
 /// that carries it (EMIT, or CANCEL), and to the coordinator as a SUBMIT from a node that skipped
@@ -29,7 +29,7 @@ struct WallCase: Sendable {
 
     /// The EMIT or CANCEL a client sends a node for it.
     func nodeFrames(request: UInt64) -> [[UInt8]] {
-        var header: [UInt8] = [0x46, 0x4B, 1]
+        var header: [UInt8] = [0x46, 0x4B, WireHeader.version]
         if kind == 1 {
             header += [0x30] + Self.u64(request) + [0, codec] + Self.short(address)
             return [header, payload]
@@ -40,9 +40,9 @@ struct WallCase: Sendable {
 
     /// The SUBMIT a node would send the coordinator for it.
     func submitFrames(session: UInt64, submission: UInt64) -> [[UInt8]] {
-        var header: [UInt8] = [0x46, 0x4B, 1, 0x01] + Self.u32(origin) + Self.u64(session)
+        var header: [UInt8] = [0x46, 0x4B, WireHeader.version, 0x01] + Self.u32(origin) + Self.u64(session)
         if trailingHeaderBytes { header.append(0) }
-        let record: [UInt8] = Self.u64(submissionZero ? 0 : submission) + [kind, codec] + Self.u64(1) + Self.short(address) + payload
+        let record: [UInt8] = Self.u64(submissionZero ? 0 : submission) + [kind, codec] + Self.u64(1) + Self.u64(0) + Self.short(address) + payload
         return [header, Self.u32(UInt32(record.count)) + record]
     }
 

@@ -73,7 +73,7 @@ final class RawDealer: Sendable {
 /// Client-socket message bodies built by hand, byte for byte as docs/PROTOCOL.md lays them out.
 enum Wire {
     /// `F K version type`.
-    static func header(type: UInt8, version: UInt8 = 1) -> [UInt8] { [0x46, 0x4B, version, type] }
+    static func header(type: UInt8, version: UInt8 = WireHeader.version) -> [UInt8] { [0x46, 0x4B, version, type] }
 
     static func u64(_ value: UInt64) -> [UInt8] { (0..<8).reversed().map { UInt8(truncatingIfNeeded: value >> (UInt64($0) * 8)) } }
 

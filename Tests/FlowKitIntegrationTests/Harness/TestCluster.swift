@@ -288,6 +288,11 @@ final class TestCluster: Sendable {
         await process.kill9()
     }
 
+    /// Sends `signal` to node `id` (SIGSTOP to pause it, SIGCONT to let it go on).
+    func signalNode(_ id: Int, _ signal: Int32) {
+        state.withLock { $0.nodes[id]?.process }?.signal(signal)
+    }
+
     /// Graceful stop of everything: clients closed, nodes and coordinator sent SIGTERM (SIGKILL
     /// after a grace period), all reaped. Safe to call more than once and from a cancelled task.
     ///

@@ -11,6 +11,7 @@ function render() {
   $("epoch").textContent = status ? status.epoch : "–";
   $("divergences").textContent = status ? status.divergences : "–";
   $("divergences").className = status && status.divergences > 0 ? "bad" : "";
+  $("takeovers").textContent = status ? (status.takeovers || 0) : "–";
   $("leader").textContent = status && status.replication ? status.replication.leader : "one coordinator";
   renderNodes(status ? status.nodes : []);
   renderCoordinators(status && status.replication);
@@ -41,6 +42,7 @@ function renderNodes(nodes) {
     cell(row, state, state === "alive" ? "good" : "bad");
     cell(row, node.instances);
     cell(row, node.runningEffects);
+    cell(row, node.ownedInstances || 0);
     const differs = node.alive && node.digestSeq > 0 && digestsAt[node.digestSeq].size > 1;
     const note = differs ? "  differs at seq " + node.digestSeq : node.digestSeq === 0 ? "  (being hashed)" : "";
     cell(row, node.digest.slice(0, 16) + note, differs ? "bad" : "digest");
@@ -91,10 +93,20 @@ function renderEntries() {
     cell(row, entry.address);
     const what = entry.kind === "event" ? JSON.stringify(entry.payload)
       : entry.kind === "cancel" ? "cancel " + entry.payload + (entry.cancelIDType ? " (" + entry.cancelIDType + ")" : "")
-      : entry.kind === "cancelAll" ? "cancel every effect" : "quarantined: skipped by every replica";
+      : entry.kind === "cancelAll" ? "cancel every effect"
+      : entry.kind === "takeover" ? "takeover: effects of " + processName(entry.from) + " move to " + processName(entry.to)
+      : "quarantined: skipped by every replica";
     cell(row, what.length > 100 ? what.slice(0, 100) + "…" : what, "payload");
-    cell(row, view.names[entry.origin] || "node " + entry.origin);
+    const origin = cell(row, entry.origin === 0 ? "coordinator" : view.names[entry.origin] || "node " + entry.origin);
+    // The session tells a restarted node's entries from its previous process's.
+    if (entry.origin !== 0) origin.title = "session " + (entry.session || "?");
   }
+}
+
+// A node process: its node's name and the start of its session.
+function processName(process) {
+  if (!process) return "?";
+  return (view.names[process.node] || "node " + process.node) + " " + process.session.slice(0, 8);
 }
 
 function renderRates() {
