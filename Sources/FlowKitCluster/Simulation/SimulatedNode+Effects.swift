@@ -8,9 +8,9 @@ extension SimulatedNode {
         lastEffectTicks = now
         for key in 0..<8 {
             guard let address = try? Address(parsing: "sim/k\(key)"), let replica = replicas.replica(at: address) else { continue }
-            // One work effect in eight ticks (by its token's number): enough of them on every node to
+            // One work effect in sixteen ticks (by its token's number): enough of them on every node to
             // show takeovers and fencing, few enough that a seed stays quick.
-            for (token, term) in replica.runningCancelIDTerms.sorted(by: { $0.key < $1.key }) where (Int(token.dropFirst()) ?? 0) % 8 == 0 {
+            for (token, term) in replica.runningCancelIDTerms.sorted(by: { $0.key < $1.key }) where (Int(token.dropFirst()) ?? 0) % 16 == 0 {
                 effectTicksSent += 1
                 let tick = SimulationFlow.Event.tick(work: token, id: "x\(index).\(incarnation).\(effectTicksSent)")
                 guard let payload = try? JSONEncoder().encode(tick) else { continue }
