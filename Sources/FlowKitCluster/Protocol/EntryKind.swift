@@ -12,7 +12,7 @@ public enum EntryKind: UInt8, Sendable, Codable {
     /// payload is the original payload's size, a `u64`. Never submitted.
     case quarantined = 4
     /// The instance's effects move to another node: the coordinator orders one for each instance
-    /// whose effects a node that went down may have run. The payload is a ``Takeover``; origin,
+    /// whose effects a node that went down may have run. The payload is a `Takeover`; origin,
     /// session and submission are 0. Never submitted.
     case takeover = 5
 }

@@ -63,7 +63,7 @@ public struct FlowRegistry: Sendable {
     ///   - initialState: The state of a new instance, given its key.
     ///   - flow: Builds the flow for a new instance.
     ///   - resume: The effects an instance should have running, from its state, started on a
-    ///     surviving node when the node running them dies (``ReplicatedFlow/resume(_:)``); by
+    ///     surviving node when the node running them dies (`ReplicatedFlow.resume(_:)`); by
     ///     default none.
     ///   - prepareDependencies: Overrides dependencies for the flow's reducers and effects (see
     ///     ``register(_:as:codec:withDependencies:)``).
@@ -246,7 +246,7 @@ struct TypedFlowRegistration<F: Flow>: RegisteredFlow where F.State: Codable, F.
     let codecs: EventCodecs<F.Event>
     let initialState: @Sendable (String) -> F.State
     let makeFlow: @Sendable () -> F
-    /// The effects an instance should have running, from its state (``ReplicatedFlow/resume(_:)``).
+    /// The effects an instance should have running, from its state (`ReplicatedFlow.resume(_:)`).
     let resume: @Sendable (F.State) -> Effect<F.Event>
     /// The registration's own dependency overrides, applied after the entry-derived values.
     var prepareDependencies: @Sendable (inout DependencyValues) -> Void = { _ in }
