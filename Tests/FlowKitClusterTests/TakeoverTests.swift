@@ -239,6 +239,19 @@ import Testing
         let liveAgain = planner.plan(later, live: live + [(Self.a, ["beacon"])], lastSeq: { _ in 90 }, mayAct: true)
         #expect(liveAgain.moves.isEmpty, "a live owner keeps its effects")
     }
+
+    /// The coordinator looks at once, not at the next status interval, when an owner that was live
+    /// at the last plan no longer is; and only once for it.
+    @Test func anOwnerThatLapsedSinceTheLastPlanIsSeenAtOnce() {
+        var planner = TakeoverPlanner()
+        let ownership = EffectOwnership(applied: 100, counts: [Self.a: 2, Self.b: 1])
+        _ = planner.plan(ownership, live: [(Self.a, ["beacon"]), (Self.b, ["beacon"])], lastSeq: { _ in 90 }, mayAct: true)
+        #expect(!planner.lapsed(live: [Self.a, Self.b]))
+        #expect(planner.lapsed(live: [Self.b]), "a went away since the plan")
+        _ = planner.plan(ownership, live: [(Self.b, ["beacon"])], lastSeq: { _ in 90 }, mayAct: false)
+        #expect(!planner.lapsed(live: [Self.b]), "seen by a plan: the next status interval retries")
+        #expect(!planner.lapsed(live: [Self.b, EffectOwner(node: 9, session: 9)]), "a process that owns nothing is no reason")
+    }
 }
 
 extension ByteWriter {

@@ -2,20 +2,28 @@ import Foundation
 import Testing
 
 extension ReliabilityTests {
-    /// The CI chaos run: 40 s of ledger load with 8 faults (two of each kind: node kill -9 and
-    /// restart, coordinator kill -9 and restart, node SIGSTOP/SIGCONT, dropped connections). Every
-    /// acknowledged id must end up exactly once on every node, no id twice, equal digests.
+    /// The CI chaos run: 50 s of ledger load with 10 faults (two of each kind: node kill -9 and
+    /// restart, a node killed and left down past the lease, coordinator kill -9 and restart, node
+    /// SIGSTOP/SIGCONT, dropped connections). Every
+    /// acknowledged id must end up exactly once on every node, no id twice, equal digests; a timer
+    /// started at each node ticks through it all, each tick from its owner at the time, and a node
+    /// kill moves at least one (a restarted process owns nothing of its predecessor's).
     @Test func chaosRunLosesNothingAcknowledgedAndAppliesNothingTwice() async throws {
         let result = try await Reliability.flowkit(
-            ["chaos", "--duration", "40", "--faults", "8", "--seed", "11", "--json", "--quiet"], timeout: .seconds(240)
+            ["chaos", "--duration", "50", "--faults", "10", "--seed", "11", "--json", "--quiet"], timeout: .seconds(240)
         )
         #expect(result.status == 0, "flowkit chaos failed:\n\(result.stderr.suffix(4_000))")
         let report = try ReliabilityReport.decode(result.stdout)
         for check in report.checks { #expect(check.held, "\(check.name): \(check.detail)") }
         #expect(report.audit.lost == 0 && report.audit.duplicated == 0)
         #expect(report.audit.acknowledged > 1_000, "the load ran: \(report.audit.acknowledged) acknowledged")
+        #expect(report.timers?.timers == 3 && (report.timers?.ticks ?? 0) > 60, "timers: \(String(describing: report.timers))")
+        #expect((report.timers?.takeovers ?? 0) >= 1 && (report.effectsTakenOver ?? 0) >= 1, "a node kill moved a timer")
+        // A timer whose node was left down ticked again at a survivor (how soon: docs/RELIABILITY.md).
+        let resumed = (report.timers?.resumes ?? []).filter { $0.fault == "node-down" }.compactMap(\.secondsFromFault)
+        #expect(!resumed.isEmpty, "no timer resumed after a node-down")
         let kinds = Dictionary(uniqueKeysWithValues: (report.summary ?? []).map { ($0.kind, $0.count) })
-        for kind in ["node-kill", "coordinator-kill", "node-pause", "connection-drop"] {
+        for kind in ["node-kill", "node-down", "coordinator-kill", "node-pause", "connection-drop"] {
             #expect(kinds[kind] == 2, "\(kind) injected \(kinds[kind] ?? 0) times")
         }
     }

@@ -115,8 +115,23 @@ struct ReliabilityReport: Decodable {
         var disagreements: [String]
     }
 
+    /// `flowkit chaos`: the timers that ran through it.
+    struct Timers: Decodable {
+        struct Resume: Decodable {
+            var fault: String?
+            var secondsFromFault: Double?
+        }
+
+        var timers: Int
+        var ticks: Int
+        var takeovers: Int
+        var resumes: [Resume]
+    }
+
     var checks: [Check]
     var audit: Audit
+    var timers: Timers?
+    var effectsTakenOver: Int?
     var summary: [KindSummary]?
     var phases: [Phase]?
     var walls: Walls?

@@ -124,6 +124,7 @@ public final class Coordinator: Sendable {
                     guard let core = role.core else { return }
                     await core.heartbeat()
                     await core.tickReplication()
+                    await core.publishStatusIfOwnerLapsed()
                 }
             }
             tasks.addTask(executorPreference: loop) { [configuration] in

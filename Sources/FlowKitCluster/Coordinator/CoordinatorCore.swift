@@ -137,6 +137,13 @@ actor CoordinatorCore: SyncSource {
         interpreter.run { [$0.heartbeat(now: WallClock.micros())] }
     }
 
+    /// A status round now if an owner of effects is no longer live (``CoordinatorMachine/ownerLapsed(now:)``);
+    /// checked every heartbeat, which costs a look at the members.
+    func publishStatusIfOwnerLapsed() async {
+        guard machine.ownerLapsed(now: WallClock.micros()) else { return }
+        await publishStatus()
+    }
+
     func publishStatus() async {
         let (changed, instances) = await replica.takeChangedDigests(spreadOver: configuration.statusInterval * 0.8)
         let ownership = await replica.ownership(live: machine.liveOwners(now: WallClock.micros()))

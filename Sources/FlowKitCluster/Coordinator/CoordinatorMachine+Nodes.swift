@@ -150,6 +150,13 @@ extension CoordinatorMachine {
         Set(oversight.membership.liveOwners(now: now).map(\.owner))
     }
 
+    /// Whether a node process that owns effects stopped being live (its lease ran out, its node
+    /// restarted as a new process) since the last status: the coordinator then holds a status round
+    /// at once, so a takeover waits for the lease and not also for the status interval.
+    func ownerLapsed(now: UInt64) -> Bool {
+        oversight.takeovers.lapsed(live: liveOwners(now: now))
+    }
+
     /// Orders takeovers of the effects of node processes no longer live (``TakeoverPlanner``), once
     /// this coordinator has led for a lease: every live node has said hello to it by then.
     private mutating func takeOver(_ ownership: EffectOwnership, now: UInt64) -> [Action] {

@@ -18,6 +18,8 @@ struct TakeoverPlanner {
     /// The last takeover ordered for each owner: it is not planned again until the replica has
     /// applied it.
     private var awaited: [EffectOwner: UInt64] = [:]
+    /// The owners of effects that were not live at the last plan.
+    private var notLiveAtPlan: Set<EffectOwner> = []
     /// Owners whose effects could not all move (no live node runs their flow), each alarmed once.
     private(set) var stranded: Set<EffectOwner> = []
     /// Instances taken over in this coordinator's term.
@@ -41,8 +43,9 @@ struct TakeoverPlanner {
     ) -> (moves: [(from: EffectOwner, moves: [Move])], stranded: [(from: EffectOwner, addresses: [String])]) {
         self.ownership = ownership
         awaited = awaited.filter { ownership.applied < $0.value }
-        guard mayAct else { return ([], []) }
         let liveOwners = Set(live.map(\.owner))
+        notLiveAtPlan = Set(ownership.counts.keys.filter { !liveOwners.contains($0) })
+        guard mayAct else { return ([], []) }
         let candidates = live.sorted { ($0.owner.node, $0.owner.session) < ($1.owner.node, $1.owner.session) }
         var moves: [(from: EffectOwner, moves: [Move])] = []
         var strandedNow: [(from: EffectOwner, addresses: [String])] = []
@@ -67,6 +70,12 @@ struct TakeoverPlanner {
             }
         }
         return (moves, strandedNow)
+    }
+
+    /// Whether an owner of effects that was live at the last plan is not live now: a plan then
+    /// need not wait for the next status interval.
+    func lapsed(live: Set<EffectOwner>) -> Bool {
+        ownership.counts.keys.contains { !live.contains($0) && !notLiveAtPlan.contains($0) }
     }
 
     /// Notes the takeovers ordered for `owner`, the last at `seq`.

@@ -5,6 +5,14 @@ import ZeroMQ
 extension ClusterSimulation {
     // MARK: Processes
 
+    /// Alarms, takeovers and the status, from what the coordinator's replica says of ownership.
+    func statusRound(_ coordinator: SimulatedCoordinator, now: UInt64) async {
+        guard let interpreter = coordinator.interpreter else { return }
+        let ownership = options.bug == .noTakeover  // the coordinator never hears of an owner to take over
+            ? EffectOwnership() : await coordinator.replica.ownership(live: interpreter.machine.liveOwners(now: now))
+        coordinator.interpreter?.run { $0.status(now: now, instances: 0, ownership: ownership) }
+    }
+
     func startCoordinator(_ index: Int) async throws {
         coordinatorIncarnations[index] += 1
         let incarnation = coordinatorIncarnations[index]

@@ -133,15 +133,13 @@ final class ClusterSimulation {
             if let interpreter = coordinator.interpreter {
                 interpreter.run { [$0.heartbeat(now: now)] }
                 if isReplicated { interpreter.run { $0.tickReplication(now: now) } }
+                // As a coordinator process does: a status round at once when an owner lapsed.
+                if interpreter.machine.ownerLapsed(now: now) { await statusRound(coordinator, now: now) }
             }
             schedule.schedule(.coordinatorHeartbeat(index, incarnation: incarnation), at: now + 100_000)
         case .coordinatorStatus(let index, let incarnation):
             guard let coordinator = coordinator(index, incarnation) else { return }
-            if let interpreter = coordinator.interpreter {
-                let ownership = options.bug == .noTakeover  // the coordinator never hears of an owner to take over
-                    ? EffectOwnership() : await coordinator.replica.ownership(live: interpreter.machine.liveOwners(now: now))
-                coordinator.interpreter?.run { $0.status(now: now, instances: 0, ownership: ownership) }
-            }
+            await statusRound(coordinator, now: now)
             schedule.schedule(.coordinatorStatus(index, incarnation: incarnation), at: now + 1_000_000)
         case .electionTick(let index, let incarnation):
             guard let coordinator = coordinator(index, incarnation) else { return }

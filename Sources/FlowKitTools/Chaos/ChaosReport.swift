@@ -40,6 +40,8 @@ struct ChaosReport: CheckedReport, Codable {
     var memory: [String: ProcessMemory.Samples]
     var crashes: [String]
     var alarms: [String: Int]
+    /// The timers that ran through the run: their ticks' owners, and whether they tick at the end.
+    var timers: ChaosTimers.Result
     /// Instances whose effects moved off nodes that went down, and effects' submissions the
     /// coordinator refused as stale (their instance had been taken over).
     var effectsTakenOver: Int
@@ -81,7 +83,16 @@ struct ChaosReport: CheckedReport, Codable {
             "ledger: \(audit.acknowledged) acknowledged ids, lost \(audit.lost), duplicated \(audit.duplicated), misplaced \(audit.misplaced); "
                 + "\(audit.orderedWithoutAcknowledgement) ordered without an acknowledgement; log checked from seq \(audit.logFirstSeq) (\(audit.logEntries) entries)"
         )
-        lines.append("effects: \(effectsTakenOver) instance(s) taken over, \(staleSubmissionsRefused) stale submission(s) refused")
+        lines.append(
+            "effects: \(timers.timers) timers, \(timers.ticks) ticks ordered, \(timers.takeovers) takeover entries of them in the log; "
+                + "\(effectsTakenOver) instance(s) taken over, \(staleSubmissionsRefused) stale submission(s) refused"
+        )
+        for (kind, resumes) in Dictionary(grouping: timers.resumes, by: { $0.fault?.rawValue ?? "no fault" }).sorted(by: { $0.key < $1.key }) {
+            lines.append(
+                "  taken over after \(kind): \(resumes.count); the new owner's first tick "
+                    + Self.spread(resumes.compactMap(\.secondsFromFault)) + " after the fault, the timer silent " + Self.spread(resumes.compactMap(\.silentSeconds))
+            )
+        }
         lines.append(
             "memory (RSS first → peak → last): "
                 + memory.sorted { $0.key < $1.key }.map {
@@ -91,7 +102,7 @@ struct ChaosReport: CheckedReport, Codable {
         lines.append("")
         lines.append(row("invariant", "held", "detail"))
         for check in checks { lines.append(row(check.name, check.held ? "yes" : "NO", check.detail)) }
-        for problem in audit.problems.prefix(10) { lines.append("  problem: \(problem)") }
+        for problem in (audit.problems + timers.problems).prefix(10) { lines.append("  problem: \(problem)") }
         lines.append("")
         lines.append(passed ? "every invariant held" : "INVARIANTS FAILED" + (directory.map { "; logs kept in \($0)" } ?? ""))
         return lines.joined(separator: "\n")
@@ -102,6 +113,13 @@ struct ChaosReport: CheckedReport, Codable {
         return columns.enumerated().map { index, column in
             index == columns.count - 1 ? column : column.padding(toLength: max(widths[index], column.count + 1), withPad: " ", startingAt: 0)
         }.joined()
+    }
+
+    /// `median 3.91 s, max 4.20 s`, or `—` for none.
+    static func spread(_ values: [Double]) -> String {
+        guard !values.isEmpty else { return "—" }
+        let sorted = values.sorted()
+        return "median \(seconds(sorted[sorted.count / 2])), max \(seconds(sorted.last))"
     }
 
     static func seconds(_ value: Double?) -> String {

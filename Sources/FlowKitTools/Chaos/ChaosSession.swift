@@ -66,7 +66,10 @@ struct ChaosSession: Sendable {
                 try? await Task.sleep(for: .seconds(1))
             }
         }
-        let load = ChaosLoad(run: "c\(configuration.seed)-\(Int(Date().timeIntervalSince1970))", instances: configuration.instances)
+        let run = "c\(configuration.seed)-\(Int(Date().timeIntervalSince1970))"
+        let timers = ChaosTimers(run: run, nodes: Array(endpoints.nodes.keys), logger: logger)
+        try await timers.start(clients: loadClients)
+        let load = ChaosLoad(run: run, instances: configuration.instances)
         load.start(clients: loadClients, workersPerNode: configuration.workersPerNode, rate: configuration.rate, seed: configuration.seed)
         let started = ContinuousClock.now
         let injector = FaultInjector(cluster: cluster, probe: probe, watcher: watcher, convergeTimeout: configuration.convergeTimeout)
@@ -86,6 +89,14 @@ struct ChaosSession: Sendable {
         await load.stop()
         let elapsed = (ContinuousClock.now - started).inSeconds
 
+        // Every timer still ticks wherever it runs now; then they stop, so the cluster goes quiet.
+        var timerResult = ChaosTimers.Result(timers: timers.addresses.count)
+        let watched = try await ClusterClient(endpoint: endpoints.nodes[endpoints.nodes.keys.min()!]!, timeout: .seconds(10), logger: logger)
+        let beforeStop = await probe.statuses().values.map(\.knownHead).max() ?? 0
+        (timerResult.ticking, timerResult.problems) = await timers.countTicking(client: watched, head: beforeStop, timeout: .seconds(15))
+        try await timers.stop(client: watched)
+        await watched.close()
+
         let quiescence = await probe.waitQuiescent(timeout: configuration.convergeTimeout)
         crashes += await cluster.unexpectedExits().filter { !crashes.contains($0) }
         sampler.cancel()
@@ -96,6 +107,7 @@ struct ChaosSession: Sendable {
             syncEndpoint: endpoints.sync,
             head: quiescence.head
         )
+        try await timers.auditOwners(syncEndpoint: endpoints.sync, head: quiescence.head, faults: faults, into: &timerResult)
         let alarms = Dictionary(grouping: watcher.alarms, by: \.kind.rawValue).mapValues(\.count)
         for client in loadClients.values { await client.close() }
         await probe.close()
@@ -118,6 +130,16 @@ struct ChaosSession: Sendable {
                 detail: faults.filter { $0.convergeSeconds == nil || $0.error != nil }.map { "\($0.kind.rawValue) at \(Int($0.at)) s: \($0.error ?? "not caught up")" }.joined(separator: "; ")
             ),
         ]
+        checks.append(.init(
+            name: "every tick from its timer's owner at the time",
+            held: timerResult.ownersHeld,
+            detail: "\(timerResult.ticks) ticks, \(timerResult.ticksFromNonOwners) from a process that did not own the timer"
+        ))
+        checks.append(.init(
+            name: "every timer ticks at the end",
+            held: timerResult.allTicking,
+            detail: "\(timerResult.ticking) of \(timerResult.timers) ticking"
+        ))
         checks.append(.init(name: "the load was acknowledged", held: audit.acknowledged > 0, detail: "\(audit.acknowledged) acknowledged"))
         let report = ChaosReport(
             seed: configuration.seed,
@@ -138,6 +160,7 @@ struct ChaosSession: Sendable {
             memory: memory.withLock { $0.processes },
             crashes: crashes,
             alarms: alarms,
+            timers: timerResult,
             effectsTakenOver: watcher.effects.takeovers,
             staleSubmissionsRefused: watcher.effects.staleSubmissions,
             checks: checks,

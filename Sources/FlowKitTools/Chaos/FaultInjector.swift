@@ -8,6 +8,8 @@ struct FaultRecord: Sendable, Codable {
     var target: String
     /// Seconds after the load started.
     var at: Double
+    /// When it was injected, in microseconds since the Unix epoch (the clock entries' times use).
+    var startedAtMicros: UInt64 = 0
     /// Seconds from the fault until it was healed (the process restarted, resumed, reconnected).
     var outage: Double
     /// Seconds from the heal until every node was connected and had applied the head the
@@ -29,14 +31,17 @@ struct FaultInjector: Sendable {
 
     func inject(_ kind: FaultKind, at offset: Double, random: inout SeededRandom) async -> FaultRecord {
         let victim = cluster.nodeIDs.randomElement(using: &random)!
-        var record = FaultRecord(kind: kind, target: kind == .coordinatorKill ? "coordinator" : "node-\(victim)", at: offset, outage: 0)
+        var record = FaultRecord(
+            kind: kind, target: kind == .coordinatorKill ? "coordinator" : "node-\(victim)", at: offset,
+            startedAtMicros: UInt64(Date().timeIntervalSince1970 * 1_000_000), outage: 0
+        )
         let started = ContinuousClock.now
         let previousEpoch = watcher.beat?.epoch
         do {
             switch kind {
-            case .nodeKill:
+            case .nodeKill, .nodeDown:
                 await cluster.killNode(victim)
-                try await Task.sleep(for: random.seconds(0.2...2.0))
+                try await Task.sleep(for: random.seconds(kind == .nodeKill ? 0.2...2.0 : 5.0...8.0))
                 try await restart { try await cluster.startNode(victim) }
             case .coordinatorKill:
                 await cluster.killCoordinator()

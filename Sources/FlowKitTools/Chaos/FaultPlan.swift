@@ -5,6 +5,9 @@ import Foundation
 enum FaultKind: String, CaseIterable, Codable, Sendable, Comparable {
     /// `kill -9` a random node, then start it again on the same endpoint and data directory.
     case nodeKill = "node-kill"
+    /// `kill -9` a random node and leave it down past the coordinator's node timeout (5-8 s)
+    /// before starting it again: its effects are taken over by the lease, not by its restart.
+    case nodeDown = "node-down"
     /// `kill -9` the coordinator, then start it again on the same endpoints and log.
     case coordinatorKill = "coordinator-kill"
     /// SIGSTOP a random node for a while, then SIGCONT: a node that hangs (GC pause, swap, debugger).

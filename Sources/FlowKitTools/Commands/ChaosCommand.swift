@@ -11,10 +11,11 @@ struct ChaosCommand: AsyncParsableCommand {
         discussion: """
             Starts a coordinator (durable log) and nodes (local snapshots) in a fresh directory, and a \
             steady load of ledger records with unique ids from every node, recording every id the \
-            cluster acknowledged. Then, one after another, --faults faults spread over --duration \
+            cluster acknowledged, and a timer started at each node, so every node owns an effect. Then, one after another, --faults faults spread over --duration \
             seconds, in a shuffled round of the --kinds:
 
               node-kill         kill -9 a random node, restart it on its endpoint and data directory
+              node-down         kill -9 a random node, leave it down 5-8 s (past the node timeout), restart it
               coordinator-kill  kill -9 the coordinator, restart it on its log
               node-pause        SIGSTOP a random node for 0.5-4 s, then SIGCONT
               connection-drop   SIGUSR1: a random node drops and remakes its coordinator connections
@@ -25,7 +26,8 @@ struct ChaosCommand: AsyncParsableCommand {
             After each fault it times how long every node takes to apply the head the coordinator \
             announces after the heal. At the end it waits for the nodes to converge and checks: every \
             acknowledged id on every node exactly once, no id twice anywhere, the log holding each id at \
-            its acknowledged seq, equal digests, no crash, no divergence alarm. --seed replays the same \
+            its acknowledged seq, equal digests, no crash, no divergence alarm, every timer tick ordered \
+            from the timer's owner at the time (takeovers move them), every timer still ticking. --seed replays the same \
             faults, victims and pauses.
 
             --partitions runs each process in a network namespace of its own (root, ip netns, tc); the \
@@ -53,7 +55,7 @@ struct ChaosCommand: AsyncParsableCommand {
     @Option(help: "How many faults, spread over the duration.")
     var faults = 10
 
-    @Option(help: "Fault kinds, comma-separated, or 'all' (node-kill, coordinator-kill, node-pause, connection-drop; partition and slow-link with --partitions).")
+    @Option(help: "Fault kinds, comma-separated, or 'all' (node-kill, node-down, coordinator-kill, node-pause, connection-drop; partition and slow-link with --partitions).")
     var kinds = "all"
 
     @Option(help: "Seed for every random choice: the same seed replays the same run of faults.")
