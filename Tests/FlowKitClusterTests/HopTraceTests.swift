@@ -28,4 +28,30 @@ import Testing
         #expect(records.map { $0["us"] as? Int } == [1_000, 1_002, 2_000])
         #expect(text.hasSuffix("\n"))
     }
+
+    /// Replication notes whole groups: the sampled seqs of a range without a look at each, and of
+    /// entry records by the seq each carries.
+    @Test func theSampledSeqsOfARangeAndOfRecords() throws {
+        let trace = HopTrace(every: 50, path: "/dev/null")
+        #expect(Array(trace.sampled(in: 1...49)).isEmpty)
+        #expect(Array(trace.sampled(in: 1...100)) == [50, 100])
+        #expect(Array(trace.sampled(in: 50...50)) == [50])
+        #expect(Array(trace.sampled(in: 51...149)) == [100])
+
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hop-trace-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let recorded = HopTrace(every: 50, path: directory.appendingPathComponent("c2.jsonl").path)
+        let records = (99...101).map { seq in
+            Entry(
+                seq: UInt64(seq), epoch: 1, kind: .event, codec: .json, origin: 1, session: 1, submission: UInt64(seq),
+                submittedAt: 0, committedAt: 0, address: "counter/a", payload: []
+            ).encoded
+        }
+        recorded.note(records: records, .standbyDurable, at: 7)
+        recorded.flush()
+        recorded.drain()
+        let text = try String(contentsOfFile: recorded.path, encoding: .utf8)
+        #expect(text == #"{"seq":100,"stage":"standby.durable","us":7}"# + "\n")
+    }
 }

@@ -265,10 +265,10 @@ final class CoordinatorProcessIO: CoordinatorIO {
         }
     }
 
-    func acknowledged(_ group: PendingCommit) {
+    func acknowledged(_ entries: [Entry]) {
         guard let trace = configuration.trace else { return }
         let publishedAt = WallClock.micros()
-        for entry in group.entries where trace.samples(entry.seq) {
+        for entry in entries where trace.samples(entry.seq) {
             trace.note(entry.seq, .coordinatorAcknowledged, at: publishedAt)
             trace.note(entry.seq, .coordinatorPublished, at: publishedAt)
         }

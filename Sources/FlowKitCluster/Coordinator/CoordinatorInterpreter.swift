@@ -18,8 +18,9 @@ protocol CoordinatorIO: AnyObject {
     func write(_ group: PendingCommit) -> CoordinatorWrite
     /// A group is durable, just before the machine hears of it: the sync socket may serve it.
     func madeDurable(_ group: PendingCommit)
-    /// The machine acknowledged and published a durable group.
-    func acknowledged(_ group: PendingCommit)
+    /// The machine acknowledged and published committed entries (alone: when the log made them
+    /// durable; replicated: when every in-sync coordinator holds them).
+    func acknowledged(_ entries: [Entry])
     /// Hands committed entries to the coordinator's replica.
     func replicate(_ entries: [Entry])
     /// Queues a NODE_REPORT to be decoded off the ordering path; returns the peer whose report
@@ -101,6 +102,8 @@ final class CoordinatorInterpreter<IO: CoordinatorIO> {
             case .commit(let group):
                 commit(group)
             case .replicate(let entries):
+                // After the group's ACKs and ENTRIES, which come first among its actions.
+                io.acknowledged(entries)
                 io.replicate(entries)
             case .decodeReport(let body, let peer):
                 // Decoded off the ordering path: a report's JSON of a thousand digests took
@@ -132,7 +135,6 @@ final class CoordinatorInterpreter<IO: CoordinatorIO> {
         case .success:
             io.madeDurable(group)
             carryOut(machine.committed(group, now: io.now))
-            io.acknowledged(group)
         case .failure(let error):
             carryOut(machine.failed(group, error: error, now: io.now))
         }

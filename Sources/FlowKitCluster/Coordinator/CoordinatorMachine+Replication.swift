@@ -16,6 +16,12 @@ extension CoordinatorMachine {
         // Only a copy that agrees with this log counts for the commit point.
         switch answer {
         case .entries, .wait:
+            if let trace = configuration.trace {
+                let before = replication!.standbys[request.id]?.durable ?? request.durable
+                if request.durable > before {
+                    for seq in trace.sampled(in: before + 1...request.durable) { observations.hop(seq, .leaderConfirmed, at: now) }
+                }
+            }
             if replication!.fetched(by: request.id, durable: request.durable, now: now) { return (answer, releaseCommitted()) }
         case .truncate, .behindRetention:
             break

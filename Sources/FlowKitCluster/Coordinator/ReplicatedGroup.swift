@@ -34,7 +34,8 @@ struct ReplicatedGroup: Sendable {
         )
         let standby = CoordinatorStandby(
             copy: StandbyCopy(id: replication.id, durable: lastSeq, lastEpoch: lastEpoch, committed: applied),
-            writer: parts.writer, socket: fetches, replica: parts.replica, quarantine: parts.quarantine, applied: applied, logger: logger
+            writer: parts.writer, socket: fetches, replica: parts.replica, quarantine: parts.quarantine, applied: applied,
+            trace: configuration.trace, logger: logger
         )
         let etcd = EtcdElection(client: try EtcdClient(endpoints: replication.etcdEndpoints), prefix: replication.etcdPrefix)
         let election = CoordinatorElection(

@@ -36,6 +36,8 @@ struct SyncServer: Sendable {
     var written: AsyncStream<Void>? = nil
     /// How long a FETCH with nothing to answer is held.
     var fetchWait: Duration = .milliseconds(200)
+    /// Notes when sampled entries leave in a FETCHED (`flowkit bench --trace`).
+    var trace: HopTrace? = nil
 
     private enum Event {
         case requests([Message])
@@ -117,13 +119,15 @@ struct SyncServer: Sendable {
     private func answer(_ fetch: HeldFetch) async -> HeldFetch? {
         let request = fetch.request
         let frames: [[UInt8]]
+        var sent: [[UInt8]] = []
         do {
             let (answer, committed, epoch) = try await source.fetch(request)
             let mayHold = ContinuousClock.now - fetch.since < fetchWait
             let (writer, maxRangeCount, maxRangeBytes) = (writer, maxRangeCount, maxRangeBytes)
             let answered = try await Self.fetched(answer, to: request, committed: committed, epoch: epoch, mayHold: mayHold, maxBytes: maxRangeBytes) { from, maxBytes in
                 // Byte for byte as the log holds them: the standby's log is a copy.
-                try await writer.run { log in try log.read(from: from, maxCount: maxRangeCount, maxBytes: maxBytes) }
+                sent = try await writer.run { log in try log.read(from: from, maxCount: maxRangeCount, maxBytes: maxBytes) }
+                return sent
             }
             guard let answered else { return fetch }
             frames = answered
@@ -132,6 +136,7 @@ struct SyncServer: Sendable {
             return nil
         }
         try? await socket.send(fetch.peer.reply(frames))
+        trace?.note(records: sent, .leaderFetchedSent, at: WallClock.micros())
         return nil
     }
 

@@ -14,6 +14,9 @@ actor CoordinatorStandby {
     private let replica: CoordinatorReplica
     /// Entries no message can carry are applied as their stand-ins, as every node applies them.
     private let quarantine: EntryQuarantine
+    /// Notes when sampled entries arrive and become durable here (`flowkit bench --trace`).
+    private let trace: HopTrace?
+    private var traceFlushedAt: UInt64 = 0
     private let logger: Logger
     /// The leader's sync endpoint the socket is connected to.
     private var connected: String?
@@ -22,10 +25,11 @@ actor CoordinatorStandby {
 
     init(
         copy: StandbyCopy, writer: LogWriter, socket: AsyncSocket, replica: CoordinatorReplica, quarantine: EntryQuarantine, applied: UInt64,
-        logger: Logger
+        trace: HopTrace? = nil, logger: Logger
     ) {
         self.copy = copy
         self.quarantine = quarantine
+        self.trace = trace
         self.writer = writer
         self.socket = socket
         self.replica = replica
@@ -82,7 +86,12 @@ actor CoordinatorStandby {
     }
 
     func tick() async {
-        await carryOut(copy.tick(now: WallClock.micros()))
+        let now = WallClock.micros()
+        if let trace, now >= traceFlushedAt + 1_000_000 {
+            trace.flush()
+            traceFlushedAt = now
+        }
+        await carryOut(copy.tick(now: now))
     }
 
     private func handle(_ frames: [[UInt8]]) async {
@@ -95,7 +104,9 @@ actor CoordinatorStandby {
                 logger.log(level: level, "the leader refused a FETCH; asking again shortly", metadata: ["flowkit.error": "\(error.error)"])
                 return
             }
-            await carryOut(try copy.received(try FetchedMessage(frames: frames), now: WallClock.micros()))
+            let fetched = try FetchedMessage(frames: frames)
+            trace?.note(records: fetched.records, .standbyReceived, at: WallClock.micros())
+            await carryOut(try copy.received(fetched, now: WallClock.micros()))
         } catch {
             logger.warning("a FETCHED could not be used; fetching again", metadata: ["flowkit.error": "\(error)"])
         }
@@ -114,6 +125,7 @@ actor CoordinatorStandby {
                         try log.append(batch)
                         try log.commit()
                     }
+                    trace?.note(records: records, .standbyDurable, at: WallClock.micros())
                     await carryOut(copy.appended(through: through, lastEpoch: lastEpoch, now: WallClock.micros()))
                 } catch {
                     logger.error("the log refused the leader's entries; fetching them again", metadata: ["flowkit.error": "\(error)"])

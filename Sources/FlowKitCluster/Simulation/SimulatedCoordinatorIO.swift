@@ -47,7 +47,7 @@ final class SimulatedCoordinatorIO: CoordinatorIO {
         simulation.trace.note(at: now, "c\(coordinator.index): synced \(group.entries.first?.seq ?? 0)…\(group.lastSeq ?? 0)")
     }
 
-    func acknowledged(_ group: PendingCommit) {}
+    func acknowledged(_ entries: [Entry]) {}
 
     func replicate(_ entries: [Entry]) {
         simulation.schedule.schedule(.coordinatorWork(coordinator.index, incarnation: coordinator.incarnation, .replicate(entries)), at: now)

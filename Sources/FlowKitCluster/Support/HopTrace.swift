@@ -46,6 +46,15 @@ import Synchronization
         case nodeApplied = "node.applied"
         /// A node handed the PROGRESS covering it to the client socket.
         case nodeProgressSent = "node.progressSent"
+        /// Replicated coordinators: the leader handed a FETCHED carrying it to its sync socket
+        /// (once for each standby).
+        case leaderFetchedSent = "leader.fetchedSent"
+        /// A standby read the FETCHED carrying it.
+        case standbyReceived = "standby.received"
+        /// A standby's log made it durable.
+        case standbyDurable = "standby.durable"
+        /// The leader read a standby's FETCH saying that it holds it durably (once for each).
+        case leaderConfirmed = "leader.confirmed"
     }
 
     private struct Record {
@@ -75,6 +84,19 @@ import Synchronization
 
     @inline(__always)
     func samples(_ seq: UInt64) -> Bool { seq % every == 0 }
+
+    /// The sampled seqs in `range`, without looking at every seq in it.
+    func sampled(in range: ClosedRange<UInt64>) -> StrideThrough<UInt64> {
+        let first = (range.lowerBound + every - 1) / every * every
+        return stride(from: max(first, every), through: range.upperBound, by: Int(every))
+    }
+
+    /// Notes that the sampled ones among entry records reached `stage` at `micros`.
+    func note(records: [[UInt8]], _ stage: Stage, at micros: UInt64) {
+        for record in records {
+            if let seq = Entry.peekSeq(record), samples(seq) { note(seq, stage, at: micros) }
+        }
+    }
 
     /// Notes that sampled entry `seq` reached `stage` at `micros`.
     func note(_ seq: UInt64, _ stage: Stage, at micros: UInt64) {

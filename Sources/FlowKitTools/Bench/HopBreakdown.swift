@@ -33,6 +33,12 @@ struct HopBreakdown: Codable, Sendable {
         ("coordinator: read → ordered", .stage(.coordinatorReceived), .stage(.coordinatorOrdered)),
         ("coordinator: ordered → commit starts", .stage(.coordinatorOrdered), .stage(.coordinatorCommitStarted)),
         ("coordinator: commit (append + fdatasync)", .stage(.coordinatorCommitStarted), .stage(.coordinatorCommitted)),
+        // Replicated coordinators: the leader's durable entry to the last standby's confirmation.
+        ("leader: durable → FETCHED sent", .stage(.coordinatorCommitted), .slowest(.leaderFetchedSent)),
+        ("leader → standby (FETCHED read)", .slowest(.leaderFetchedSent), .slowest(.standbyReceived)),
+        ("standby: append + fdatasync", .slowest(.standbyReceived), .slowest(.standbyDurable)),
+        ("standby → leader (FETCH read)", .slowest(.standbyDurable), .slowest(.leaderConfirmed)),
+        ("leader: last confirmed → ACK sent", .slowest(.leaderConfirmed), .stage(.coordinatorAcknowledged)),
         ("coordinator: committed → ACK sent", .stage(.coordinatorCommitted), .stage(.coordinatorAcknowledged)),
         ("coordinator → node (ACK or ENTRIES read)", .stage(.coordinatorAcknowledged), .stage(.nodeAcknowledged)),
         ("node: ACK → EMITTED queued", .stage(.nodeAcknowledged), .stage(.nodeAnswered)),
@@ -81,7 +87,8 @@ struct HopBreakdown: Codable, Sendable {
                 histograms[index].record(to > from ? to - from : 0)
             }
         }
-        let hops = zip(orderedPath, histograms).map { Hop(name: $0.name, latency: LatencySummary($1)) }
+        // A hop no process recorded (the replicated ones, with one coordinator) is left out.
+        let hops = zip(orderedPath, histograms).filter { $1.totalCount > 0 }.map { Hop(name: $0.name, latency: LatencySummary($1)) }
         return HopBreakdown(every: every, sampled: bench.count, hops: hops)
     }
 
