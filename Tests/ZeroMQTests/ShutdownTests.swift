@@ -35,10 +35,12 @@ struct ShutdownTests {
         let loop = try IOLoop(context: context, logger: testLogger)
         let tasks = try await startTraffic(loop)
         let clock = ContinuousClock()
+        // What this catches is a termination that hangs (a socket left open, linger forever), not
+        // a slow one: CI runs it beside a release build, where it once took 5.6 s.
         let elapsed = try await clock.measure {
-            try await withTimeout(.seconds(5), "context termination") { await context.terminate() }
+            try await withTimeout(.seconds(20), "context termination") { await context.terminate() }
         }
-        #expect(elapsed < .seconds(5))
+        #expect(elapsed < .seconds(20))
         for task in tasks {
             let result = try await withTimeout(.seconds(5), "a traffic task to end") { await task.result }
             if case .failure(let error as ZMQError) = result {
