@@ -43,7 +43,7 @@ import ZeroMQ
     }
 
     func fetch(_ id: String, durable: UInt64, lastEpoch: UInt32 = 5) -> FetchRequest {
-        FetchRequest(request: 1, epoch: 5, durable: durable, lastEpoch: durable == 0 ? 0 : lastEpoch, maxBytes: 1 << 20, id: id)
+        FetchRequest(request: 1, epoch: 5, durable: durable, end: durable, endEpoch: durable == 0 ? 0 : lastEpoch, maxBytes: 1 << 20, id: id)
     }
 
     func told(_ actions: [CoordinatorMachine.Action]) -> Bool {
@@ -90,7 +90,7 @@ import ZeroMQ
         // committed is acknowledged with the next group, once the commit point passes it.
         // Another term's FETCH is refused.
         #expect(throws: ProtocolError.self) {
-            try machine.fetch(FetchRequest(request: 1, epoch: 6, durable: 0, lastEpoch: 0, maxBytes: 1, id: "c3"), firstSeq: 1, now: 14)
+            try machine.fetch(FetchRequest(request: 1, epoch: 6, durable: 0, end: 0, endEpoch: 0, maxBytes: 1, id: "c3"), firstSeq: 1, now: 14)
         }
         let retry = machine.receive([submit(2...2)], now: 14)
         #expect(try acks(in: retry).isEmpty)

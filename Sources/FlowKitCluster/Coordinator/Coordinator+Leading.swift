@@ -43,6 +43,7 @@ extension Coordinator {
             "leading",
             metadata: ["flowkit.epoch": "\(record.epoch)", "flowkit.log_end": "\(lastSeq)", "flowkit.committed": "\(committed)"]
         )
+        group?.feed.lead(epoch: record.epoch, written: lastSeq, committed: committed)
         let core = CoordinatorCore(
             machine: machine, logger: logger, counters: parts.counters, writer: parts.writer,
             submitSocket: parts.sockets.submit, publishSocket: parts.sockets.publish, replica: parts.replica,

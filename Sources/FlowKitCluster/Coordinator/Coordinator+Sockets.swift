@@ -10,7 +10,8 @@ extension Coordinator {
         var endpoints: CoordinatorEndpoints
     }
 
-    func bind(on loop: IOLoop) async throws -> Sockets {
+    /// The submit and publish sockets on `loop`, the ordering thread; the sync socket on `syncLoop`.
+    func bind(on loop: IOLoop, syncLoop: IOLoop) async throws -> Sockets {
         let transport = configuration.transport
         if let curve = transport.curve, curve.allowedNodes == nil {
             throw CurveSecurityError(
@@ -35,7 +36,7 @@ extension Coordinator {
             if let bytes = configuration.publishBufferBytes { try socket.setOption(.sendBufferBytes, bytes) }
         }
         let (sync, syncEndpoint) = try await transport.openServer(
-            .router, on: loop, configuration: socketConfiguration, binding: configuration.syncEndpoint
+            .router, on: syncLoop, configuration: socketConfiguration, binding: configuration.syncEndpoint
         )
         return Sockets(
             submit: submit, publish: publish, sync: sync,

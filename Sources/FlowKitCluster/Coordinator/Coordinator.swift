@@ -35,8 +35,19 @@ public final class Coordinator: Sendable {
     public func run(onReady: @Sendable (CoordinatorEndpoints) -> Void = { _ in }) async throws {
         try configuration.limits.validate(against: configuration.transport)
         try configuration.replication?.validate()
-        try await withIOLoop(name: "coordinator-io", linger: configuration.transport.linger, logger: logger) { loop in
-            try await serve(loop: loop, onReady: onReady)
+        let linger = configuration.transport.linger
+        try await withIOLoop(name: "coordinator-io", linger: linger, logger: logger) { loop in
+            // The sync socket (and a standby's DEALER to the leader's) on a thread of its own: the
+            // ordering loop blocks in each commit's sync, and a FETCHED waiting for it made every
+            // replicated commit wait a sync more.
+            let syncLoop = try IOLoop(context: loop.context, name: "coordinator-sync", logger: logger)
+            do {
+                try await serve(loop: loop, syncLoop: syncLoop, onReady: onReady)
+            } catch {
+                await syncLoop.shutdown(linger: linger)
+                throw error
+            }
+            await syncLoop.shutdown(linger: linger)
         }
     }
 
@@ -49,10 +60,10 @@ public final class Coordinator: Sendable {
     /// coordinator alone leads at once, in the next epoch its storage counts; one of a replicated
     /// group copies the leader's log until the election makes it the leader. Both lead the same
     /// way (``lead(_:in:group:deposed:)``).
-    private func serve(loop: IOLoop, onReady: @Sendable (CoordinatorEndpoints) -> Void) async throws {
+    private func serve(loop: IOLoop, syncLoop: IOLoop, onReady: @Sendable (CoordinatorEndpoints) -> Void) async throws {
         let transport = configuration.transport
         let authentication = try await transport.startAuthentication(on: loop, logger: logger)
-        let sockets = try await bind(on: loop)
+        let sockets = try await bind(on: loop, syncLoop: syncLoop)
         let storage = try CoordinatorStorage.open(configuration, logger: logger)
         let parts = CoordinatorParts(
             sockets: sockets, writer: LogWriter(log: storage.log),
@@ -83,7 +94,7 @@ public final class Coordinator: Sendable {
         try await sockets.publish.handleReceived { batch in role.core?.assumeIsolated { $0.noteSubscriptions(batch) } }
         let syncServer = SyncServer(
             socket: sockets.sync, writer: parts.writer, source: role, counters: parts.counters, quarantine: parts.quarantine,
-            maxRangeCount: configuration.maxRangeCount, logger: logger, written: group?.written, trace: configuration.trace
+            maxRangeCount: configuration.maxRangeCount, logger: logger, written: group?.written, feed: group?.feed, reported: group?.reported, trace: configuration.trace
         )
         var ready: Logger.Metadata = [
             "flowkit.submit": "\(sockets.endpoints.submit)", "flowkit.publish": "\(sockets.endpoints.publish)", "flowkit.sync": "\(sockets.endpoints.sync)",

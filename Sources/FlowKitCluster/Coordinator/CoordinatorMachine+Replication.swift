@@ -16,17 +16,23 @@ extension CoordinatorMachine {
         // Only a copy that agrees with this log counts for the commit point.
         switch answer {
         case .entries, .wait:
-            if let trace = configuration.trace {
-                let before = replication!.standbys[request.id]?.durable ?? request.durable
-                if request.durable > before {
-                    for seq in trace.sampled(in: before + 1...request.durable) { observations.hop(seq, .leaderConfirmed, at: now) }
-                }
-            }
-            if replication!.fetched(by: request.id, durable: request.durable, now: now) { return (answer, releaseCommitted()) }
+            return (answer, confirm(request.id, durable: request.durable, now: now))
         case .truncate, .behindRetention:
-            break
+            return (answer, [])
         }
-        return (answer, [])
+    }
+
+    /// Standby `id`'s log agrees with this one and is durable up to `durable` (its FETCH, checked
+    /// here or against the sync server's ``ReplicationFeed``): it counts for the commit point.
+    mutating func confirm(_ id: String, durable: UInt64, now: UInt64) -> [Action] {
+        guard replication != nil else { return [] }
+        if let trace = configuration.trace {
+            let before = replication!.standbys[id]?.durable ?? durable
+            if durable > before {
+                for seq in trace.sampled(in: before + 1...durable) { observations.hop(seq, .leaderConfirmed, at: now) }
+            }
+        }
+        return replication!.fetched(by: id, durable: durable, now: now) ? releaseCommitted() : []
     }
 
     /// Time passed: propose changes to the in-sync set.

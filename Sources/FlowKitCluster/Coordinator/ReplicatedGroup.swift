@@ -17,6 +17,11 @@ struct ReplicatedGroup: Sendable {
     /// Told after each of the leader's local commits, so held FETCHes are answered.
     let written: AsyncStream<Void>
     let writes: AsyncStream<Void>.Continuation
+    /// The leader's latest durable groups, for its sync socket.
+    let feed = ReplicationFeed()
+    /// Told when standbys' durable ends wait in the feed for the leading core.
+    let reports: AsyncStream<Void>
+    let reported: AsyncStream<Void>.Continuation
     /// The leader's commit point, for the replica (read back from the log: a new leader's commit
     /// point also covers entries an earlier leader wrote).
     let commitPoints: AsyncStream<UInt64>
@@ -30,7 +35,7 @@ struct ReplicatedGroup: Sendable {
         let applied = await parts.replica.applied
         // Connected later, to whichever coordinator leads.
         let fetches = try await configuration.transport.openClient(
-            .dealer, on: parts.sockets.submit.loop, connecting: [], serverKey: configuration.transport.curve?.keyPair.publicKey
+            .dealer, on: parts.sockets.sync.loop, connecting: [], serverKey: configuration.transport.curve?.keyPair.publicKey
         )
         let standby = CoordinatorStandby(
             copy: StandbyCopy(id: replication.id, durable: lastSeq, lastEpoch: lastEpoch, committed: applied),
@@ -50,9 +55,10 @@ struct ReplicatedGroup: Sendable {
         election.setMinimumEpoch(lastEpoch &+ 1)
         let (written, writes) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let (commitPoints, commitPoint) = AsyncStream.makeStream(of: UInt64.self, bufferingPolicy: .bufferingNewest(1))
+        let (reports, reported) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         return ReplicatedGroup(
             replication: replication, etcd: etcd, election: election, standby: standby, fetches: fetches,
-            written: written, writes: writes, commitPoints: commitPoints, commitPoint: commitPoint
+            written: written, writes: writes, reports: reports, reported: reported, commitPoints: commitPoints, commitPoint: commitPoint
         )
     }
 
@@ -80,6 +86,13 @@ struct ReplicatedGroup: Sendable {
             }
         }
         tasks.addTask { await standby.receive() }
+        // Standbys' durable ends, checked by the sync server against the feed, to the leading core.
+        tasks.addTask { [feed] in
+            for await _ in reports {
+                let reports = feed.takeReports()
+                if let core = role.core, !reports.isEmpty { await core.confirm(reports) }
+            }
+        }
         tasks.addTask { await every(.milliseconds(100)) { await standby.tick() } }
         tasks.addTask {
             for await seq in commitPoints { await standby.apply(through: seq) }
@@ -92,8 +105,12 @@ struct ReplicatedGroup: Sendable {
         CoordinatorCore.Replication(
             writeEligible: { [etcd] set in (try? await etcd.setEligible(Array(set), leader: record)) ?? false },
             mayAct: { [election] in election.mayLead() },
-            replicate: { [commitPoint] entries in if let last = entries.last { commitPoint.yield(last.seq) } },
-            written: writes
+            replicate: { [commitPoint, feed] entries in
+                guard let last = entries.last else { return }
+                feed.noteCommitted(last.seq)
+                commitPoint.yield(last.seq)
+            },
+            written: writes, feed: feed
         )
     }
 }

@@ -17,9 +17,11 @@ protocol SyncSource: Sendable {
 /// and, when it leads other coordinators, their FETCHes.
 ///
 /// Reads go through the log thread between commits, and snapshots come from the coordinator's
-/// replica: neither stops the order. A FETCH with nothing new to answer is held until the log
-/// grows (``written``) or ``fetchWait`` passes, so a standby hears of a write at once without
-/// asking in a loop.
+/// replica: neither stops the order. A FETCH goes through the ordering core once, when it arrives
+/// (how far the standby holds the log counts for the commit point there); one with nothing new to
+/// answer is held, the latest of each standby, until the log grows (``written``) or ``fetchWait``
+/// passes. The growth is answered from the ``feed`` of durable groups, so a standby hears of a
+/// write at once, while the core syncs the next one.
 struct SyncServer: Sendable {
     let socket: AsyncSocket
     let writer: LogWriter
@@ -34,6 +36,11 @@ struct SyncServer: Sendable {
     /// Each growth of the local log, when this coordinator leads others; `nil` when it runs
     /// alone, and then FETCH is refused.
     var written: AsyncStream<Void>? = nil
+    /// The leader's latest durable groups: FETCHes that end among them, and held ones, are
+    /// answered from here.
+    var feed: ReplicationFeed? = nil
+    /// Told when a standby's durable end waits in the ``feed`` for the core.
+    var reported: AsyncStream<Void>.Continuation? = nil
     /// How long a FETCH with nothing to answer is held.
     var fetchWait: Duration = .milliseconds(200)
     /// Notes when sampled entries leave in a FETCHED (`flowkit bench --trace`).
@@ -67,19 +74,19 @@ struct SyncServer: Sendable {
                     await every(.milliseconds(50)) { continuation.yield(.recheck) }
                 }
             }
-            var held: [HeldFetch] = []
+            // The latest FETCH of each standby: a newer one replaces it, unanswered.
+            var held: [String: HeldFetch] = [:]
             for await event in events {
                 switch event {
                 case .requests(let batch):
                     for message in batch {
                         guard let (peer, body) = RouterEnvelope.split(message) else { continue }
-                        if let waiting = await serve(body, from: peer) { held.append(waiting) }
+                        if case .fetch(let request)? = try? SyncRequest(frames: body) { held[request.id] = nil }
+                        if let waiting = await serve(body, from: peer) { held[waiting.request.id] = waiting }
                     }
                 case .recheck:
-                    let waiting = held
-                    held = []
-                    for fetch in waiting {
-                        if let still = await answer(fetch) { held.append(still) }
+                    for (id, fetch) in held {
+                        held[id] = await answerHeld(fetch)
                     }
                 }
             }
@@ -99,7 +106,15 @@ struct SyncServer: Sendable {
                 guard written != nil else {
                     throw ProtocolError(.unknownType, "FETCH is for replicated coordinators; this coordinator runs alone")
                 }
-                return await answer(HeldFetch(peer: peer, request: request, since: .now))
+                let fetch = HeldFetch(peer: peer, request: request, since: .now)
+                // A standby that agrees with the entries in the feed (the usual case, and several
+                // times a group): no turn through the core, which may be syncing; its durable end
+                // goes on as a report.
+                if let feed, feed.agrees(end: request.end, endEpoch: request.endEpoch, epoch: request.epoch) {
+                    if feed.report(request.id, durable: request.durable) { reported?.yield() }
+                    return await answerHeld(fetch)
+                }
+                return await answer(fetch)
             }
         } catch {
             await refuse(body, from: peer, error)
@@ -114,19 +129,22 @@ struct SyncServer: Sendable {
         try? await socket.send(peer.reply(ErrorReply(request: request, error: protocolError).frames))
     }
 
-    /// Answers a FETCH, or returns it to hold while there is nothing new and it has waited less
-    /// than ``fetchWait`` (then it is answered with no records: the standby asks again).
+    /// Answers a FETCH as it arrives, through the ordering core, or returns it to hold while there
+    /// is nothing new.
     private func answer(_ fetch: HeldFetch) async -> HeldFetch? {
         let request = fetch.request
         let frames: [[UInt8]]
         var sent: [[UInt8]] = []
         do {
             let (answer, committed, epoch) = try await source.fetch(request)
-            let mayHold = ContinuousClock.now - fetch.since < fetchWait
-            let (writer, maxRangeCount, maxRangeBytes) = (writer, maxRangeCount, maxRangeBytes)
-            let answered = try await Self.fetched(answer, to: request, committed: committed, epoch: epoch, mayHold: mayHold, maxBytes: maxRangeBytes) { from, maxBytes in
+            let (writer, feed, maxRangeCount, maxRangeBytes) = (writer, feed, maxRangeCount, maxRangeBytes)
+            let answered = try await Self.fetched(answer, to: request, committed: committed, epoch: epoch, mayHold: true, maxBytes: maxRangeBytes) { from, maxBytes in
                 // Byte for byte as the log holds them: the standby's log is a copy.
-                sent = try await writer.run { log in try log.read(from: from, maxCount: maxRangeCount, maxBytes: maxBytes) }
+                if case .records(let records, _)? = feed?.read(from: from, epoch: epoch, maxBytes: maxBytes) {
+                    sent = records
+                } else {
+                    sent = try await writer.run { log in try log.read(from: from, maxCount: maxRangeCount, maxBytes: maxBytes) }
+                }
                 return sent
             }
             guard let answered else { return fetch }
@@ -137,6 +155,28 @@ struct SyncServer: Sendable {
         }
         try? await socket.send(fetch.peer.reply(frames))
         trace?.note(records: sent, .leaderFetchedSent, at: WallClock.micros())
+        return nil
+    }
+
+    /// Answers a held FETCH from the ``feed`` once the log has grown past its end; or with no
+    /// records once it has waited ``fetchWait`` (the standby asks again), or when the feed cannot
+    /// answer it (another term, or fallen behind what the feed keeps: the standby's next FETCH
+    /// goes through the core and reads the log). Returns it to hold it longer.
+    private func answerHeld(_ fetch: HeldFetch) async -> HeldFetch? {
+        let request = fetch.request
+        let read = feed?.read(from: request.end + 1, epoch: request.epoch, maxBytes: min(Int(request.maxBytes), maxRangeBytes)) ?? .unavailable
+        let answer: FetchedMessage
+        switch read {
+        case .records(let records, let committed):
+            answer = FetchedMessage(request: request.request, epoch: request.epoch, committed: committed, records: records)
+        case .nothingYet(let committed):
+            guard ContinuousClock.now - fetch.since >= fetchWait else { return fetch }
+            answer = FetchedMessage(request: request.request, epoch: request.epoch, committed: committed, records: [])
+        case .unavailable:
+            answer = FetchedMessage(request: request.request, epoch: request.epoch, committed: 0, records: [])
+        }
+        try? await socket.send(fetch.peer.reply(answer.frames))
+        trace?.note(records: answer.records, .leaderFetchedSent, at: WallClock.micros())
         return nil
     }
 

@@ -1,36 +1,44 @@
-/// `FETCH`, from a standby coordinator to the leader's sync socket: "I hold the log durably up to
-/// `durable`, whose entry the epoch `lastEpoch` ordered; send what follows."
+/// `FETCH`, from a standby coordinator to the leader's sync socket: "my log runs to `end`, whose
+/// entry the epoch `endEpoch` ordered, and is durable up to `durable`; send what follows `end`."
 ///
-/// Frames: `[header request:u64 epoch:u32 durable:u64 last-epoch:u32 max-bytes:u32 id:short-string]`.
-/// `epoch` is the leader's epoch as the standby knows it. Answered by ``FetchedMessage``; the
-/// leader holds a FETCH for up to its `wait` when it has nothing new, so a caught-up standby
-/// hears of the next write at once. A FETCH also tells the leader how far the standby got: the
-/// leader commits an entry once every in-sync coordinator's FETCH says it holds it.
+/// Frames: `[header request:u64 epoch:u32 durable:u64 end:u64 end-epoch:u32 max-bytes:u32 id:short-string]`.
+/// `epoch` is the leader's epoch as the standby knows it; `end` counts what the standby received
+/// and is still making durable, so it asks for the next entries while its last ones sync. Answered
+/// by ``FetchedMessage``; the leader holds a FETCH (the latest of each standby) for up to its
+/// `wait` when it has nothing new, so a caught-up standby hears of the next write at once. A FETCH
+/// also tells the leader how far the standby's log is durable: the leader commits an entry once
+/// every in-sync coordinator's FETCH says it holds it.
 @_spi(Wire) public struct FetchRequest: Sendable, Equatable {
     public var request: UInt64
     public var epoch: UInt32
+    /// The last seq the standby holds durably; at most ``end``.
     public var durable: UInt64
-    public var lastEpoch: UInt32
+    /// The last seq the standby's log holds or is making durable.
+    public var end: UInt64
+    /// The epoch that ordered the entry at ``end``; 0 for an empty log.
+    public var endEpoch: UInt32
     public var maxBytes: UInt32
     /// The standby's coordinator id.
     public var id: String
 
-    public init(request: UInt64, epoch: UInt32, durable: UInt64, lastEpoch: UInt32, maxBytes: UInt32, id: String) {
+    public init(request: UInt64, epoch: UInt32, durable: UInt64, end: UInt64, endEpoch: UInt32, maxBytes: UInt32, id: String) {
         self.request = request
         self.epoch = epoch
         self.durable = durable
-        self.lastEpoch = lastEpoch
+        self.end = end
+        self.endEpoch = endEpoch
         self.maxBytes = maxBytes
         self.id = id
     }
 
     public var frames: [[UInt8]] {
-        var writer = ByteWriter(capacity: 40 + id.utf8.count)
+        var writer = ByteWriter(capacity: 48 + id.utf8.count)
         WireHeader.write(.fetch, into: &writer)
         writer.write(request)
         writer.write(epoch)
         writer.write(durable)
-        writer.write(lastEpoch)
+        writer.write(end)
+        writer.write(endEpoch)
         writer.write(maxBytes)
         writer.writeShortString(id)
         return [writer.bytes]
@@ -40,13 +48,15 @@
         request = try reader.readUInt64("request")
         epoch = try reader.readUInt32("epoch")
         durable = try reader.readUInt64("durable")
-        lastEpoch = try reader.readUInt32("last epoch")
+        end = try reader.readUInt64("end")
+        endEpoch = try reader.readUInt32("end epoch")
         maxBytes = try reader.readUInt32("max bytes")
         id = try reader.readShortString("id")
         guard !id.isEmpty else { throw ProtocolError(.malformed, "FETCH needs the standby's coordinator id") }
-        guard (durable == 0) == (lastEpoch == 0) else {
-            throw ProtocolError(.malformed, "FETCH: last epoch is 0 exactly when durable is 0; got durable \(durable), last epoch \(lastEpoch)")
+        guard (end == 0) == (endEpoch == 0) else {
+            throw ProtocolError(.malformed, "FETCH: the end epoch is 0 exactly when the end is 0; got end \(end), end epoch \(endEpoch)")
         }
+        guard durable <= end else { throw ProtocolError(.malformed, "FETCH: durable \(durable) lies past the end \(end)") }
     }
 }
 
@@ -54,10 +64,10 @@
 ///
 /// Frames: `[header request:u64 epoch:u32 committed:u64 keep:u64] [records: (len:u32, entry record)*]`.
 /// `committed` is the leader's commit point. If the standby's log disagrees with the leader's
-/// (its entry at `durable` was ordered in another epoch, or the leader's log ends before it),
+/// (its entry at `end` was ordered in another epoch, or the leader's log ends before it),
 /// `keep` is the last seq the two logs agree on: the standby truncates its log to it and fetches
 /// again; the records frame is then empty. Otherwise `keep` is `UInt64.max` and the records are the
-/// leader's entries from `durable + 1`, byte for byte as its log holds them.
+/// leader's entries from `end + 1`, byte for byte as its log holds them.
 @_spi(Wire) public struct FetchedMessage: Sendable, Equatable {
     public static let keepAll = UInt64.max
 

@@ -22,6 +22,11 @@ actor CoordinatorStandby {
     private var connected: String?
     /// The last seq applied to the replica.
     private(set) var applied: UInt64
+    /// How far committed entries are to be applied, and whether a pass is applying them.
+    private var applyTarget: UInt64 = 0
+    private var isApplying = false
+    /// The copy's write in flight, if any.
+    private var inFlight: Task<Void, Never>?
 
     init(
         copy: StandbyCopy, writer: LogWriter, socket: AsyncSocket, replica: CoordinatorReplica, quarantine: EntryQuarantine, applied: UInt64,
@@ -76,6 +81,13 @@ actor CoordinatorStandby {
             connected = endpoint
         }
         await carryOut(copy.follow(leader, now: WallClock.micros()))
+        // About to lead, maybe: the log is the leader's from here, so the copy's last write lands first.
+        if leader == nil {
+            while let write = inFlight {
+                inFlight = nil
+                await write.value
+            }
+        }
     }
 
     /// Reads the leader's answers until the socket closes.
@@ -112,50 +124,65 @@ actor CoordinatorStandby {
         }
     }
 
+    /// Carries out the copy's actions. Writes run in a task of their own, so the next FETCHED is
+    /// read (and the next FETCH sent) while one syncs; the copy has one write in flight at most.
     private func carryOut(_ actions: [StandbyCopy.Action]) async {
         for action in actions {
             switch action {
             case .fetch(let frames):
                 _ = try? socket.trySend(Message(parts: frames))
             case .append(let records, let through, let lastEpoch):
-                let first = through - UInt64(records.count) + 1
-                let batch = records.enumerated().map { (seq: first + UInt64($0.offset), record: $0.element) }
-                do {
-                    try await writer.run { log in
-                        try log.append(batch)
-                        try log.commit()
-                    }
-                    trace?.note(records: records, .standbyDurable, at: WallClock.micros())
-                    await carryOut(copy.appended(through: through, lastEpoch: lastEpoch, now: WallClock.micros()))
-                } catch {
-                    logger.error("the log refused the leader's entries; fetching them again", metadata: ["flowkit.error": "\(error)"])
-                    await carryOut(copy.truncated(durable: copy.durable, lastEpoch: copy.lastEpoch, now: WallClock.micros()))
-                }
+                inFlight = Task { await self.append(records, through: through, lastEpoch: lastEpoch) }
             case .truncate(let keep):
-                do {
-                    let lastEpoch = try await writer.run { log -> UInt32 in
-                        try log.removeSuffix(after: keep)
-                        guard keep > 0, let record = try log.read(from: keep, maxCount: 1, maxBytes: 1 << 20).first else { return 0 }
-                        return Entry.peekEpoch(record) ?? 0
-                    }
-                    logger.notice("cut the log back to where it agrees with the leader's", metadata: ["flowkit.kept_through": "\(keep)"])
-                    await carryOut(copy.truncated(durable: keep, lastEpoch: lastEpoch, now: WallClock.micros()))
-                } catch {
-                    logger.error("could not cut the log back to \(keep)", metadata: ["flowkit.error": "\(error)"])
-                }
+                inFlight = Task { await self.truncate(keep: keep) }
             case .commit(let through):
                 await apply(through: through)
             }
         }
     }
 
-    /// Applies the committed entries the replica has not seen, read back from the local log.
+    private func append(_ records: [[UInt8]], through: UInt64, lastEpoch: UInt32) async {
+        let first = through - UInt64(records.count) + 1
+        let batch = records.enumerated().map { (seq: first + UInt64($0.offset), record: $0.element) }
+        do {
+            try await writer.run { log in
+                try log.append(batch)
+                try log.commit()
+            }
+            trace?.note(records: records, .standbyDurable, at: WallClock.micros())
+            await carryOut(copy.appended(through: through, lastEpoch: lastEpoch, now: WallClock.micros()))
+        } catch {
+            logger.error("the log refused the leader's entries; fetching them again", metadata: ["flowkit.error": "\(error)"])
+            await carryOut(copy.truncated(durable: copy.durable, lastEpoch: copy.lastEpoch, now: WallClock.micros()))
+        }
+    }
+
+    private func truncate(keep: UInt64) async {
+        do {
+            let lastEpoch = try await writer.run { log -> UInt32 in
+                try log.removeSuffix(after: keep)
+                guard keep > 0, let record = try log.read(from: keep, maxCount: 1, maxBytes: 1 << 20).first else { return 0 }
+                return Entry.peekEpoch(record) ?? 0
+            }
+            logger.notice("cut the log back to where it agrees with the leader's", metadata: ["flowkit.kept_through": "\(keep)"])
+            await carryOut(copy.truncated(durable: keep, lastEpoch: lastEpoch, now: WallClock.micros()))
+        } catch {
+            logger.error("could not cut the log back to \(keep)", metadata: ["flowkit.error": "\(error)"])
+        }
+    }
+
+    /// Applies the committed entries the replica has not seen, read back from the local log. One
+    /// pass at a time: a call while one runs (the actor is reentrant at each read) moves its target.
     func apply(through seq: UInt64) async {
-        while applied < seq {
+        applyTarget = max(applyTarget, seq)
+        guard !isApplying else { return }
+        isApplying = true
+        defer { isApplying = false }
+        while applied < applyTarget {
             let from = applied + 1
             do {
                 let records = try await writer.run { log in try log.read(from: from, maxCount: 4_096, maxBytes: 4 << 20) }
-                let entries = try records.prefix(Int(seq - applied)).map { try quarantine.entry($0).entry }
+                let entries = try records.prefix(Int(applyTarget - applied)).map { try quarantine.entry($0).entry }
                 guard let last = entries.last else { return }
                 await replica.applyNow(entries)
                 applied = last.seq

@@ -1,10 +1,18 @@
 /// A standby coordinator's copy of the leader's log, as a state machine without I/O.
 ///
-/// It fetches from the leader what follows its durable end, makes each answer durable, then
-/// fetches again: the next FETCH is also how the leader learns the copy is durable. An answer
-/// that says the two logs disagree (the standby holds entries a deposed leader wrote and never
-/// committed) has the copy cut back to where they agree, then fetched again from there. Entries
-/// up to the leader's commit point, and no further, are handed on to be applied and served.
+/// The copy is a pipeline, as a Raft follower's: it asks the leader for what follows its log's
+/// end (``end``: what it received, durable or still syncing), and asks again as soon as an answer
+/// arrives, while that answer's entries sync. What arrives while one append syncs is made durable
+/// as one group by the next. After each append it reports its durable end in a FETCH at once, so
+/// the leader's commit waits for the standby's sync and one message, not for a whole cycle. A
+/// window bounds it: past ``maxBytes`` waiting to be written, it asks for nothing more until an
+/// append finishes.
+///
+/// An answer that says the two logs disagree (the standby holds entries a deposed leader wrote and
+/// never committed) has the copy cut back to where they agree, after the append in flight, then
+/// fetched again from there; answers to FETCHes sent before the cut are ignored. Entries up to the
+/// leader's commit point, and no further than the copy is durable, are handed on to be applied
+/// and served.
 ///
 /// Inputs: the leader to follow, the leader's answers, the local log's completions, time
 /// (microseconds). Outputs: ``Action``s.
@@ -22,7 +30,8 @@ struct StandbyCopy {
     }
 
     let id: String
-    /// The most record bytes asked for in one FETCH.
+    /// The most record bytes asked for in one FETCH, and the most waiting to be written before
+    /// the copy stops asking.
     let maxBytes: UInt32
     /// A FETCH unanswered for this long is sent again (the leader holds one for less).
     let retryAfter: UInt64
@@ -32,17 +41,32 @@ struct StandbyCopy {
     /// The last seq the copy holds durably, and the epoch that ordered it.
     private(set) var durable: UInt64
     private(set) var lastEpoch: UInt32
+    /// The last seq the copy received (durable, syncing, or waiting to be written), and its epoch.
+    private(set) var end: UInt64
+    private(set) var endEpoch: UInt32
     /// How far the copy is committed: the leader's commit point, no further than ``durable``.
     private(set) var committed: UInt64
+    /// Received while an append was in flight: the next append's group.
+    private var waiting: [[UInt8]] = []
+    private var waitingBytes = 0
+    private enum Write { case none, append, truncate }
+    private var writing = Write.none
+    /// A cut the leader asked for while an append was in flight: carried out after it.
+    private var cutAfterWrite: UInt64?
+    /// The latest FETCH sent, and when to send it again if unanswered.
     private var outstanding: (request: UInt64, retryAt: UInt64)?
-    /// An append or truncation is being carried out.
-    private var isWriting = false
+    /// Answers to FETCHes before this one are ignored (sent before a cut, or to another leader).
+    private var firstValidRequest: UInt64 = 1
     private var nextRequest: UInt64 = 1
+    /// The leader's commit point as last heard.
+    private var leaderCommitted: UInt64 = 0
 
     init(id: String, durable: UInt64, lastEpoch: UInt32, committed: UInt64, maxBytes: UInt32 = 4 << 20, retryAfter: UInt64 = 1_000_000) {
         self.id = id
         self.durable = durable
         self.lastEpoch = lastEpoch
+        self.end = durable
+        self.endEpoch = lastEpoch
         self.committed = min(committed, durable)
         self.maxBytes = maxBytes
         self.retryAfter = retryAfter
@@ -54,8 +78,8 @@ struct StandbyCopy {
         self.durable = durable
         self.lastEpoch = lastEpoch
         self.committed = min(max(self.committed, committed), durable)
-        outstanding = nil
-        isWriting = false
+        restart(at: durable, epoch: lastEpoch)
+        writing = .none
     }
 
     /// Follow `leader` (nil: none known; stop fetching).
@@ -63,45 +87,50 @@ struct StandbyCopy {
         guard leader != self.leader else { return [] }
         self.leader = leader
         outstanding = nil
+        firstValidRequest = nextRequest
         return fetchIfIdle(now: now)
     }
 
     /// The leader's answer to a FETCH.
     mutating func received(_ answer: FetchedMessage, now: UInt64) throws -> [Action] {
-        guard let leader, let outstanding, answer.request == outstanding.request else { return [] }  // stale or duplicate
+        // Stale: sent before a cut or to another leader, or never sent.
+        guard let leader, answer.request >= firstValidRequest, answer.request < nextRequest else { return [] }
+        if answer.request == outstanding?.request { outstanding = nil }
         guard answer.epoch == leader.epoch else {
-            self.outstanding = nil
             throw ProtocolError(.malformed, "FETCHED of epoch \(answer.epoch) from the leader of epoch \(leader.epoch)")
         }
-        self.outstanding = nil
         leaderCommitted = max(leaderCommitted, answer.committed)
         if answer.keep != FetchedMessage.keepAll {
-            guard answer.keep < durable else {
-                throw ProtocolError(.malformed, "FETCHED asks to keep up to \(answer.keep), but the copy ends at \(durable)")
+            guard answer.keep < end else {
+                throw ProtocolError(.malformed, "FETCHED asks to keep up to \(answer.keep), but the copy ends at \(end)")
             }
             // Committed entries are never cut: a leader holds them all.
             guard answer.keep >= committed else {
                 throw ProtocolError(.internalError, "the leader asks to cut committed entries (keep \(answer.keep), committed \(committed))")
             }
-            isWriting = true
-            return [.truncate(keep: answer.keep)]
+            return cut(keep: answer.keep)
         }
-        // The leader agrees with the copy up to its durable end: what it committed of that is
-        // committed here too (not before: the copy may end with entries the leader never had).
-        // The commit is applied after the append and the next FETCH: applying is off the path
-        // by which the leader learns what this copy holds.
-        let commit = noteCommitted()
-        guard let last = answer.records.last else { return fetchIfIdle(now: now) + commit }
-        var expected = durable + 1
-        for record in answer.records {
+        // The leader agrees with the copy up to the FETCH's end, so up to ``durable``: what it
+        // committed of that is committed here too (not further: the copy may end with entries the
+        // leader never had). Applying is off the path by which the leader learns what this copy
+        // holds, so the FETCH goes first.
+        let fresh = answer.records.drop { (Entry.peekSeq($0) ?? 0) <= end }
+        guard let last = fresh.last else { return fetchIfIdle(now: now) + noteCommitted() }
+        var expected = end + 1
+        for record in fresh {
             guard let seq = Entry.peekSeq(record), seq == expected else {
                 throw ProtocolError(.malformed, "FETCHED records must continue the copy at \(expected)")
             }
             expected += 1
         }
         guard let epoch = Entry.peekEpoch(last) else { throw ProtocolError(.truncated, "an entry record without its epoch") }
-        isWriting = true
-        return [.append(answer.records, through: expected - 1, lastEpoch: epoch)] + commit
+        end = expected - 1
+        endEpoch = epoch
+        waiting += fresh
+        waitingBytes += fresh.reduce(0) { $0 + $1.count }
+        // Ask for what follows at once (unless the window is full), then write.
+        let append = startAppend()
+        return fetch(now: now) + append + noteCommitted()
     }
 
     /// The leader refused the FETCH (it does not lead yet, or leads another term): ask again after
@@ -113,17 +142,27 @@ struct StandbyCopy {
 
     /// The copy holds everything through `seq` durably.
     mutating func appended(through seq: UInt64, lastEpoch: UInt32, now: UInt64) -> [Action] {
-        isWriting = false
+        writing = .none
         durable = seq
         self.lastEpoch = lastEpoch
-        return fetchIfIdle(now: now) + noteCommitted()
+        if let keep = cutAfterWrite {
+            cutAfterWrite = nil
+            writing = .truncate
+            return [.truncate(keep: keep)]
+        }
+        // Tell the leader at once: its commit waits for this.
+        let append = startAppend()
+        return fetch(now: now) + append + noteCommitted()
     }
 
-    /// The copy was cut back to `durable`, whose entry `lastEpoch` ordered (0 for an empty copy).
+    /// The copy was cut back to `durable`, whose entry `lastEpoch` ordered (0 for an empty copy);
+    /// or an append failed and the copy goes on from what the log holds.
     mutating func truncated(durable: UInt64, lastEpoch: UInt32, now: UInt64) -> [Action] {
-        isWriting = false
+        writing = .none
+        cutAfterWrite = nil
         self.durable = durable
         self.lastEpoch = lastEpoch
+        restart(at: durable, epoch: lastEpoch)
         return fetchIfIdle(now: now)
     }
 
@@ -132,9 +171,6 @@ struct StandbyCopy {
         if let outstanding, now >= outstanding.retryAt { self.outstanding = nil }
         return fetchIfIdle(now: now)
     }
-
-    /// The leader's commit point as last heard.
-    private var leaderCommitted: UInt64 = 0
 
     /// After the leader confirmed the copy up to ``durable``: the commit point moves to the
     /// leader's, as far as the copy goes.
@@ -145,12 +181,49 @@ struct StandbyCopy {
         return [.commit(through: next)]
     }
 
+    /// The copy goes on from `seq`: nothing waits to be written, and answers to earlier FETCHes
+    /// are ignored.
+    private mutating func restart(at seq: UInt64, epoch: UInt32) {
+        end = seq
+        endEpoch = epoch
+        waiting = []
+        waitingBytes = 0
+        outstanding = nil
+        firstValidRequest = nextRequest
+    }
+
+    private mutating func cut(keep: UInt64) -> [Action] {
+        restart(at: keep, epoch: 0)
+        if writing == .append {
+            cutAfterWrite = keep
+            return []
+        }
+        writing = .truncate
+        return [.truncate(keep: keep)]
+    }
+
+    private mutating func startAppend() -> [Action] {
+        guard writing == .none, !waiting.isEmpty else { return [] }
+        writing = .append
+        let records = waiting
+        waiting = []
+        waitingBytes = 0
+        return [.append(records, through: end, lastEpoch: endEpoch)]
+    }
+
     private mutating func fetchIfIdle(now: UInt64) -> [Action] {
-        guard let leader, outstanding == nil, !isWriting else { return [] }
+        outstanding == nil ? fetch(now: now) : []
+    }
+
+    /// A FETCH from ``end``, reporting ``durable``; the leader holds the latest of each standby.
+    private mutating func fetch(now: UInt64) -> [Action] {
+        guard let leader, writing != .truncate, cutAfterWrite == nil, waitingBytes <= Int(maxBytes) else { return [] }
         let request = nextRequest
         nextRequest += 1
         outstanding = (request, now + retryAfter)
-        let fetch = FetchRequest(request: request, epoch: leader.epoch, durable: durable, lastEpoch: lastEpoch, maxBytes: maxBytes, id: id)
+        let fetch = FetchRequest(
+            request: request, epoch: leader.epoch, durable: durable, end: end, endEpoch: endEpoch, maxBytes: maxBytes, id: id
+        )
         return [.fetch(fetch.frames)]
     }
 }
@@ -172,20 +245,20 @@ enum FetchAnswer: Equatable {
     ///   - epochs: The epochs of its log.
     init(_ fetch: FetchRequest, written: UInt64, firstSeq: UInt64, epochs: EpochHistory) {
         // Below the retained log the epochs are gone, so agreement cannot be checked there.
-        if fetch.durable < firstSeq, fetch.durable > 0 || firstSeq > 1 {
+        if fetch.end < firstSeq, fetch.end > 0 || firstSeq > 1 {
             self = .behindRetention(firstSeq: firstSeq)
             return
         }
-        if fetch.durable > 0 {
-            let mine = fetch.durable <= written ? epochs.epoch(of: fetch.durable) : nil
-            if mine != fetch.lastEpoch {
+        if fetch.end > 0 {
+            let mine = fetch.end <= written ? epochs.epoch(of: fetch.end) : nil
+            if mine != fetch.endEpoch {
                 // Where the two logs still agree: the end of the standby's last epoch in this log
                 // (or of the latest earlier one), and before the entry that disagrees.
-                let agreed = epochs.end(ofEpochAtMost: fetch.lastEpoch, logEnd: written)
-                self = .truncate(keep: min(agreed, fetch.durable - 1))
+                let agreed = epochs.end(ofEpochAtMost: fetch.endEpoch, logEnd: written)
+                self = .truncate(keep: min(agreed, fetch.end - 1))
                 return
             }
         }
-        self = fetch.durable >= written ? .wait : .entries(from: fetch.durable + 1)
+        self = fetch.end >= written ? .wait : .entries(from: fetch.end + 1)
     }
 }

@@ -35,7 +35,9 @@ extension ClusterSimulation {
 
     /// When a write asked of `disk` now is synced: one writer, syncs finish in the order asked.
     func syncDone(_ disk: SimulatedDisk) -> UInt64 {
-        let done = max(now + UInt64.random(in: 100...options.maxSyncMicros, using: &random), disk.lastSyncDone + 1)
+        // One sync in ten is slow, as a real disk's tail is: 10 to 40 times the usual.
+        let most = random.next() % 10 == 0 ? options.maxSyncMicros * UInt64.random(in: 10...40, using: &random) : options.maxSyncMicros
+        let done = max(now + UInt64.random(in: 100...most, using: &random), disk.lastSyncDone + 1)
         disk.lastSyncDone = done
         return done
     }

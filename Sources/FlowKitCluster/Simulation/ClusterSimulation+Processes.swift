@@ -141,6 +141,7 @@ extension ClusterSimulation {
         let process = SimulatedProcess.coordinator(target)
         switch kind {
         case .crashCoordinator: return (.crashCoordinator(target), .restartCoordinator(target))
+        case .powerLoss: return (.powerLoss, .powerRestored)
         case .pauseCoordinator: return (.pause(process), .resume(process))
         case .cutCoordinatorFromEtcd: return (.cut(process, from: [.etcd]), .mend(process, from: [.etcd]))
         case .isolateCoordinator: return (.cut(process, from: everyone(but: process)), .mend(process, from: everyone(but: process)))
@@ -167,6 +168,10 @@ extension ClusterSimulation {
             paused[.coordinator(index)] = nil
         case .restartCoordinator(let index):
             if coordinators[index] == nil { try await startCoordinator(index) }
+        case .powerLoss:
+            for index in coordinators.indices { try await inject(.crashCoordinator(index)) }
+        case .powerRestored:
+            for index in coordinators.indices { try await inject(.restartCoordinator(index)) }
         case .crashNode(let index):
             nodes[index]?.replicas.shutDown()  // its effects die with it
             nodes[index] = nil
@@ -249,5 +254,5 @@ extension ClusterSimulation {
 
 /// The faults a run with replicated coordinators draws from.
 enum ReplicatedFault: CaseIterable {
-    case crashCoordinator, pauseCoordinator, cutCoordinatorFromEtcd, isolateCoordinator, fillCoordinatorDisk, crashNode, cutNode, pauseNode
+    case crashCoordinator, pauseCoordinator, cutCoordinatorFromEtcd, isolateCoordinator, fillCoordinatorDisk, crashNode, cutNode, pauseNode, powerLoss
 }

@@ -87,33 +87,42 @@ extension ClusterSimulation {
 
     // MARK: The leader's sync socket
 
-    /// A standby's FETCH: answered now, or held while there is nothing new (``SyncServer``).
+    /// A standby's FETCH: answered now, or held while there is nothing new (``SyncServer``), in
+    /// place of the one it held for that standby.
     func serveFetch(_ fetch: FetchRequest, from peer: RouterEnvelope, on coordinator: SimulatedCoordinator) async throws {
+        coordinator.heldFetches[fetch.id] = nil
         guard coordinator.machine != nil else {
             let leader = coordinator.following.map { "\($0) does" } ?? "no leader is known yet"
             let error = ProtocolError(.coordinatorUnavailable, "this coordinator does not lead; \(leader)")
             sendSyncAnswer(ErrorReply(request: fetch.request, error: error).frames, to: peer, from: coordinator)
             return
         }
-        if !(try await answerFetch(fetch, from: peer, since: now, on: coordinator)) {
-            coordinator.heldFetches.append((peer, fetch, now))
+        if !(try await answerFetch(fetch, from: peer, on: coordinator)) {
+            coordinator.heldFetches[fetch.id] = (peer, fetch, now)
         }
     }
 
-    /// The log grew, or time passed: answers the FETCHes held, as far as there is something new
-    /// or they waited long enough.
+    /// The log grew, or time passed: answers the FETCHes held from the durable log, as far as
+    /// there is something new or they waited long enough, without a turn through the machine
+    /// (``SyncServer``'s answers from its feed).
     func recheckHeldFetches(_ coordinator: SimulatedCoordinator) async throws {
-        let held = coordinator.heldFetches
-        coordinator.heldFetches = []
-        for fetch in held where coordinator.machine != nil {
-            if !(try await answerFetch(fetch.request, from: fetch.peer, since: fetch.since, on: coordinator)) {
-                coordinator.heldFetches.append(fetch)
-            }
+        guard let machine = coordinator.machine else { return }
+        // In id order: a dictionary's order differs from one run of a seed to the next.
+        for id in coordinator.heldFetches.keys.sorted() {
+            guard let held = coordinator.heldFetches[id] else { continue }
+            let request = held.request
+            let records = request.epoch == machine.epoch ? (try? coordinator.disk.log.read(
+                from: request.end + 1, maxCount: coordinator.configuration.maxRangeCount, maxBytes: min(Int(request.maxBytes), 4 << 20)
+            )) : nil
+            if records?.isEmpty == true, now - held.since < 200_000 { continue }
+            coordinator.heldFetches[id] = nil
+            let answer = FetchedMessage(request: request.request, epoch: request.epoch, committed: machine.committedHead, records: records ?? [])
+            sendSyncAnswer(answer.frames, to: held.peer, from: coordinator)
         }
     }
 
     /// Answers a FETCH; returns false to hold it.
-    private func answerFetch(_ fetch: FetchRequest, from peer: RouterEnvelope, since: UInt64, on coordinator: SimulatedCoordinator) async throws -> Bool {
+    private func answerFetch(_ fetch: FetchRequest, from peer: RouterEnvelope, on coordinator: SimulatedCoordinator) async throws -> Bool {
         let frames: [[UInt8]]
         do {
             var answer: FetchAnswer?
@@ -125,7 +134,7 @@ extension ClusterSimulation {
             guard let machine = coordinator.machine else { return true }
             let (disk, maxCount) = (coordinator.disk, coordinator.configuration.maxRangeCount)
             let answered = try await SyncServer.fetched(
-                answer!, to: fetch, committed: machine.committedHead, epoch: machine.epoch, mayHold: now - since < 200_000, maxBytes: 4 << 20
+                answer!, to: fetch, committed: machine.committedHead, epoch: machine.epoch, mayHold: true, maxBytes: 4 << 20
             ) { from, maxBytes in
                 try disk.log.read(from: from, maxCount: maxCount, maxBytes: maxBytes)
             }
@@ -160,8 +169,14 @@ extension ClusterSimulation {
     func carryOut(_ actions: [StandbyCopy.Action], on coordinator: SimulatedCoordinator) async throws {
         for action in actions {
             switch action {
-            case .fetch(let frames):
+            case .fetch(var frames):
                 guard let leader = coordinator.following, let index = Self.index(of: leader.id) else { continue }
+                if options.bug == .reportReceivedAsDurable, var (_, reader) = try? WireHeader.read(frames[0], expecting: .fetch),
+                    var fetch = try? FetchRequest(reader: &reader)
+                {
+                    fetch.durable = fetch.end  // the bug
+                    frames = fetch.frames
+                }
                 send(
                     Message(parts: [coordinator.identity] + frames), to: .coordinatorSync(index), incarnation: coordinatorIncarnations[index],
                     from: .coordinator(coordinator.index)

@@ -67,7 +67,8 @@ final class SimulatedCoordinator {
     /// The last seq applied to the replica.
     var applied: UInt64 = 0
     /// FETCHes with nothing new to answer, held as the sync server holds them.
-    var heldFetches: [(peer: RouterEnvelope, request: FetchRequest, since: UInt64)] = []
+    /// The latest FETCH of each standby, held while there is nothing new.
+    var heldFetches: [String: (peer: RouterEnvelope, request: FetchRequest, since: UInt64)] = [:]
     /// Requests to the election service without an answer yet, by id.
     var electionRequests: [UInt64: (request: SimulatedEtcd.Request, askedAt: UInt64)] = [:]
     /// The election service's revision last seen: older watch events are ignored.
@@ -161,7 +162,7 @@ final class SimulatedCoordinator {
         )
         interpreter = CoordinatorInterpreter(machine: machine, io: io, sink: sink, injectedBug: bug)
         following = group == nil ? nil : record
-        heldFetches = []
+        heldFetches = [:]
     }
 
     /// Stops ordering, if it did, and follows `leader` (nil: none known): the copy goes on from
@@ -172,7 +173,7 @@ final class SimulatedCoordinator {
             let end = disk.end
             copy!.resume(durable: end.seq, lastEpoch: end.epoch, committed: machine.committedHead)
             interpreter = nil
-            heldFetches = []
+            heldFetches = [:]
         }
         following = leader
         if let leader { lastLeader = leader }

@@ -73,11 +73,14 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     case noFencing = "no-fencing"
     /// The coordinator never takes over an owner that went down: its effects run nowhere.
     case noTakeover = "no-takeover"
+    /// Replicated: a standby's FETCH reports what it received as durable, before its sync is
+    /// done: a power loss in between loses entries the leader acknowledged.
+    case reportReceivedAsDurable = "report-received-as-durable"
 
     /// Whether the bug lives among replicated coordinators (a run with several).
     package var needsReplicatedCoordinators: Bool {
         switch self {
-        case .commitWithoutStandbys, .fenceOnlyOnTimer: true
+        case .commitWithoutStandbys, .fenceOnlyOnTimer, .reportReceivedAsDurable: true
         case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode,
             .noFencing, .noTakeover:
             false

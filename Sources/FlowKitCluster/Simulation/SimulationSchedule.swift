@@ -85,6 +85,10 @@ extension SimulationEvent {
 enum SimulatedFault: CustomStringConvertible {
     case crashCoordinator(Int)
     case restartCoordinator(Int)
+    /// Every coordinator crashes at once (a power cut): each loses what its disk had not synced.
+    case powerLoss
+    /// Every coordinator that is down starts again.
+    case powerRestored
     case crashNode(Int)
     case restartNode(Int)
     /// Every link between the process and these is cut, both ways, until ``mend(_:from:)``.
@@ -109,6 +113,8 @@ enum SimulatedFault: CustomStringConvertible {
         switch self {
         case .crashCoordinator(let index): "crash c\(index)"
         case .restartCoordinator(let index): "restart c\(index)"
+        case .powerLoss: "power loss: every coordinator crashes"
+        case .powerRestored: "power back: every coordinator restarts"
         case .crashNode(let node): "crash node \(node)"
         case .restartNode(let node): "restart node \(node)"
         case .cut(let process, let others): "cut \(process) from \(others.map(\.description).joined(separator: ", "))"
