@@ -1,4 +1,4 @@
-@_spi(Wire) @testable import FlowKitCluster
+@_spi(Wire) @_spi(Benchmarks) @testable import FlowKitCluster
 import Testing
 
 @Suite struct StandbyCopyTests {
@@ -12,7 +12,7 @@ import Testing
     }
 
     func fetch(_ action: StandbyCopy.Action?) throws -> FetchRequest {
-        guard case .fetch(let frames) = action else { throw ProtocolError(.malformed, "expected a FETCH, got \(String(describing: action))") }
+        guard case .send(let frames) = action else { throw ProtocolError(.malformed, "expected a FETCH, got \(String(describing: action))") }
         var (_, reader) = try WireHeader.read(frames[0], expecting: .fetch)
         return try FetchRequest(reader: &reader)
     }
@@ -140,9 +140,62 @@ import Testing
         // An unanswered FETCH is sent again after the retry interval; a refused one sooner.
         #expect(copy.tick(now: 3).isEmpty)
         #expect(try fetch(copy.tick(now: 2 + copy.retryAfter).first).durable == 10)
-        copy.refused(now: 5)
+        _ = copy.refused(ErrorReply(request: copy.lastRequest, error: ProtocolError(.coordinatorUnavailable, "not yet")), now: 5)
         #expect(copy.tick(now: 4 + copy.retryAfterRefusal).isEmpty)
         #expect(try fetch(copy.tick(now: 5 + copy.retryAfterRefusal).first).durable == 10)
+    }
+
+    @Test func aCopyBehindTheLeadersRetainedLogInstallsItsSnapshotThenFetchesFromIt() throws {
+        var copy = StandbyCopy(id: "c2", durable: 10, lastEpoch: 3, committed: 10)
+        let first = try fetch(copy.follow(leader, now: 0).first)
+        // The leader kept its log from 500 on: the copy asks for its snapshot.
+        let behind = ErrorReply(request: first.request, error: ProtocolError(.notFound, "this log starts at 500"))
+        let ask = copy.refused(behind, now: 1)
+        guard case .send(let frames) = ask.first, let type = try? WireHeader.read(frames[0], expecting: .snapshotRequest).0 else {
+            Issue.record("expected a SNAPSHOT request, got \(ask)")
+            return
+        }
+        #expect(type == .snapshotRequest && copy.isInstalling)
+        let request = copy.lastRequest
+        // No FETCH meanwhile, and an answer to the old one is ignored.
+        #expect(copy.tick(now: 2 + copy.retryAfter).isEmpty)
+        #expect(try copy.received(FetchedMessage(request: first.request, epoch: 4, committed: 0, records: [record(11, epoch: 3)]), now: 3).isEmpty)
+
+        let a = SnapshotChunkMessage.Instance(address: "counter/a", lastSeq: 611, state: Array("1".utf8))
+        let b = SnapshotChunkMessage.Instance(address: "counter/b", lastSeq: 640, state: Array("2".utf8))
+        #expect(copy.received(SnapshotChunkMessage(request: request, seq: 640, epoch: 4, chunk: 0, isLast: false, instances: [a]), now: 4).isEmpty)
+        // The last chunk: the entry at 640 is asked for, for its epoch.
+        // The last chunk carries the sessions the leader's duplicate table remembers.
+        var last = SnapshotChunkMessage(request: request, seq: 640, epoch: 4, chunk: 1, isLast: true, instances: [b])
+        let sessions = [DedupTable.Remembered(origin: 1, session: 7, watermark: 90, lastSeq: 638, above: [.init(id: 92, seq: 639)])]
+        last.sessions = sessions
+        let range = copy.received(try SnapshotChunkMessage(frames: last.frames), now: 5)
+        guard case .send(let rangeFrames) = range.first else {
+            Issue.record("expected a RANGE request, got \(range)")
+            return
+        }
+        var (_, rangeReader) = try WireHeader.read(rangeFrames[0], expecting: .rangeRequest)
+        let asked = try RangeRequest(reader: &rangeReader)
+        #expect(asked.from == 640 && asked.to == 640)
+        let entry = try #require(try? Entry(decoding: record(640, epoch: 4)))
+        let install = copy.received(RangeMessage(request: asked.request, epoch: 4, head: 700, entries: [entry]), now: 6)
+        #expect(install == [.install(seq: 640, epoch: 4, instances: [a, b], sessions: sessions)])
+        // Installed: the copy fetches from 640, committed there.
+        let next = try fetch(copy.installed(seq: 640, epoch: 4, now: 7).first)
+        #expect(next.durable == 640 && next.end == 640 && next.endEpoch == 4 && copy.committed == 640 && !copy.isInstalling)
+    }
+
+    @Test func aSnapshotWithAMissingChunkIsAskedForAgain() throws {
+        var copy = StandbyCopy(id: "c2", durable: 0, lastEpoch: 0, committed: 0)
+        let first = try fetch(copy.follow(leader, now: 0).first)
+        _ = copy.refused(ErrorReply(request: first.request, error: ProtocolError(.notFound, "compacted")), now: 1)
+        let request = copy.lastRequest
+        // Chunk 1 without chunk 0: asked again, under a new request.
+        let again = copy.received(SnapshotChunkMessage(request: request, seq: 9, epoch: 4, chunk: 1, isLast: true, instances: []), now: 2)
+        #expect(again.count == 1 && copy.lastRequest == request + 1)
+        // Unanswered for the install's retry interval: asked again.
+        #expect(copy.tick(now: 3).isEmpty)
+        #expect(copy.tick(now: 2 + copy.installRetryAfter).count == 1 && copy.lastRequest == request + 2)
     }
 
     @Test func theLeaderAnswersFromItsLogsEpochs() {

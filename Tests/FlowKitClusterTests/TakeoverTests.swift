@@ -166,13 +166,13 @@ import Testing
         #expect(try replica(source).ownership == expected)
         let bytes = SnapshotCodec.encode(source.exportStates())
         let restored = replicas(as: nil)
-        try restored.importStates(try SnapshotCodec.decode(bytes))
+        try restored.importStates(try SnapshotCodec.decode(bytes).instances)
         #expect(try replica(restored).ownership == expected)
         #expect(restored.ownerCounts == [Self.b: 1])
         #expect(restored.fences == ["beacon/x": 2])
         // A record written before takeovers existed has no ownership block: no owners, no fence.
         let old = ByteWriter.testRecord(address: "beacon/x", lastSeq: 1, state: Array(#"{"active":true,"lost":0,"ticks":0}"#.utf8))
-        let instances = try SnapshotCodec.decode(old)
+        let instances = try SnapshotCodec.decode(old).instances
         #expect(instances.map(\.ownership) == [.init()])
     }
 

@@ -212,6 +212,66 @@ extension MultiProcessTests {
             }
         }
 
+        /// Every coordinator compacts its own log. A standby down (its data directory deleted,
+        /// too) while the leader compacts past where it stood cannot fetch what it lacks: it
+        /// installs the leader's snapshot, is in sync again, and serves the same log as the leader
+        /// from there. Nothing acknowledged is lost (the ledgers; the log before the snapshot is
+        /// gone on every coordinator).
+        @Test func aStandbyBehindTheCompactedLogInstallsTheLeadersSnapshot() async throws {
+            var options = Self.options()
+            options.coordinatorArguments += ["--snapshot-every", "150", "--retain-entries", "30", "--segment-bytes", "8192"]
+            try await TestCluster.run(nodes: 2, durable: true, options: options) { cluster in
+                let emits = try await cluster.withClients(timeout: .seconds(12)) { clients in
+                    let load = LedgerLoad.start(clients: clients)
+                    do {
+                        for id in cluster.nodeIDs { try await load.waitForAcknowledgements(by: id, more: 30) }
+                        let leader = try await cluster.leader()
+                        let standby = try #require(try await cluster.inSync().subtracting([leader.id]).sorted().first)
+                        try await cluster.coordinatorProcess(standby).kill9()
+                        try FileManager.default.removeItem(atPath: "\(cluster.directory)/\(standby)-data")
+                        // The leader snapshots and drops its first segments.
+                        try await cluster.readFromLeader()
+                        _ = try await eventually("\(leader.id) compacts its log", timeout: .seconds(60)) { () -> Bool? in
+                            for id in cluster.nodeIDs { try await load.waitForAcknowledgements(by: id, more: 20) }
+                            return try await cluster.isCompacted(at: leader.id) ? true : nil
+                        }
+                        try await cluster.startCoordinator(id: standby)
+                        try await cluster.waitUntilInSync(standby, timeout: .seconds(30))
+                        for id in cluster.nodeIDs { try await load.waitForAcknowledgements(by: id, more: 30) }
+                        let emits = await load.stop()
+                        let head = try await cluster.waitUntilConverged()[1]!.applied
+                        let log = try String(contentsOfFile: try cluster.coordinatorProcess(standby).stderrPath, encoding: .utf8)
+                        let installed = try #require(
+                            log.split(separator: "\n").first { $0.contains("installed the leader's snapshot") },
+                            "\(standby) did not install a snapshot: \(log.suffix(2_000))"
+                        )
+                        let field = try #require(installed.split(separator: " ").first { $0.hasPrefix("flowkit.seq=") }, "\(installed)")
+                        let seq = try #require(UInt64(field.dropFirst("flowkit.seq=".count)), "\(installed)")
+                        // The rebuilt copy serves what the leader does, from after its snapshot.
+                        let fromLeader = try await cluster.readLog(from: seq + 1, through: head)
+                        let fromStandby = try await eventually("\(standby) serves up to \(head)", timeout: .seconds(10)) {
+                            try? await cluster.readLog(from: seq + 1, through: head, at: standby)
+                        }
+                        #expect(fromStandby == fromLeader && !fromLeader.isEmpty, "the rebuilt \(standby) serves another log than the leader")
+                        print("compacted: \(standby) installed the leader's snapshot at \(seq) and copied \(fromStandby.count) entries after it")
+                        return emits
+                    } catch {
+                        _ = await load.stop()
+                        throw error
+                    }
+                }
+                let statuses = try await cluster.waitUntilConverged()
+                let addresses = Array(Set(emits.map(\.address))).sorted()
+                let ledgers = try await cluster.ledgers(addresses, head: statuses[1]!.applied)
+                for id in cluster.nodeIDs {
+                    #expect(ledgers[id] == ledgers[1], "node \(id)'s ledgers differ from node 1's")
+                    let audit = LedgerAudit(emits: emits, ledgers: ledgers[id] ?? [:])
+                    if id == 1 { print("snapshot install: \(audit.summary)") }
+                    #expect(audit.problems.isEmpty, "node \(id): \(audit.problems.prefix(10))")
+                }
+            }
+        }
+
         /// Partitions in network namespaces (etcd, each coordinator and each node in one of its
         /// own): the leader cut from etcd (it stops acting within its lease, another leads, it
         /// rejoins when healed); the leader cut from both standbys (it keeps its lease, but with

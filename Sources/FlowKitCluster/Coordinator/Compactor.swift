@@ -30,17 +30,21 @@ actor Compactor {
         self.lastSnapshot = (try? snapshots.latest()?.seq) ?? 0
     }
 
-    /// Saves a snapshot and compacts if `every` entries were applied since the last; tells `core`
-    /// where the log now starts.
-    func compactIfDue(_ core: CoordinatorCore) async {
+    /// Saves a snapshot and compacts if `every` entries were applied since the last; tells
+    /// `compacted` where the log now starts.
+    ///
+    /// Among replicated coordinators every one compacts its own log, leader and standbys alike:
+    /// its replica holds only committed entries, so nothing it drops can still be cut. A standby
+    /// that falls behind what the leader kept installs the leader's snapshot (``StandbyCopy``).
+    func compactIfDue(compacted: (UInt64) async -> Void) async {
         guard await replica.applied >= lastSnapshot + every else { return }
-        let (seq, jobs) = await replica.snapshotJobs()
+        let (seq, jobs, sessions) = await replica.snapshotJobs()
         let snapshots = self.snapshots
         do {
             // Encoded and written on the background thread: the states were copied at `seq`.
             let instances = try await BackgroundWork.shared.run {
                 let instances = ReplicaSet.encode(jobs)
-                try snapshots.save(Snapshot(seq: seq, bytes: SnapshotCodec.encode(instances)))
+                try snapshots.save(Snapshot(seq: seq, bytes: SnapshotCodec.encode(instances, sessions: sessions)))
                 return instances.count
             }
             lastSnapshot = seq
@@ -50,7 +54,7 @@ actor Compactor {
                 try log.removePrefix(through: through)
                 return log.firstSeq
             }
-            await core.noteCompacted(firstSeq: first)
+            await compacted(first)
             logger.info(
                 "snapshot saved, log compacted",
                 metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances)", "flowkit.first": "\(first)"]

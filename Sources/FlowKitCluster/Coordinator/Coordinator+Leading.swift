@@ -12,7 +12,8 @@ extension Coordinator {
         await group?.standby.follow(nil)
         let (firstSeq, lastSeq) = try await parts.writer.run { log in (log.firstSeq, log.lastSeq) }
         let committed = await group?.standby.committed ?? lastSeq
-        var sequencer = Sequencer(epoch: record.epoch, durableHead: lastSeq, dedup: DedupTable(window: configuration.dedupWindow))
+        // What the replica's snapshot remembered of each session, then every retained entry.
+        var sequencer = Sequencer(epoch: record.epoch, durableHead: lastSeq, dedup: await parts.replica.sessions)
         let (replayed, quarantined, fences) = try await CoordinatorStorage.recover(
             &sequencer, replica: parts.replica, from: firstSeq, committed: committed, quarantine: parts.quarantine
         ) { [writer = parts.writer] seq in

@@ -69,14 +69,14 @@ public final class Coordinator: Sendable {
             sockets: sockets, writer: LogWriter(log: storage.log),
             // Only the snapshot now: the log is read when this coordinator leads, and a replicated
             // one's log may end with entries that are not committed (and may yet be cut).
-            replica: CoordinatorReplica(registry: registry, applied: 0, logger: logger),
+            replica: CoordinatorReplica(registry: registry, applied: 0, dedupWindow: configuration.dedupWindow, logger: logger),
             quarantine: EntryQuarantine(frameLimit: transport.maxMessageBytes),
             counters: ClusterCounters()
         )
         _ = try await storage.restoreSnapshot(into: parts.replica, logger: logger)
         var group: ReplicatedGroup?
         if let replication = configuration.replication {
-            group = try await ReplicatedGroup.join(replication, parts: parts, configuration: configuration, logger: logger)
+            group = try await ReplicatedGroup.join(replication, parts: parts, snapshots: storage.snapshots, configuration: configuration, logger: logger)
         }
         let role = CoordinatorRole(replica: parts.replica, standby: group?.standby)
         if group == nil {
@@ -141,14 +141,15 @@ public final class Coordinator: Sendable {
             tasks.addTask(executorPreference: loop) { [configuration] in
                 await every(configuration.statusInterval, on: loop) { await role.core?.publishStatus() }
             }
-            // A group of one compacts: a standby behind the leader's first seq could not catch up.
-            if group == nil, let snapshots = storage.snapshots {
+            if let snapshots = storage.snapshots {
                 let compactor = Compactor(
                     replica: parts.replica, writer: parts.writer, snapshots: snapshots,
                     every: configuration.snapshotEvery, retain: configuration.retainEntries, logger: logger
                 )
                 tasks.addTask {
-                    await every(.seconds(1)) { if let core = role.core { await compactor.compactIfDue(core) } }
+                    await every(.seconds(1)) {
+                        await compactor.compactIfDue { first in await role.core?.noteCompacted(firstSeq: first) }
+                    }
                 }
             }
             await stop.wait()

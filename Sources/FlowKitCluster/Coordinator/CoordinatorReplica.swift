@@ -8,6 +8,11 @@ import Synchronization
 actor CoordinatorReplica {
     private let replicas: ReplicaSet
     private(set) var applied: UInt64
+    /// Which submissions of each session the entries applied were: kept in snapshots, so a
+    /// coordinator that starts from one (its log compacted, or installed from the leader's) still
+    /// knows a retry of what was ordered before.
+    private(set) var sessions: DedupTable
+    private let dedupWindow: Int
     /// Committed entries not applied yet, in commit order.
     private let queued = Mutex<[Entry]>([])
     /// Says that ``queued`` has entries; signals given while the replica is busy fold into one.
@@ -16,9 +21,11 @@ actor CoordinatorReplica {
     /// A task waits for the digest round's next slice to be due (``hashNextSlice()``).
     private var sliceScheduled = false
 
-    init(registry: FlowRegistry, applied: UInt64, logger: Logger) {
+    init(registry: FlowRegistry, applied: UInt64, dedupWindow: Int = 65_536, logger: Logger) {
         self.replicas = ReplicaSet(registry: registry, context: .passive(logger: logger), logger: logger)
         self.applied = applied
+        self.dedupWindow = dedupWindow
+        self.sessions = DedupTable(window: dedupWindow)
         (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -51,6 +58,7 @@ actor CoordinatorReplica {
     func applyNow(_ batch: [Entry]) {
         for entry in batch where entry.seq > applied {
             replicas.apply(entry, runEffects: false)
+            sessions.note(entry)
             applied = entry.seq
         }
     }
@@ -59,15 +67,18 @@ actor CoordinatorReplica {
         signal.finish()
     }
 
-    /// Every instance's state at ``applied``.
-    func snapshot() -> (seq: UInt64, instances: [SnapshotChunkMessage.Instance]) {
-        (applied, replicas.exportStates())
+    /// Every instance's state at ``applied``, and the sessions remembered.
+    func snapshot() -> (seq: UInt64, instances: [SnapshotChunkMessage.Instance], sessions: [DedupTable.Remembered]) {
+        (applied, replicas.exportStates(), sessions.remembered())
     }
 
-    /// Replaces every instance with a snapshot's (when recovering from a durable snapshot).
-    func restore(seq: UInt64, instances: [SnapshotChunkMessage.Instance]) throws {
+    /// Replaces every instance with a snapshot's (when recovering from a durable snapshot, or
+    /// installing the leader's), and the sessions with what it remembered.
+    func restore(seq: UInt64, instances: [SnapshotChunkMessage.Instance], sessions remembered: [DedupTable.Remembered]) throws {
         try replicas.importStates(instances)
         applied = seq
+        sessions = DedupTable(window: dedupWindow)
+        sessions.restore(remembered)
     }
 
     /// The digests computed since the last call, to compare with the nodes' (elsewhere), and how
@@ -113,9 +124,9 @@ actor CoordinatorReplica {
         hashNextSlice()
     }
 
-    /// Every instance's state, copied now, to encode elsewhere.
-    func snapshotJobs() -> (seq: UInt64, jobs: [ReplicaSet.StateJob]) {
-        (applied, replicas.exportStateJobs())
+    /// Every instance's state, copied now, to encode elsewhere, and the sessions remembered.
+    func snapshotJobs() -> (seq: UInt64, jobs: [ReplicaSet.StateJob], sessions: [DedupTable.Remembered]) {
+        (applied, replicas.exportStateJobs(), sessions.remembered())
     }
 
     /// Who may run effects of how many instances, as of ``applied``, and the instances of those
@@ -133,6 +144,11 @@ actor CoordinatorReplica {
     var fences: [String: UInt64] { replicas.fences }
 
     var instanceCount: Int { replicas.count }
+
+    /// Every instance's state hashed into one digest, now (the simulation's checks).
+    func combinedDigest() -> String {
+        "\(replicas.combinedDigest(exact: true))"
+    }
 }
 
 /// Who may run the effects of which instances, as a coordinator's replica knows it from the log.

@@ -41,8 +41,8 @@ struct CoordinatorStorage {
             guard log.firstSeq <= 1 else { throw ProtocolError(.internalError, "the log starts at \(log.firstSeq) but there is no snapshot to start from") }
             return log.firstSeq
         }
-        let instances = try SnapshotCodec.decode(snapshot.bytes)
-        try await replica.restore(seq: snapshot.seq, instances: instances)
+        let (instances, sessions) = try SnapshotCodec.decode(snapshot.bytes)
+        try await replica.restore(seq: snapshot.seq, instances: instances, sessions: sessions)
         logger.info("restored the replica from a snapshot", metadata: ["flowkit.seq": "\(snapshot.seq)", "flowkit.instances": "\(instances.count)"])
         return max(log.firstSeq, snapshot.seq + 1)
     }

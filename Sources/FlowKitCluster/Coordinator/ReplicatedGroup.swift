@@ -1,3 +1,4 @@
+import FlowKitLog
 import FlowKitCore
 import Logging
 import ZeroMQ
@@ -29,7 +30,8 @@ struct ReplicatedGroup: Sendable {
 
     /// Sets up the copy from the log's end and the election, above the last epoch the log holds.
     static func join(
-        _ replication: CoordinatorReplication, parts: CoordinatorParts, configuration: CoordinatorConfiguration, logger: Logger
+        _ replication: CoordinatorReplication, parts: CoordinatorParts, snapshots: SnapshotStore?, configuration: CoordinatorConfiguration,
+        logger: Logger
     ) async throws -> ReplicatedGroup {
         let (lastSeq, lastEpoch) = try await CoordinatorStandby.logEnd(parts.writer)
         let applied = await parts.replica.applied
@@ -40,7 +42,7 @@ struct ReplicatedGroup: Sendable {
         let standby = CoordinatorStandby(
             copy: StandbyCopy(id: replication.id, durable: lastSeq, lastEpoch: lastEpoch, committed: applied),
             writer: parts.writer, socket: fetches, replica: parts.replica, quarantine: parts.quarantine, applied: applied,
-            trace: configuration.trace, logger: logger
+            snapshots: snapshots, trace: configuration.trace, logger: logger
         )
         let etcd = EtcdElection(client: try EtcdClient(endpoints: replication.etcdEndpoints), prefix: replication.etcdPrefix)
         let election = CoordinatorElection(

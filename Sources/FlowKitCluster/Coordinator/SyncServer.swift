@@ -214,10 +214,10 @@ struct SyncServer: Sendable {
     }
 
     private func serveSnapshot(_ request: SnapshotRequest, to peer: RouterEnvelope) async throws {
-        let (seq, instances) = await source.replica.snapshot()
+        let (seq, instances, sessions) = await source.replica.snapshot()
         let epoch = await source.committed().epoch
         logger.info("serving a snapshot", metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances.count)"])
-        for frames in Self.snapshotChunks(request, seq: seq, epoch: epoch, instances: instances, maxChunkBytes: maxChunkBytes) {
+        for frames in Self.snapshotChunks(request, seq: seq, epoch: epoch, instances: instances, sessions: sessions, maxChunkBytes: maxChunkBytes) {
             try await socket.send(peer.reply(frames))
         }
     }
@@ -235,13 +235,16 @@ struct SyncServer: Sendable {
 
     /// A snapshot as the SNAPSHOT_CHUNK messages that carry it, in order.
     static func snapshotChunks(
-        _ request: SnapshotRequest, seq: UInt64, epoch: UInt32, instances: [SnapshotChunkMessage.Instance], maxChunkBytes: Int
+        _ request: SnapshotRequest, seq: UInt64, epoch: UInt32, instances: [SnapshotChunkMessage.Instance], sessions: [DedupTable.Remembered] = [],
+        maxChunkBytes: Int
     ) -> [[[UInt8]]] {
         let chunks = SnapshotChunking.chunks(instances, maxChunkBytes: maxChunkBytes)
         return chunks.enumerated().map { index, chunk in
-            SnapshotChunkMessage(
+            var message = SnapshotChunkMessage(
                 request: request.request, seq: seq, epoch: epoch, chunk: UInt32(index), isLast: index == chunks.count - 1, instances: chunk
-            ).frames
+            )
+            if message.isLast, request.withSessions { message.sessions = sessions }
+            return message.frames
         }
     }
 }

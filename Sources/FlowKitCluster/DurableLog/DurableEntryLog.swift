@@ -37,6 +37,10 @@ final class DurableEntryLog: EntryLog {
         try log.removeSuffix(after: seq)
     }
 
+    func reset(after seq: UInt64) throws {
+        try log.reset(nextSeq: seq + 1)
+    }
+
     func close() {
         log.close()
     }

@@ -20,6 +20,9 @@ protocol EntryLog: AnyObject {
     /// Drops every entry after `seq`, durably: a follower coordinator's tail that its leader's log
     /// does not hold (ordered by a deposed leader, never committed).
     func removeSuffix(after seq: UInt64) throws
+    /// Drops every entry and starts the log again after `seq`, durably: a standby coordinator that
+    /// installed a snapshot at `seq`. Never backwards.
+    func reset(after seq: UInt64) throws
 }
 
 /// An in-memory log: for tests and for clusters that need no durability.
@@ -63,8 +66,15 @@ final class MemoryEntryLog: EntryLog {
         records.removeLast(Int(lastSeq - seq))
     }
 
+    func reset(after seq: UInt64) throws {
+        guard seq >= lastSeq else { throw ProtocolError(.internalError, "cannot start the log again after \(seq): it holds \(lastSeq)") }
+        records = []
+        uncommitted = 0
+        firstSeq = seq + 1
+    }
+
     func removePrefix(through seq: UInt64) throws {
-        guard seq >= firstSeq else { return }
+        guard seq >= firstSeq, lastSeq >= firstSeq else { return }
         let drop = Int(min(seq, lastSeq) - firstSeq + 1)
         records.removeFirst(drop)
         firstSeq += UInt64(drop)

@@ -13,7 +13,7 @@ extension NodeCore {
             let store = try SnapshotStore(directory: directory + "/snapshots", logger: logger)
             localSnapshots = LocalSnapshots(store: store)
             guard let snapshot = try store.latest() else { return }
-            try replicas.importStates(try SnapshotCodec.decode(snapshot.bytes))
+            try replicas.importStates(try SnapshotCodec.decode(snapshot.bytes).instances)
             interpreter.update { $0.resumeFollowing(from: snapshot.seq) }
             localSnapshots?.lastSavedSeq = snapshot.seq
             logger.info(

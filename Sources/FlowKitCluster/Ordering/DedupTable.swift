@@ -34,6 +34,13 @@
 
         private func slot(_ id: UInt64) -> Int { Int(id & UInt64(slots.count - 1)) }
 
+        mutating func raise(watermark: UInt64, lastSeq: UInt64, tick: UInt64) {
+            self.watermark = max(self.watermark, watermark)
+            self.lastSeq = max(self.lastSeq, lastSeq)
+            lastUsed = tick
+            while orderedSeq(of: self.watermark + 1) != nil { self.watermark += 1 }
+        }
+
         /// The seq `submission` was ordered at, if it is still remembered.
         func orderedSeq(of submission: UInt64) -> UInt64? {
             let entry = slots[slot(submission)]
@@ -52,7 +59,14 @@
                 index = slot(submission)
             }
             let occupant = slots[index].id
-            if occupant <= submission {
+            if occupant == submission {
+                // Known already (a coordinator that starts from a snapshot's sessions reads the
+                // entries it retains again): nothing moves. Taking it for an older occupant moved
+                // the watermark past submissions never ordered, and their retries were lost.
+                slots[index].seq = seq
+                return
+            }
+            if occupant < submission {
                 // The oldest goes; if a gap below it is still open, the watermark moves past the
                 // gap: a retry that late is taken for a duplicate (the documented window).
                 if occupant != 0 { watermark = max(watermark, occupant) }
@@ -69,6 +83,11 @@
             var grown = Array(repeating: (id: UInt64(0), seq: UInt64(0)), count: slots.count * 2)
             for entry in slots where entry.id != 0 { grown[Int(entry.id & UInt64(grown.count - 1))] = entry }
             slots = grown
+        }
+
+        /// The ids above the watermark it remembers, with their seqs, by id.
+        var above: [(id: UInt64, seq: UInt64)] {
+            slots.filter { $0.id > watermark }.sorted { $0.id < $1.id }
         }
 
         /// Forgets submissions ordered at seqs above `seq`; returns the lowest forgotten id.
@@ -129,6 +148,52 @@
             guard let lowest = sessions[key]!.forget(above: seq) else { continue }
             // The watermark may have passed the forgotten submissions: pull it back below them.
             sessions[key]!.watermark = min(sessions[key]!.watermark, lowest - 1)
+        }
+    }
+
+    /// Records an entry of the log (a takeover is the coordinator's own: nothing to duplicate).
+    mutating func note(_ entry: Entry) {
+        guard entry.kind != .takeover else { return }
+        record(SessionKey(origin: entry.origin, session: entry.session), submission: entry.submission, seq: entry.seq)
+    }
+
+    /// What a snapshot keeps of one session: every submission up to `watermark` was ordered, and
+    /// those above it in `above`; the highest seq ordered for it.
+    struct Remembered: Equatable, Sendable {
+        var origin: UInt32
+        var session: UInt64
+        var watermark: UInt64
+        var lastSeq: UInt64
+        var above: [Submitted]
+
+        struct Submitted: Equatable, Sendable {
+            var id: UInt64
+            var seq: UInt64
+        }
+    }
+
+    /// Every session, in key order, as a snapshot keeps it: a coordinator that starts from the
+    /// snapshot still knows what was ordered before it (the log it retains may not say). The seqs
+    /// of submissions below a watermark are not kept: a retry of one is a duplicate whose seq is
+    /// no longer known, as past the window.
+    func remembered() -> [Remembered] {
+        sessions.map { key, window in
+            Remembered(
+                origin: key.origin, session: key.session, watermark: window.watermark, lastSeq: window.lastSeq,
+                above: window.above.map { Remembered.Submitted(id: $0.id, seq: $0.seq) }
+            )
+        }
+        .sorted { ($0.origin, $0.session) < ($1.origin, $1.session) }
+    }
+
+    /// Takes in what a snapshot remembered of each session, with what the table knows already.
+    mutating func restore(_ remembered: [Remembered]) {
+        for session in remembered {
+            let key = SessionKey(origin: session.origin, session: session.session)
+            for submitted in session.above { record(key, submission: submitted.id, seq: submitted.seq) }
+            tick += 1
+            if sessions[key] == nil, sessions.count >= maxSessions { evictOldestSession() }
+            sessions[key, default: SessionWindow()].raise(watermark: session.watermark, lastSeq: session.lastSeq, tick: tick)
         }
     }
 

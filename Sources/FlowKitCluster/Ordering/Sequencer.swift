@@ -114,12 +114,7 @@
     /// Re-learns a durable entry while recovering from the log, so retries of it stay duplicates.
     mutating func recover(_ entry: Entry) {
         history.note(seq: entry.seq, epoch: entry.epoch)
-        guard entry.kind != .takeover else { return }  // the coordinator's own: nothing to duplicate
-        dedup.record(
-            DedupTable.SessionKey(origin: entry.origin, session: entry.session),
-            submission: entry.submission,
-            seq: entry.seq
-        )
+        dedup.note(entry)
     }
 }
 

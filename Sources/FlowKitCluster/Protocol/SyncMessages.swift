@@ -83,19 +83,23 @@
 
 /// `SNAPSHOT_REQUEST`, to the coordinator's sync socket: every instance's state.
 ///
-/// Frames: `[header request:u64]`. Answered by one or more ``SnapshotChunkMessage``s, the last one
-/// flagged.
+/// Frames: `[header request:u64 (sessions:u8)?]`. Answered by one or more
+/// ``SnapshotChunkMessage``s, the last one flagged. `sessions` 1 (a standby coordinator's request)
+/// asks for the sessions the duplicate table remembers, on the last chunk; a node sends none.
 @_spi(Wire) public struct SnapshotRequest: Sendable, Equatable {
     public var request: UInt64
+    public var withSessions: Bool
 
-    public init(request: UInt64) {
+    public init(request: UInt64, withSessions: Bool = false) {
         self.request = request
+        self.withSessions = withSessions
     }
 
     public var frames: [[UInt8]] {
         var writer = ByteWriter(capacity: 12)
         WireHeader.write(.snapshotRequest, into: &writer)
         writer.write(request)
+        if withSessions { writer.write(1 as UInt8) }
         return [writer.bytes]
     }
 }
@@ -103,7 +107,9 @@
 /// `SNAPSHOT_CHUNK`: part of a snapshot of every instance's state at `seq`.
 ///
 /// Frames: `[header request:u64 seq:u64 epoch:u32 chunk:u32 last:u8] [records: (len:u32,
-/// address:short-string, state JSON)*]`. After the last chunk, apply entries from `seq + 1`.
+/// address:short-string, state JSON)*]`. After the last chunk, apply entries from `seq + 1`. The
+/// last chunk of a snapshot a standby coordinator asked for has a third frame, the sessions the
+/// duplicate table remembers at `seq` (``sessionsFrame(_:)``).
 @_spi(Wire) public struct SnapshotChunkMessage: Sendable, Equatable {
     public struct Instance: Sendable, Equatable {
         public var address: String
@@ -202,6 +208,9 @@
     public var chunk: UInt32
     public var isLast: Bool
     public var instances: [Instance]
+    /// The sessions the coordinator's duplicate table remembers at ``seq``: on the last chunk,
+    /// for a standby coordinator only.
+    var sessions: [DedupTable.Remembered] = []
 
     public init(request: UInt64, seq: UInt64, epoch: UInt32, chunk: UInt32, isLast: Bool, instances: [Instance]) {
         self.request = request
@@ -229,11 +238,11 @@
                 writer.write(contentsOf: instance.state)
             }
         }
-        return [header.bytes, body.bytes]
+        return sessions.isEmpty ? [header.bytes, body.bytes] : [header.bytes, body.bytes, Self.sessionsFrame(sessions)]
     }
 
     public init(frames: [[UInt8]]) throws {
-        try expectFrames(frames, 2, for: "SNAPSHOT_CHUNK")
+        if frames.count != 3 { try expectFrames(frames, 2, for: "SNAPSHOT_CHUNK") }
         var (_, reader) = try WireHeader.read(frames[0], expecting: .snapshotChunk)
         request = try reader.readUInt64("request")
         seq = try reader.readUInt64("seq")
@@ -249,6 +258,7 @@
             let ownership = address.isEmpty ? Ownership() : try Ownership(from: &record)
             return Instance(address: address, lastSeq: lastSeq, state: record.readRest(), ownership: ownership)
         }
+        if frames.count == 3 { sessions = try Self.sessions(from: frames[2]) }
     }
 }
 
@@ -270,7 +280,9 @@
             self = .fetch(try FetchRequest(reader: &reader))
             try reader.expectEnd(of: "FETCH")
         default:
-            self = .snapshot(SnapshotRequest(request: try reader.readUInt64("request")))
+            let request = try reader.readUInt64("request")
+            let withSessions = reader.remaining > 0 ? try reader.readUInt8("sessions") != 0 : false
+            self = .snapshot(SnapshotRequest(request: request, withSessions: withSessions))
             try reader.expectEnd(of: "SNAPSHOT_REQUEST")
         }
     }

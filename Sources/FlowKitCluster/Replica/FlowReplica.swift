@@ -233,15 +233,19 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
         self.ownership.fence = ownership.fence
         self.ownership.workIDs = ownership.workIDs
         // This process learns from the snapshot that a takeover made it the owner (it joined, or
-        // restarted from its own snapshot, after the takeover entry): it starts the work now, as
-        // applying the entry would have; what that sent at once is in the state already. Only the
-        // work under ids it runs: the work of others' later entries is theirs; work without an
-        // id, only as the instance's sole owner.
-        if let process, ownership.owners.contains(process), ownership.fence > 0 {
+        // restarted from its own snapshot, after the takeover entry), or it fell behind what the
+        // log kept and restores a snapshot while it runs, its effects stopped with the old
+        // instances: it starts the work now, as applying the entries would have; what that sent
+        // at once is in the state already. Only the work under ids it runs: the work of others'
+        // later entries is theirs; work without an id, only as the instance's sole owner.
+        if let process, ownership.owners.contains(process), ownership.fence > 0 || ownership.workIDs.contains(where: { $0.owner == process }) {
             let mine = ownership.workIDs.filter { $0.owner == process }.map(\.id)
+            // The term a later takeover fences: the takeover's seq, or (no takeover yet) the
+            // instance's last entry, after which any takeover comes.
+            let term = ownership.fence > 0 ? ownership.fence : lastSeq
             _ = instance.resume(
                 derive: registration.resume, keep: { mine.contains(CancelTarget($0)) }, unmarked: ownership.owners == [process],
-                stamp: EntryStamp(seq: ownership.fence, epoch: 0, committedAt: 0), mode: .origin, term: ownership.fence, reducingSends: false
+                stamp: EntryStamp(seq: term, epoch: 0, committedAt: 0), mode: .origin, term: term, reducingSends: false
             )
         }
     }

@@ -1,3 +1,4 @@
+import FlowKitLog
 import Logging
 import ZeroMQ
 
@@ -14,6 +15,8 @@ actor CoordinatorStandby {
     private let replica: CoordinatorReplica
     /// Entries no message can carry are applied as their stand-ins, as every node applies them.
     private let quarantine: EntryQuarantine
+    /// Where a snapshot installed from the leader is saved (`nil`: a log kept in memory).
+    private let snapshots: SnapshotStore?
     /// Notes when sampled entries arrive and become durable here (`flowkit bench --trace`).
     private let trace: HopTrace?
     private var traceFlushedAt: UInt64 = 0
@@ -30,9 +33,10 @@ actor CoordinatorStandby {
 
     init(
         copy: StandbyCopy, writer: LogWriter, socket: AsyncSocket, replica: CoordinatorReplica, quarantine: EntryQuarantine, applied: UInt64,
-        trace: HopTrace? = nil, logger: Logger
+        snapshots: SnapshotStore? = nil, trace: HopTrace? = nil, logger: Logger
     ) {
         self.copy = copy
+        self.snapshots = snapshots
         self.quarantine = quarantine
         self.trace = trace
         self.writer = writer
@@ -108,19 +112,30 @@ actor CoordinatorStandby {
 
     private func handle(_ frames: [[UInt8]]) async {
         do {
-            if let first = frames.first, (try? WireHeader.read(first, expecting: .error)) != nil {
+            let type = try WireHeader.read(frames.first ?? [], expecting: .fetched, .error, .snapshotChunk, .range).0
+            let now = WallClock.micros()
+            switch type {
+            case .error:
                 let error = try ErrorReply(frames: frames)
-                copy.refused(now: WallClock.micros())
-                // Expected for a moment around a change of leader: the new one may not know yet.
-                let level: Logger.Level = error.error.code == .coordinatorUnavailable ? .info : .warning
-                logger.log(level: level, "the leader refused a FETCH; asking again shortly", metadata: ["flowkit.error": "\(error.error)"])
-                return
+                if error.error.code == .notFound, !copy.isInstalling {
+                    logger.notice("behind the leader's retained log; installing its snapshot", metadata: ["flowkit.error": "\(error.error.message)"])
+                } else {
+                    // Expected for a moment around a change of leader: the new one may not know yet.
+                    let level: Logger.Level = error.error.code == .coordinatorUnavailable ? .info : .warning
+                    logger.log(level: level, "the leader refused a request; asking again shortly", metadata: ["flowkit.error": "\(error.error)"])
+                }
+                await carryOut(copy.refused(error, now: now))
+            case .snapshotChunk:
+                await carryOut(copy.received(try SnapshotChunkMessage(frames: frames), now: now))
+            case .range:
+                await carryOut(copy.received(try RangeMessage(frames: frames), now: now))
+            default:
+                let fetched = try FetchedMessage(frames: frames)
+                trace?.note(records: fetched.records, .standbyReceived, at: now)
+                await carryOut(try copy.received(fetched, now: now))
             }
-            let fetched = try FetchedMessage(frames: frames)
-            trace?.note(records: fetched.records, .standbyReceived, at: WallClock.micros())
-            await carryOut(try copy.received(fetched, now: WallClock.micros()))
         } catch {
-            logger.warning("a FETCHED could not be used; fetching again", metadata: ["flowkit.error": "\(error)"])
+            logger.warning("an answer from the leader could not be used; asking again", metadata: ["flowkit.error": "\(error)"])
         }
     }
 
@@ -129,7 +144,7 @@ actor CoordinatorStandby {
     private func carryOut(_ actions: [StandbyCopy.Action]) async {
         for action in actions {
             switch action {
-            case .fetch(let frames):
+            case .send(let frames):
                 _ = try? socket.trySend(Message(parts: frames))
             case .append(let records, let through, let lastEpoch):
                 inFlight = Task { await self.append(records, through: through, lastEpoch: lastEpoch) }
@@ -137,6 +152,8 @@ actor CoordinatorStandby {
                 inFlight = Task { await self.truncate(keep: keep) }
             case .commit(let through):
                 await apply(through: through)
+            case .install(let seq, let epoch, let instances, let sessions):
+                inFlight = Task { await self.install(seq: seq, epoch: epoch, instances: instances, sessions: sessions) }
             }
         }
     }
@@ -154,6 +171,30 @@ actor CoordinatorStandby {
         } catch {
             logger.error("the log refused the leader's entries; fetching them again", metadata: ["flowkit.error": "\(error)"])
             await carryOut(copy.truncated(durable: copy.durable, lastEpoch: copy.lastEpoch, now: WallClock.micros()))
+        }
+    }
+
+    /// Saves the leader's snapshot, starts the log again after it and restores the replica from it.
+    /// In that order: a crash between leaves a snapshot ahead of the log, which a restart restores
+    /// and then installs again.
+    private func install(seq: UInt64, epoch: UInt32, instances: [SnapshotChunkMessage.Instance], sessions: [DedupTable.Remembered]) async {
+        do {
+            if let snapshots {
+                try await BackgroundWork.shared.run {
+                    try snapshots.save(Snapshot(seq: seq, bytes: SnapshotCodec.encode(instances, sessions: sessions)))
+                }
+            }
+            try await writer.run { log in try log.reset(after: seq) }
+            // Before the restore: a pass of ``apply(through:)`` reading the old log meanwhile
+            // stops (the replica skips what it already holds, whichever comes first).
+            applied = seq
+            applyTarget = max(applyTarget, seq)
+            try await replica.restore(seq: seq, instances: instances, sessions: sessions)
+            logger.notice("installed the leader's snapshot", metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances.count)"])
+            await carryOut(copy.installed(seq: seq, epoch: epoch, now: WallClock.micros()))
+        } catch {
+            logger.error("could not install the leader's snapshot; fetching it again", metadata: ["flowkit.error": "\(error)"])
+            await carryOut(copy.installFailed(now: WallClock.micros()))
         }
     }
 
@@ -184,8 +225,9 @@ actor CoordinatorStandby {
                 let records = try await writer.run { log in try log.read(from: from, maxCount: 4_096, maxBytes: 4 << 20) }
                 let entries = try records.prefix(Int(applyTarget - applied)).map { try quarantine.entry($0).entry }
                 guard let last = entries.last else { return }
+                guard from == applied + 1 else { continue }  // a snapshot was installed meanwhile
                 await replica.applyNow(entries)
-                applied = last.seq
+                applied = max(applied, last.seq)
             } catch {
                 logger.error("could not apply committed entries from the log", metadata: ["flowkit.from": "\(from)", "flowkit.error": "\(error)"])
                 return

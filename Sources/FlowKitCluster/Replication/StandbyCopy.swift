@@ -14,21 +14,14 @@
 /// leader's commit point, and no further than the copy is durable, are handed on to be applied
 /// and served.
 ///
+/// A copy that fell behind the leader's retained log (the leader compacted what it lacks) installs
+/// the leader's snapshot instead: every instance's state at a committed seq, then that seq's entry
+/// for its epoch, so its next FETCH can be checked against the leader's log; the local log starts
+/// again after it.
+///
 /// Inputs: the leader to follow, the leader's answers, the local log's completions, time
 /// (microseconds). Outputs: ``Action``s.
 struct StandbyCopy {
-    enum Action: Equatable {
-        /// Send these frames (a FETCH) to the leader's sync socket.
-        case fetch([[UInt8]])
-        /// Append these entry records and make them durable, then report ``appended(through:lastEpoch:now:)``.
-        case append([[UInt8]], through: UInt64, lastEpoch: UInt32)
-        /// Drop every entry after `keep`, durably, then report ``truncated(durable:lastEpoch:now:)``
-        /// with the epoch of the entry at `keep`.
-        case truncate(keep: UInt64)
-        /// The leader committed up to here, and the copy holds it: apply and serve it.
-        case commit(through: UInt64)
-    }
-
     let id: String
     /// The most record bytes asked for in one FETCH, and the most waiting to be written before
     /// the copy stops asking.
@@ -49,7 +42,7 @@ struct StandbyCopy {
     /// Received while an append was in flight: the next append's group.
     private var waiting: [[UInt8]] = []
     private var waitingBytes = 0
-    private enum Write { case none, append, truncate }
+    private enum Write { case none, append, truncate, install }
     private var writing = Write.none
     /// A cut the leader asked for while an append was in flight: carried out after it.
     private var cutAfterWrite: UInt64?
@@ -60,6 +53,13 @@ struct StandbyCopy {
     private var nextRequest: UInt64 = 1
     /// The leader's commit point as last heard.
     private var leaderCommitted: UInt64 = 0
+
+    /// A snapshot being fetched.
+    private var install: SnapshotInstall?
+    /// Whether a snapshot is being fetched or installed.
+    var isInstalling: Bool { install != nil }
+    /// The id of the last request sent.
+    var lastRequest: UInt64 { nextRequest - 1 }
 
     init(id: String, durable: UInt64, lastEpoch: UInt32, committed: UInt64, maxBytes: UInt32 = 4 << 20, retryAfter: UInt64 = 1_000_000) {
         self.id = id
@@ -80,6 +80,7 @@ struct StandbyCopy {
         self.committed = min(max(self.committed, committed), durable)
         restart(at: durable, epoch: lastEpoch)
         writing = .none
+        install = nil
     }
 
     /// Follow `leader` (nil: none known; stop fetching).
@@ -88,6 +89,8 @@ struct StandbyCopy {
         self.leader = leader
         outstanding = nil
         firstValidRequest = nextRequest
+        // A snapshot half fetched from the last leader is dropped (one being installed lands).
+        if writing != .install { install = nil }
         return fetchIfIdle(now: now)
     }
 
@@ -133,11 +136,76 @@ struct StandbyCopy {
         return fetch(now: now) + append + noteCommitted()
     }
 
-    /// The leader refused the FETCH (it does not lead yet, or leads another term): ask again after
-    /// a short pause rather than the full retry interval.
-    mutating func refused(now: UInt64) {
-        guard let outstanding else { return }
-        self.outstanding = (outstanding.request, now + retryAfterRefusal)
+    /// The leader refused a request: a FETCH behind its retained log starts a snapshot install;
+    /// any other refusal is asked again after a short pause rather than the full retry interval.
+    mutating func refused(_ error: ErrorReply, now: UInt64) -> [Action] {
+        if install?.request == error.request {
+            // Asked again from the start on the next tick after the pause.
+            install!.refused(now: now, pause: retryAfterRefusal, retryAfter: installRetryAfter)
+            return []
+        }
+        guard leader != nil, error.request >= firstValidRequest, error.request < nextRequest else { return [] }
+        if error.error.code == .notFound, writing == .none, install == nil {
+            return startInstall(now: now)
+        }
+        if let outstanding { self.outstanding = (outstanding.request, now + retryAfterRefusal) }
+        return []
+    }
+
+    /// How long a snapshot install may go unanswered before it is asked for again.
+    var installRetryAfter: UInt64 { retryAfter * 5 }
+
+    /// A chunk of the snapshot being installed.
+    mutating func received(_ chunk: SnapshotChunkMessage, now: UInt64) -> [Action] {
+        guard install != nil else { return [] }
+        return take(install!.received(chunk, nextRequest: nextRequest, now: now), now: now)
+    }
+
+    /// The snapshot's seq's entry, for its epoch: the snapshot is ready to install.
+    mutating func received(_ range: RangeMessage, now: UInt64) -> [Action] {
+        guard let install, writing == .none else { return [] }
+        return take(install.received(range), now: now)
+    }
+
+    private mutating func take(_ step: SnapshotInstall.Step, now: UInt64) -> [Action] {
+        switch step {
+        case .waiting: return []
+        case .restart: return startInstall(now: now)
+        case .ask(let range):
+            nextRequest = max(nextRequest, range.request + 1)
+            return [.send(range.frames)]
+        case .ready(let seq, let epoch, let instances, let sessions):
+            writing = .install
+            return [.install(seq: seq, epoch: epoch, instances: instances, sessions: sessions)]
+        }
+    }
+
+    /// The log and the replica hold the snapshot at `seq`, whose entry `epoch` ordered: the copy
+    /// goes on from there.
+    mutating func installed(seq: UInt64, epoch: UInt32, now: UInt64) -> [Action] {
+        install = nil
+        writing = .none
+        durable = seq
+        lastEpoch = epoch
+        committed = max(committed, seq)
+        leaderCommitted = max(leaderCommitted, seq)
+        restart(at: seq, epoch: epoch)
+        return fetchIfIdle(now: now)
+    }
+
+    /// Installing the snapshot failed: it is fetched again.
+    mutating func installFailed(now: UInt64) -> [Action] {
+        writing = .none
+        return startInstall(now: now)
+    }
+
+    private mutating func startInstall(now: UInt64) -> [Action] {
+        guard leader != nil else { return [] }
+        restart(at: end, epoch: endEpoch)
+        let request = nextRequest
+        nextRequest += 1
+        install = SnapshotInstall(request: request, now: now)
+        return [.send(install!.snapshotRequest.frames)]
     }
 
     /// The copy holds everything through `seq` durably.
@@ -166,8 +234,11 @@ struct StandbyCopy {
         return fetchIfIdle(now: now)
     }
 
-    /// Time passed: fetch again if the last FETCH went unanswered.
+    /// Time passed: fetch again if the last FETCH went unanswered, or the snapshot being fetched.
     mutating func tick(now: UInt64) -> [Action] {
+        if let install, writing != .install {
+            return now >= install.heardAt + installRetryAfter ? startInstall(now: now) : []
+        }
         if let outstanding, now >= outstanding.retryAt { self.outstanding = nil }
         return fetchIfIdle(now: now)
     }
@@ -217,48 +288,13 @@ struct StandbyCopy {
 
     /// A FETCH from ``end``, reporting ``durable``; the leader holds the latest of each standby.
     private mutating func fetch(now: UInt64) -> [Action] {
-        guard let leader, writing != .truncate, cutAfterWrite == nil, waitingBytes <= Int(maxBytes) else { return [] }
+        guard let leader, writing != .truncate, install == nil, cutAfterWrite == nil, waitingBytes <= Int(maxBytes) else { return [] }
         let request = nextRequest
         nextRequest += 1
         outstanding = (request, now + retryAfter)
         let fetch = FetchRequest(
             request: request, epoch: leader.epoch, durable: durable, end: end, endEpoch: endEpoch, maxBytes: maxBytes, id: id
         )
-        return [.fetch(fetch.frames)]
-    }
-}
-
-/// The leader's answer to one FETCH, decided from its log's epochs.
-enum FetchAnswer: Equatable {
-    /// Entries from this seq on.
-    case entries(from: UInt64)
-    /// Nothing new yet: hold the FETCH until something is written (or a while passes).
-    case wait
-    /// The standby's log disagrees after `keep`: it cuts back to there and fetches again.
-    case truncate(keep: UInt64)
-    /// The standby is behind the leader's oldest retained entry: it needs a snapshot.
-    case behindRetention(firstSeq: UInt64)
-
-    /// - Parameters:
-    ///   - written: The leader's durable log end.
-    ///   - firstSeq: The oldest seq its log still holds.
-    ///   - epochs: The epochs of its log.
-    init(_ fetch: FetchRequest, written: UInt64, firstSeq: UInt64, epochs: EpochHistory) {
-        // Below the retained log the epochs are gone, so agreement cannot be checked there.
-        if fetch.end < firstSeq, fetch.end > 0 || firstSeq > 1 {
-            self = .behindRetention(firstSeq: firstSeq)
-            return
-        }
-        if fetch.end > 0 {
-            let mine = fetch.end <= written ? epochs.epoch(of: fetch.end) : nil
-            if mine != fetch.endEpoch {
-                // Where the two logs still agree: the end of the standby's last epoch in this log
-                // (or of the latest earlier one), and before the entry that disagrees.
-                let agreed = epochs.end(ofEpochAtMost: fetch.endEpoch, logEnd: written)
-                self = .truncate(keep: min(agreed, fetch.end - 1))
-                return
-            }
-        }
-        self = fetch.end >= written ? .wait : .entries(from: fetch.end + 1)
+        return [.send(fetch.frames)]
     }
 }

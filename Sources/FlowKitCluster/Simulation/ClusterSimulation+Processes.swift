@@ -20,7 +20,7 @@ extension ClusterSimulation {
         logger[metadataKey: "coordinator"] = "\(index)"
         let started: SimulatedCoordinator
         if isReplicated {
-            started = SimulatedCoordinator.startReplicated(
+            started = try await SimulatedCoordinator.startReplicated(
                 simulation: self, index: index, incarnation: incarnation, disk: disks[index], configuration: coordinatorConfiguration, logger: logger
             )
             trace.note(at: now, "\(started.id): started, log end \(disks[index].log.lastSeq)")

@@ -151,17 +151,21 @@ extension ClusterSimulation {
 
     // MARK: The standby's copy
 
-    /// The leader's answer to this standby's FETCH.
-    func receiveFetched(_ frames: [[UInt8]], on coordinator: SimulatedCoordinator) async throws {
+    /// The leader's answer to one of this standby's requests: a FETCHED, an ERROR, or a snapshot's
+    /// chunk or range while it installs one (``CoordinatorStandby``).
+    func receiveFromLeader(_ frames: [[UInt8]], on coordinator: SimulatedCoordinator) async throws {
         guard coordinator.machine == nil, coordinator.copy != nil else { return }
-        if let first = frames.first, (try? WireHeader.read(first, expecting: .error)) != nil {
-            coordinator.copy!.refused(now: now)
-            return
-        }
         do {
-            try await carryOut(try coordinator.copy!.received(try FetchedMessage(frames: frames), now: now), on: coordinator)
+            let actions: [StandbyCopy.Action]
+            switch try WireHeader.read(frames.first ?? [], expecting: .fetched, .error, .snapshotChunk, .range).0 {
+            case .error: actions = coordinator.copy!.refused(try ErrorReply(frames: frames), now: now)
+            case .snapshotChunk: actions = coordinator.copy!.received(try SnapshotChunkMessage(frames: frames), now: now)
+            case .range: actions = coordinator.copy!.received(try RangeMessage(frames: frames), now: now)
+            default: actions = try coordinator.copy!.received(try FetchedMessage(frames: frames), now: now)
+            }
+            try await carryOut(actions, on: coordinator)
         } catch {
-            trace.note(at: now, "\(coordinator.id): a FETCHED could not be used: \(error)")
+            trace.note(at: now, "\(coordinator.id): an answer from the leader could not be used: \(error)")
         }
     }
 
@@ -169,7 +173,7 @@ extension ClusterSimulation {
     func carryOut(_ actions: [StandbyCopy.Action], on coordinator: SimulatedCoordinator) async throws {
         for action in actions {
             switch action {
-            case .fetch(var frames):
+            case .send(var frames):
                 guard let leader = coordinator.following, let index = Self.index(of: leader.id) else { continue }
                 if options.bug == .reportReceivedAsDurable, var (_, reader) = try? WireHeader.read(frames[0], expecting: .fetch),
                     var fetch = try? FetchRequest(reader: &reader)
@@ -196,6 +200,12 @@ extension ClusterSimulation {
                 try await carryOut(coordinator.copy!.truncated(durable: keep, lastEpoch: lastEpoch, now: now), on: coordinator)
             case .commit(let through):
                 await coordinator.applyCommitted(through: through)
+            case .install(let seq, let epoch, let instances, let sessions):
+                // The bug: the standby takes the snapshot's place in the log but none of its states.
+                let states = options.bug == .installWithoutStates ? [] : instances
+                try await coordinator.install(seq: seq, instances: states, sessions: sessions)
+                trace.note(at: now, "\(coordinator.id): installed the leader's snapshot at \(seq) (\(states.count) instances)")
+                try await carryOut(coordinator.copy!.installed(seq: seq, epoch: epoch, now: now), on: coordinator)
             }
         }
     }

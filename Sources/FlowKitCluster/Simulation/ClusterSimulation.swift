@@ -139,6 +139,7 @@ final class ClusterSimulation {
             schedule.schedule(.coordinatorHeartbeat(index, incarnation: incarnation), at: now + 100_000)
         case .coordinatorStatus(let index, let incarnation):
             guard let coordinator = coordinator(index, incarnation) else { return }
+            await coordinator.compactIfDue(every: options.snapshotEvery, retain: options.retainEntries)
             await statusRound(coordinator, now: now)
             schedule.schedule(.coordinatorStatus(index, incarnation: incarnation), at: now + 1_000_000)
         case .electionTick(let index, let incarnation):
@@ -251,7 +252,7 @@ final class ClusterSimulation {
             }
         case .coordinatorFetch(let index):
             guard let coordinator = coordinator(index, packet.incarnation) else { return }
-            try await receiveFetched(packet.message.parts, on: coordinator)
+            try await receiveFromLeader(packet.message.parts, on: coordinator)
         case .nodeSubmit(let index, _), .nodeSync(let index), .nodeSubscriber(let index), .nodeClient(let index):
             guard let node = nodes[index], node.incarnation == packet.incarnation else { return }
             switch packet.to {

@@ -8,31 +8,6 @@ struct SimulatedDiskFull: Error, CustomStringConvertible {
     var description: String { "no space left on the simulated disk" }
 }
 
-/// A coordinator's disk in a simulation: the log keeps what was synced across crashes, and the
-/// epoch with it. A write reaches the log only when its sync completes; a crash before that loses
-/// it, as a crash loses writes that were never synced.
-final class SimulatedDisk {
-    let log = MemoryEntryLog()
-    var epoch: UInt32 = 0
-    /// While full, every write fails.
-    var isFull = false
-    /// When the last sync asked for finishes: one writer, syncs finish in order.
-    var lastSyncDone: UInt64 = 0
-
-    /// The last seq the log holds and the epoch that ordered it (``CoordinatorStandby/logEnd(_:)``).
-    var end: (seq: UInt64, epoch: UInt32) {
-        guard log.lastSeq > 0, let record = try? log.read(from: log.lastSeq, maxCount: 1, maxBytes: .max).first else { return (0, 0) }
-        return (log.lastSeq, Entry.peekEpoch(record) ?? 0)
-    }
-}
-
-/// A write asked of a simulated disk, until its sync completes.
-struct SimulatedWrite {
-    var records: [(seq: UInt64, record: [UInt8])]
-    /// Decided when the write was asked for: a full disk refuses it.
-    var succeeds: Bool
-}
-
 /// One run of a coordinator process in a simulation: the real machines (``CoordinatorMachine``
 /// while it orders; for a replicated coordinator also its ``ElectionMachine`` and, while it
 /// stands by, its ``StandbyCopy``), the real recovery from the log, the real range and snapshot
@@ -66,8 +41,7 @@ final class SimulatedCoordinator {
     var lastLeader: LeaderRecord?
     /// The last seq applied to the replica.
     var applied: UInt64 = 0
-    /// FETCHes with nothing new to answer, held as the sync server holds them.
-    /// The latest FETCH of each standby, held while there is nothing new.
+    /// The latest FETCH of each standby, held while there is nothing new, as the sync server holds them.
     var heldFetches: [String: (peer: RouterEnvelope, request: FetchRequest, since: UInt64)] = [:]
     /// Requests to the election service without an answer yet, by id.
     var electionRequests: [UInt64: (request: SimulatedEtcd.Request, askedAt: UInt64)] = [:]
@@ -106,10 +80,11 @@ final class SimulatedCoordinator {
         now: UInt64, bug: InjectedBug?
     ) async throws -> SimulatedCoordinator {
         disk.epoch += 1
-        let replica = CoordinatorReplica(registry: SimulationFlow.registry, applied: 0, logger: logger)
+        let replica = CoordinatorReplica(registry: SimulationFlow.registry, applied: 0, dedupWindow: configuration.dedupWindow, logger: logger)
         let coordinator = SimulatedCoordinator(
             simulation: simulation, index: index, incarnation: incarnation, configuration: configuration, logger: logger, replica: replica, disk: disk
         )
+        try await coordinator.restoreSnapshot()
         try await coordinator.lead(LeaderRecord(id: "coordinator", epoch: disk.epoch, endpoints: endpoints(index)), group: nil, now: now, bug: bug)
         return coordinator
     }
@@ -118,13 +93,15 @@ final class SimulatedCoordinator {
     /// copies the log from whoever leads until the election makes it the leader.
     static func startReplicated(
         simulation: ClusterSimulation, index: Int, incarnation: Int, disk: SimulatedDisk, configuration: CoordinatorConfiguration, logger: Logger
-    ) -> SimulatedCoordinator {
-        let replica = CoordinatorReplica(registry: SimulationFlow.registry, applied: 0, logger: logger)
+    ) async throws -> SimulatedCoordinator {
+        let replica = CoordinatorReplica(registry: SimulationFlow.registry, applied: 0, dedupWindow: configuration.dedupWindow, logger: logger)
         let coordinator = SimulatedCoordinator(
             simulation: simulation, index: index, incarnation: incarnation, configuration: configuration, logger: logger, replica: replica, disk: disk
         )
+        try await coordinator.restoreSnapshot()
         let end = disk.end
-        coordinator.copy = StandbyCopy(id: coordinator.id, durable: end.seq, lastEpoch: end.epoch, committed: 0)
+        // What its snapshot covers is committed (``ReplicatedGroup``'s join: the replica's applied seq).
+        coordinator.copy = StandbyCopy(id: coordinator.id, durable: end.seq, lastEpoch: end.epoch, committed: coordinator.applied)
         var election = ElectionMachine(settings: .init(id: coordinator.id, endpoints: endpoints(index), leaseSeconds: Int64(SimulatedEtcd.leaseSeconds)))
         election.minimumEpoch = end.epoch &+ 1
         coordinator.election = election
@@ -142,7 +119,7 @@ final class SimulatedCoordinator {
         landWrites()
         _ = copy?.follow(nil, now: now)
         let committed = copy?.committed ?? disk.log.lastSeq
-        var sequencer = Sequencer(epoch: record.epoch, durableHead: disk.log.lastSeq, dedup: DedupTable(window: configuration.dedupWindow))
+        var sequencer = Sequencer(epoch: record.epoch, durableHead: disk.log.lastSeq, dedup: await replica.sessions)
         let recovered = try await CoordinatorStorage.recover(
             &sequencer, replica: replica, from: disk.log.firstSeq, committed: committed, quarantine: quarantine
         ) { [disk] seq in try disk.log.read(from: seq, maxCount: 10_000, maxBytes: 16 << 20) }
@@ -234,8 +211,10 @@ final class SimulatedCoordinator {
                 )
                 return [RangeMessage.frames(request: range.request, epoch: epoch, head: head, records: records)]
             case .snapshot(let snapshot):
-                let (seq, instances) = await replica.snapshot()
-                return SyncServer.snapshotChunks(snapshot, seq: seq, epoch: committed.epoch, instances: instances, maxChunkBytes: 1 << 20)
+                let (seq, instances, sessions) = await replica.snapshot()
+                return SyncServer.snapshotChunks(
+                    snapshot, seq: seq, epoch: committed.epoch, instances: instances, sessions: sessions, maxChunkBytes: 1 << 20
+                )
             case .fetch:
                 throw ProtocolError(.unknownType, "FETCH is for replicated coordinators; this coordinator runs alone")
             }

@@ -44,7 +44,7 @@ struct SimulationChecks {
         }
         let log: [Entry]
         do {
-            log = try Self.readLog(disk)
+            log = try Self.history(disk, archives: simulation.disks.map(\.archive))
         } catch {
             return failures + [SimulationFailure(check: "the log is whole", detail: "\(error)")]
         }
@@ -85,6 +85,21 @@ struct SimulationChecks {
                 failures.append(SimulationFailure(check: "every node converged", detail: "node \(node.index) applied \(node.machine.applied) of \(head)"))
             } else if node.replicas.combinedDigest(exact: true) != digest {
                 failures.append(SimulationFailure(check: "every node converged", detail: "node \(node.index) is at the head with digest \(node.replicas.combinedDigest(exact: true)); the log's is \(digest)"))
+            }
+        }
+        // The coordinators' own replicas serve snapshots (to nodes, and to standbys that install
+        // them) and reference digests: each holds the log's state too.
+        for case let coordinator? in simulation.coordinators {
+            let applied = await coordinator.replica.applied
+            if applied != head {
+                failures.append(SimulationFailure(check: "every coordinator's replica converged", detail: "\(coordinator.id) applied \(applied) of \(head)"))
+            } else if await coordinator.replica.combinedDigest() != "\(digest)" {
+                failures.append(
+                    SimulationFailure(
+                        check: "every coordinator's replica converged",
+                        detail: "\(coordinator.id) is at the head with digest \(await coordinator.replica.combinedDigest()); the log's is \(digest)"
+                    )
+                )
             }
         }
         for entry in log where entry.origin != 0 {  // a takeover's effects run on the node it names
@@ -209,9 +224,12 @@ struct SimulationChecks {
             failures.append(SimulationFailure(check: "everything written is committed", detail: "\(leader.id) leads with \(log.count) entries, committed to \(leader.committed.head)"))
         }
         for case let coordinator? in simulation.coordinators where coordinator !== leader {
+            // What it retains: compacted, or installed from a snapshot, it holds the rest no more.
             guard let copy = try? Self.readLog(coordinator.disk) else { continue }
-            guard copy != log else { continue }
-            let differs = Array(zip(copy, log)).firstIndex { $0 != $1 }.map { "from seq \($0 + 1)" } ?? "in length"
+            let first = Int(coordinator.disk.log.firstSeq)
+            let leaders = Array(log.dropFirst(first - 1))
+            guard copy != leaders else { continue }
+            let differs = Array(zip(copy, leaders)).firstIndex { $0 != $1 }.map { "from seq \($0 + first)" } ?? "in length"
             failures.append(
                 SimulationFailure(check: "every coordinator holds the log", detail: "\(coordinator.id) holds \(copy.count) entries, the leader \(leader.id) \(log.count); they differ \(differs)")
             )
@@ -219,6 +237,20 @@ struct SimulationChecks {
         return failures
     }
 
+    /// The whole log: what compaction dropped, from any coordinator's archive (committed, so the
+    /// same on every one), then what `disk` retains.
+    static func history(_ disk: SimulatedDisk, archives: [[UInt64: [UInt8]]]) throws -> [Entry] {
+        var entries: [Entry] = []
+        for seq in 1..<max(1, disk.log.firstSeq) {
+            guard let record = archives.lazy.compactMap({ $0[seq] }).first else {
+                throw ProtocolError(.notFound, "seq \(seq) is neither in the log nor in any compacted archive")
+            }
+            entries.append(try Entry(decoding: record))
+        }
+        return entries + (try readLog(disk))
+    }
+
+    /// What `disk`'s log retains.
     static func readLog(_ disk: SimulatedDisk) throws -> [Entry] {
         let log = disk.log
         var entries: [Entry] = []

@@ -16,6 +16,11 @@ package struct SimulationOptions: Sendable {
     package var meanEmitInterval: UInt64 = 5_000
     /// The longest a group commit's sync takes, in simulated microseconds.
     package var maxSyncMicros: UInt64 = 3_000
+    /// Each coordinator saves a snapshot every this many entries and compacts its log to this
+    /// many behind it: small, so a seed compacts several times and a standby down for a moment
+    /// falls behind what the leader kept.
+    package var snapshotEvery: UInt64 = 150
+    package var retainEntries: UInt64 = 40
     /// How many lines of the story a failure prints.
     package var traceLines = 200
     /// A bug to run the simulation with, to show that the checks find it.
@@ -76,11 +81,14 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// Replicated: a standby's FETCH reports what it received as durable, before its sync is
     /// done: a power loss in between loses entries the leader acknowledged.
     case reportReceivedAsDurable = "report-received-as-durable"
+    /// Replicated: a standby behind the leader's retained log installs the leader's snapshot into
+    /// its log but none of its states into its replica.
+    case installWithoutStates = "install-without-states"
 
     /// Whether the bug lives among replicated coordinators (a run with several).
     package var needsReplicatedCoordinators: Bool {
         switch self {
-        case .commitWithoutStandbys, .fenceOnlyOnTimer, .reportReceivedAsDurable: true
+        case .commitWithoutStandbys, .fenceOnlyOnTimer, .reportReceivedAsDurable, .installWithoutStates: true
         case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode,
             .noFencing, .noTakeover:
             false

@@ -40,6 +40,15 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "synced (fdatasync every group commit, the default) or relaxed (survives a process crash, not power loss).")
     var durability: String?
 
+    @Option(help: "With --data-dir: save a snapshot every this many entries, then drop the log segments wholly below the snapshot less --retain-entries. Default 100000.")
+    var snapshotEvery: Int?
+
+    @Option(help: "With --data-dir: entries kept in the log behind the latest snapshot, for nodes and standbys to repair from. Default 100000.")
+    var retainEntries: Int?
+
+    @Option(help: "With --data-dir: the size at which a log segment is closed and the next begins (compaction drops whole segments). Default 67108864 (64 MiB).")
+    var segmentBytes: Int?
+
     @Option(help: "Milliseconds between heartbeats. Default 100.")
     var heartbeatMs: Int?
 
@@ -122,6 +131,18 @@ struct CoordinatorCommand: AsyncParsableCommand {
                 throw ValidationError("--durability must be synced or relaxed; got \(text)")
             }
             configuration.durability = mode
+        }
+        if let every = try settings.int("coordinator", "snapshot-every", flag: snapshotEvery) {
+            guard every >= 1 else { throw ValidationError("--snapshot-every must be 1 or more; got \(every)") }
+            configuration.snapshotEvery = UInt64(every)
+        }
+        if let retain = try settings.int("coordinator", "retain-entries", flag: retainEntries) {
+            guard retain >= 0 else { throw ValidationError("--retain-entries must be 0 or more; got \(retain)") }
+            configuration.retainEntries = UInt64(retain)
+        }
+        if let bytes = try settings.int("coordinator", "segment-bytes", flag: segmentBytes) {
+            guard bytes >= 4_096 else { throw ValidationError("--segment-bytes must be 4096 or more; got \(bytes)") }
+            configuration.segmentBytes = bytes
         }
         if let interval = try settings.milliseconds("coordinator", "heartbeat-ms", flag: heartbeatMs) {
             configuration.heartbeatInterval = interval

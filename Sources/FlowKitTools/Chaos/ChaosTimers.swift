@@ -129,7 +129,7 @@ struct ChaosTimers: Sendable {
                     if owner != origin {
                         fromNonOwners += 1
                         if problems.count < 10 { problems.append("seq \(entry.seq): a tick of \(entry.address) from \(origin); its owner was \(owner)") }
-                    } else if var (resume, faultAt, silentSince) = awaiting.removeValue(forKey: entry.address) {
+                    } else if case (var resume, let faultAt, let silentSince)? = awaiting.removeValue(forKey: entry.address) {
                         resume.secondsFromFault = faultAt.map { Self.seconds(from: $0, to: entry.committedAt) }
                         resume.silentSeconds = silentSince.map { Self.seconds(from: $0, to: entry.committedAt) }
                         resumes.append(resume)

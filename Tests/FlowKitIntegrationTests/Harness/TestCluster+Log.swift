@@ -28,4 +28,17 @@ extension TestCluster {
         }
         return entries
     }
+
+    /// Whether `coordinator`'s log no longer starts at seq 1: its RANGE from 1 is refused as
+    /// compacted (`notFound`).
+    func isCompacted(at coordinator: String) async throws -> Bool {
+        guard let sync = state.withLock({ $0.replicated?.endpoints[coordinator]?.sync }) else { throw HarnessError("no coordinator \(coordinator)") }
+        let dealer = try await RawDealer(endpoint: sync, logger: logger)
+        defer { Task { await dealer.close() } }
+        try await dealer.send(RangeRequest(request: 1, from: 1, to: 1, maxCount: 1).frames)
+        guard let reply = try await dealer.receive(timeout: .seconds(10)) else { throw HarnessError("\(coordinator) did not answer RANGE_REQUEST 1") }
+        if let error = try? ErrorReply(frames: reply) { return error.error.code == .notFound }
+        _ = try RangeMessage(frames: reply)
+        return false
+    }
 }
