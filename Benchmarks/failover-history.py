@@ -124,6 +124,8 @@ def main():
         result["disk"].append({"seconds": round(time.time() - began), "bytes": {name: du(f"{directory}/{name}") for name in data_dirs()},
                                "written": replication().get("written")})
 
+        # The pid of each coordinator now: cluster.json's, until this script starts one again.
+        pids = {entry["id"]: entry["pid"] for entry in cluster_file()["coordinators"]}
         say(f"{options.kills} leader kills under 2,000/s")
         load = start([flowkit, "bench", "--attach", directory, "--rate", "2000", "--duration", str(options.kills * 40 + 60), "--json"], "load")
         time.sleep(5)
@@ -142,7 +144,7 @@ def main():
                         break
             entry = next(c for c in cluster_file()["coordinators"] if c["id"] == leader)
             written = view.get("written")
-            os.kill(entry["pid"], signal.SIGKILL)
+            os.kill(pids[leader], signal.SIGKILL)
             killed = time.time()
             ordered = None
             while time.time() - killed < 60:
@@ -152,13 +154,17 @@ def main():
                     ordered = time.time() - killed
                     break
             after = replication().get("leader")
+            if after == leader:
+                say(f"kill {kill}: {leader} still leads: the kill did not take; stopping")
+                break
             failover = {"kill": kill, "killed": leader, "written": written, "newLeader": after,
                         "orderedSeconds": None if ordered is None else round(ordered, 3)}
             result["failovers"].append(failover)
             say(f"kill {kill}: {leader} (log end {written}) → {after}, first emit ordered after {failover['orderedSeconds']} s")
             # Started again by hand, as cluster.json says (flowkit cluster restarts nodes, not coordinators).
-            subprocess.Popen(entry["command"], cwd=directory, stdout=open(f"{out}/{leader}-restart-{kill}.stdout", "w"),
-                             stderr=open(f"{out}/{leader}-restart-{kill}.stderr", "w"), stdin=subprocess.DEVNULL, start_new_session=True)
+            restarted = subprocess.Popen(entry["command"], cwd=directory, stdout=open(f"{out}/{leader}-restart-{kill}.stdout", "w"),
+                                         stderr=open(f"{out}/{leader}-restart-{kill}.stderr", "w"), stdin=subprocess.DEVNULL, start_new_session=True)
+            pids[leader] = restarted.pid
             time.sleep(8)
         stop(load)
         times = [f["orderedSeconds"] for f in result["failovers"] if f["orderedSeconds"] is not None]

@@ -37,9 +37,13 @@ public final class Coordinator: Sendable {
         try configuration.replication?.validate()
         let linger = configuration.transport.linger
         try await withIOLoop(name: "coordinator-io", linger: linger, logger: logger) { loop in
-            // The sync socket (and a standby's DEALER to the leader's) on a thread of its own: the
-            // ordering loop blocks in each commit's sync, and a FETCHED waiting for it made every
-            // replicated commit wait a sync more.
+            // Replicated, the sync socket (and a standby's DEALER to the leader's) has a thread of
+            // its own: the ordering loop blocks in each commit's sync, and a FETCHED waiting for it
+            // made every replicated commit wait a sync more. Alone, the sync socket serves nodes'
+            // repairs and snapshots, which wait for nothing so short.
+            guard configuration.replication != nil else {
+                return try await serve(loop: loop, syncLoop: loop, onReady: onReady)
+            }
             let syncLoop = try IOLoop(context: loop.context, name: "coordinator-sync", logger: logger)
             do {
                 try await serve(loop: loop, syncLoop: syncLoop, onReady: onReady)
