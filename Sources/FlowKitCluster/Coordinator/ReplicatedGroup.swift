@@ -34,13 +34,16 @@ struct ReplicatedGroup: Sendable {
         logger: Logger
     ) async throws -> ReplicatedGroup {
         let (lastSeq, lastEpoch) = try await CoordinatorStandby.logEnd(parts.writer)
+        let floor = try await parts.writer.run { log in log.firstSeq - 1 }
         let applied = await parts.replica.applied
         // Connected later, to whichever coordinator leads.
         let fetches = try await configuration.transport.openClient(
             .dealer, on: parts.sockets.sync.loop, connecting: [], serverKey: configuration.transport.curve?.keyPair.publicKey
         )
+        var copy = StandbyCopy(id: replication.id, durable: lastSeq, lastEpoch: lastEpoch, committed: applied)
+        copy.floor = floor
         let standby = CoordinatorStandby(
-            copy: StandbyCopy(id: replication.id, durable: lastSeq, lastEpoch: lastEpoch, committed: applied),
+            copy: copy,
             writer: parts.writer, socket: fetches, replica: parts.replica, quarantine: parts.quarantine, applied: applied,
             snapshots: snapshots, trace: configuration.trace, logger: logger
         )

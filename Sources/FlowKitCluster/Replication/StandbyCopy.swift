@@ -1,23 +1,14 @@
 /// A standby coordinator's copy of the leader's log, as a state machine without I/O.
 ///
-/// The copy is a pipeline, as a Raft follower's: it asks the leader for what follows its log's
-/// end (``end``: what it received, durable or still syncing), and asks again as soon as an answer
-/// arrives, while that answer's entries sync. What arrives while one append syncs is made durable
-/// as one group by the next. After each append it reports its durable end in a FETCH at once, so
-/// the leader's commit waits for the standby's sync and one message, not for a whole cycle. A
-/// window bounds it: past ``maxBytes`` waiting to be written, it asks for nothing more until an
-/// append finishes.
-///
-/// An answer that says the two logs disagree (the standby holds entries a deposed leader wrote and
-/// never committed) has the copy cut back to where they agree, after the append in flight, then
-/// fetched again from there; answers to FETCHes sent before the cut are ignored. Entries up to the
-/// leader's commit point, and no further than the copy is durable, are handed on to be applied
-/// and served.
-///
-/// A copy that fell behind the leader's retained log (the leader compacted what it lacks) installs
-/// the leader's snapshot instead: every instance's state at a committed seq, then that seq's entry
-/// for its epoch, so its next FETCH can be checked against the leader's log; the local log starts
-/// again after it.
+/// A pipeline, as a Raft follower's: it asks for what follows its log's ``end`` (received,
+/// durable or syncing) again as soon as an answer arrives; what arrives while one append syncs is
+/// the next append's group; each append's durable end is reported in a FETCH at once. Past
+/// ``maxBytes`` waiting to be written it asks for nothing until an append finishes. An answer that
+/// says the logs disagree (a deposed leader's uncommitted tail) has the copy cut back after the
+/// append in flight; answers to FETCHes sent before the cut are ignored. Entries up to the
+/// leader's commit point, no further than the copy is durable, are applied and served. A copy
+/// behind the leader's retained log installs the leader's snapshot (``SnapshotInstall``) and its
+/// log starts again after it.
 ///
 /// Inputs: the leader to follow, the leader's answers, the local log's completions, time
 /// (microseconds). Outputs: ``Action``s.
@@ -56,6 +47,9 @@ struct StandbyCopy {
 
     /// A snapshot being fetched.
     private var install: SnapshotInstall?
+    /// The seq an empty log starts after (a snapshot installed, then a restart): a snapshot older
+    /// than it cannot be installed, the log never going back.
+    var floor: UInt64 = 0
     /// Whether a snapshot is being fetched or installed.
     var isInstalling: Bool { install != nil }
     /// The id of the last request sent.
@@ -174,6 +168,11 @@ struct StandbyCopy {
         case .ask(let range):
             nextRequest = max(nextRequest, range.request + 1)
             return [.send(range.frames)]
+        case .ready(let seq, _, _, _) where seq <= durable || seq < floor:
+            // Older than this copy (the leader's replica is behind its commit point, just after it
+            // started from its own snapshot): the log never goes back; ask again a while later.
+            install!.refused(now: now, pause: retryAfter, retryAfter: installRetryAfter)
+            return []
         case .ready(let seq, let epoch, let instances, let sessions):
             writing = .install
             return [.install(seq: seq, epoch: epoch, instances: instances, sessions: sessions)]
@@ -185,6 +184,7 @@ struct StandbyCopy {
     mutating func installed(seq: UInt64, epoch: UInt32, now: UInt64) -> [Action] {
         install = nil
         writing = .none
+        floor = max(floor, seq)
         durable = seq
         lastEpoch = epoch
         committed = max(committed, seq)

@@ -102,6 +102,7 @@ final class SimulatedCoordinator {
         let end = disk.end
         // What its snapshot covers is committed (``ReplicatedGroup``'s join: the replica's applied seq).
         coordinator.copy = StandbyCopy(id: coordinator.id, durable: end.seq, lastEpoch: end.epoch, committed: coordinator.applied)
+        coordinator.copy!.floor = disk.log.firstSeq - 1
         var election = ElectionMachine(settings: .init(id: coordinator.id, endpoints: endpoints(index), leaseSeconds: Int64(SimulatedEtcd.leaseSeconds)))
         election.minimumEpoch = end.epoch &+ 1
         coordinator.election = election
