@@ -64,15 +64,29 @@ import Testing
         return ReplicaSet(registry: registry, context: context, logger: logger)
     }
 
-    private func entry(_ seq: UInt64, _ kind: EntryKind, codec: PayloadCodec = .json, _ payload: [UInt8]) -> Entry {
+    private func entry(_ seq: UInt64, _ kind: EntryKind, codec: PayloadCodec = .json, _ payload: [UInt8], at address: String = "timers/a") -> Entry {
         Entry(
             seq: seq, epoch: 1, kind: kind, codec: codec, origin: 1, session: 1, submission: seq,
-            submittedAt: 0, committedAt: 0, address: "timers/a", payload: payload
+            submittedAt: 0, committedAt: 0, address: address, payload: payload
         )
     }
 
-    private func event(_ seq: UInt64, _ event: TimersFlow.Event) throws -> Entry {
-        entry(seq, .event, Array(try JSONEncoder().encode(event)))
+    private func event(_ seq: UInt64, _ event: TimersFlow.Event, at address: String = "timers/a") throws -> Entry {
+        entry(seq, .event, Array(try JSONEncoder().encode(event)), at: address)
+    }
+
+    @Test func runningEffectsAreCountedOverTheInstancesThatRunThemNotOverEveryInstance() async throws {
+        let replicas = replicas(Submitted())
+        // A thousand instances whose effects run elsewhere (this process did not originate them).
+        for index in 0..<1_000 { replicas.apply(try event(UInt64(index + 1), .start, at: "timers/idle-\(index)"), runEffects: false) }
+        #expect(replicas.runningEffects == 0)
+        #expect(replicas.instancesCountedForEffects == 0)
+        replicas.apply(try event(1_001, .start), runEffects: true)
+        try await eventually("four effects at timers/a") { replicas.runningEffects == 4 }
+        #expect(replicas.instancesCountedForEffects == 1)
+        replicas.apply(entry(1_002, .cancelAll, []), runEffects: true)
+        try await eventually("every effect ended") { replicas.runningEffects == 0 }
+        #expect(replicas.instancesCountedForEffects == 0, "an instance whose effects ended is no longer walked")
     }
 
 

@@ -3,8 +3,9 @@ import FlowKitCore
 import FlowKitLog
 import Logging
 
-/// Keeps the log bounded: every `every` entries it saves a snapshot of the coordinator's replica,
-/// then drops log segments that lie wholly below `snapshot - retain`.
+/// Keeps the log bounded: every `every` entries it saves a snapshot of the coordinator's replica
+/// (no more often than ``SnapshotPacing`` allows), then drops log segments that lie wholly below
+/// `snapshot - retain`.
 ///
 /// The snapshot is copied from the replica (which pauses its own applying, never the order) and
 /// encoded and written on the background thread, at low priority, so commits go on meanwhile.
@@ -16,6 +17,7 @@ actor Compactor {
     private let retain: UInt64
     private let logger: Logger
     private var lastSnapshot: UInt64 = 0
+    private var pacing = SnapshotPacing()
 
     init(
         replica: CoordinatorReplica, writer: LogWriter, snapshots: SnapshotStore,
@@ -37,16 +39,18 @@ actor Compactor {
     /// its replica holds only committed entries, so nothing it drops can still be cut. A standby
     /// that falls behind what the leader kept installs the leader's snapshot (``StandbyCopy``).
     func compactIfDue(compacted: (UInt64) async -> Void) async {
-        guard await replica.applied >= lastSnapshot + every else { return }
+        guard await replica.applied >= lastSnapshot + every, pacing.allows(now: WallClock.micros()) else { return }
         let (seq, jobs, sessions) = await replica.snapshotJobs()
         let snapshots = self.snapshots
         do {
             // Encoded and written on the background thread: the states were copied at `seq`.
-            let instances = try await BackgroundWork.shared.run {
+            let (instances, cost) = try await BackgroundWork.shared.run {
+                let started = ThreadCPUClock.micros()
                 let instances = ReplicaSet.encode(jobs)
                 try snapshots.save(Snapshot(seq: seq, bytes: SnapshotCodec.encode(instances, sessions: sessions)))
-                return instances.count
+                return (instances.count, ThreadCPUClock.micros() - started)
             }
+            pacing.saved(cost: cost, now: WallClock.micros())
             lastSnapshot = seq
             guard seq > retain else { return }
             let through = seq - retain

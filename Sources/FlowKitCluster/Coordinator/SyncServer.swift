@@ -81,7 +81,17 @@ struct SyncServer: Sendable {
                 case .requests(let batch):
                     for message in batch {
                         guard let (peer, body) = RouterEnvelope.split(message) else { continue }
-                        if case .fetch(let request)? = try? SyncRequest(frames: body) { held[request.id] = nil }
+                        switch try? SyncRequest(frames: body) {
+                        case .fetch(let request)?:
+                            held[request.id] = nil
+                        case .snapshot(let request)?:
+                            // Beside the rest: a snapshot of a million instances takes seconds to
+                            // encode, which FETCHes (and so commits) and range repairs must not wait for.
+                            group.addTask { await serveSnapshot(request, body: body, to: peer) }
+                            continue
+                        default:
+                            break
+                        }
                         if let waiting = await serve(body, from: peer) { held[waiting.request.id] = waiting }
                     }
                 case .recheck:
@@ -101,7 +111,7 @@ struct SyncServer: Sendable {
             case .range(let request):
                 try await serveRange(request, to: peer)
             case .snapshot(let request):
-                try await serveSnapshot(request, to: peer)
+                await serveSnapshot(request, body: body, to: peer)
             case .fetch(let request):
                 guard written != nil else {
                     throw ProtocolError(.unknownType, "FETCH is for replicated coordinators; this coordinator runs alone")
@@ -213,12 +223,23 @@ struct SyncServer: Sendable {
         try await socket.send(peer.reply(frames))
     }
 
-    private func serveSnapshot(_ request: SnapshotRequest, to peer: RouterEnvelope) async throws {
-        let (seq, instances, sessions) = await source.replica.snapshot()
-        let epoch = await source.committed().epoch
-        logger.info("serving a snapshot", metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances.count)"])
-        for frames in Self.snapshotChunks(request, seq: seq, epoch: epoch, instances: instances, sessions: sessions, maxChunkBytes: maxChunkBytes) {
-            try await socket.send(peer.reply(frames))
+    /// Serves a snapshot: the replica only copies the states (``CoordinatorReplica/snapshotJobs()``);
+    /// they are encoded on the background thread, as the ``Compactor`` does.
+    private func serveSnapshot(_ request: SnapshotRequest, body: [[UInt8]], to peer: RouterEnvelope) async {
+        do {
+            let (seq, jobs, sessions) = await source.replica.snapshotJobs()
+            let epoch = await source.committed().epoch
+            let maxChunkBytes = maxChunkBytes
+            let (count, chunks) = try await BackgroundWork.shared.run {
+                let instances = ReplicaSet.encode(jobs)
+                return (instances.count, Self.snapshotChunks(request, seq: seq, epoch: epoch, instances: instances, sessions: sessions, maxChunkBytes: maxChunkBytes))
+            }
+            logger.info("serving a snapshot", metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(count)"])
+            for frames in chunks {
+                try await socket.send(peer.reply(frames))
+            }
+        } catch {
+            await refuse(body, from: peer, error)
         }
     }
 

@@ -25,11 +25,12 @@ extension NodeCore {
         }
     }
 
-    /// Saves a snapshot of every instance on the background thread, when one is due: only copying
-    /// the states happens here; encoding and writing them does not hold up the loop thread.
+    /// Saves a snapshot of every instance on the background thread, when one is due (the interval
+    /// passed, and the last one's cost allows: ``SnapshotPacing``): only copying the states happens
+    /// here; encoding and writing them does not hold up the loop thread.
     func saveLocalSnapshotIfDue(now: UInt64) {
         guard let snapshots = localSnapshots, !snapshots.saving, applied > snapshots.lastSavedSeq,
-            now - snapshots.lastSaveTime >= UInt64(configuration.snapshotInterval.microseconds)
+            now - snapshots.lastSaveTime >= UInt64(configuration.snapshotInterval.microseconds), snapshots.pacing.allows(now: now)
         else { return }
         let seq = applied
         let states = replicas.exportStateJobs()
@@ -38,14 +39,17 @@ extension NodeCore {
         let store = snapshots.store
         let loop = sockets.client.loop
         BackgroundWork.shared.start { [weak self] in
+            let started = ThreadCPUClock.micros()
             let bytes = SnapshotCodec.encode(ReplicaSet.encode(states))
             let result = Result { try store.save(Snapshot(seq: seq, bytes: bytes)) }
-            Task(executorPreference: loop) { await self?.localSnapshotSaved(seq: seq, result: result) }
+            let cost = ThreadCPUClock.micros() - started
+            Task(executorPreference: loop) { await self?.localSnapshotSaved(seq: seq, result: result, cost: cost) }
         }
     }
 
-    private func localSnapshotSaved(seq: UInt64, result: Result<Void, any Error>) {
+    private func localSnapshotSaved(seq: UInt64, result: Result<Void, any Error>, cost: UInt64) {
         localSnapshots?.saving = false
+        localSnapshots?.pacing.saved(cost: cost, now: WallClock.micros())
         switch result {
         case .success:
             localSnapshots?.lastSavedSeq = seq
@@ -62,4 +66,5 @@ struct LocalSnapshots {
     var lastSavedSeq: UInt64 = 0
     var lastSaveTime: UInt64 = 0
     var saving = false
+    var pacing = SnapshotPacing()
 }

@@ -55,8 +55,9 @@ protocol FlowReplica: AnyObject {
     func apply(_ entry: Entry, runEffects: Bool) throws
 
     func stateJSON() throws -> [UInt8]
-    /// The state as JSON, to encode elsewhere (the state is a copy).
-    func stateJSONJob() -> @Sendable () throws -> [UInt8]
+    /// The state as JSON, to encode elsewhere with the encoder given (the state is a copy): a
+    /// snapshot of a million instances makes one encoder, not a million.
+    func stateJSONJob() -> @Sendable (JSONEncoder) throws -> [UInt8]
     func restore(stateJSON: [UInt8], lastSeq: UInt64, ownership: SnapshotChunkMessage.Ownership) throws
     func digest() throws -> StateDigest
     /// The digest of the state as it is now, to compute elsewhere (the state is a copy).
@@ -210,16 +211,12 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
     }
 
     func stateJSON() throws -> [UInt8] {
-        try stateJSONJob()()
+        try stateJSONJob()(ReplicaSet.stateEncoder())
     }
 
-    func stateJSONJob() -> @Sendable () throws -> [UInt8] {
+    func stateJSONJob() -> @Sendable (JSONEncoder) throws -> [UInt8] {
         let state = instance.state
-        return {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            return Array(try encoder.encode(state))
-        }
+        return { encoder in Array(try encoder.encode(state)) }
     }
 
     func restore(stateJSON: [UInt8], lastSeq: UInt64, ownership: SnapshotChunkMessage.Ownership) throws {

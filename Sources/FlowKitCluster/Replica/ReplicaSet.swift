@@ -1,4 +1,5 @@
 import FlowKitCore
+import Foundation
 import Logging
 
 /// Every flow instance a process holds, applied entry by entry in seq order. Nodes and the
@@ -22,6 +23,9 @@ import Logging
     private(set) var skippedEntries = 0
     /// How many instances each process may run effects of.
     private let owned = OwnedEffects()
+    /// The instances that ran effects here when last looked at, by address text: counting the
+    /// running effects walks these, not every instance (a million idle ones cost nothing).
+    private var withEffects: [String: any FlowReplica] = [:]
 
     /// A passive set, which never runs effects: the coordinator's, a monitor's, a benchmark's.
     public convenience init(registry: FlowRegistry, logger: Logger) {
@@ -37,7 +41,27 @@ import Logging
 
     var count: Int { replicas.count }
     var addresses: some Collection<Address> { replicas.keys }
-    var runningEffects: Int { replicas.values.reduce(0) { $0 + $1.runningEffects } }
+    /// The effect tasks running now, over every instance; instances whose effects all ended
+    /// leave ``withEffects``.
+    var runningEffects: Int {
+        var total = 0
+        for (address, replica) in withEffects {
+            let running = replica.runningEffects
+            if running == 0 { withEffects[address] = nil }
+            total += running
+        }
+        return total
+    }
+
+    /// The instances ``runningEffects`` walks.
+    var instancesCountedForEffects: Int { withEffects.count }
+
+    /// Keeps `replica` among those counted, if it runs effects now.
+    private func noteEffects(of replica: any FlowReplica) {
+        if withEffects[replica.address.description] == nil, replica.runningEffects > 0 {
+            withEffects[replica.address.description] = replica
+        }
+    }
 
     func replica(at address: Address) -> (any FlowReplica)? { replicas[address] }
 
@@ -66,6 +90,8 @@ import Logging
         } catch {
             skip(entry, because: error)
         }
+        // Effects start here when this process originated the entry, or a takeover names it.
+        if runEffects || entry.kind == .takeover { noteEffects(of: replica) }
         book.noteChanged(replica)
     }
 
@@ -148,14 +174,23 @@ import Logging
         var address: String
         var lastSeq: UInt64
         var ownership: SnapshotChunkMessage.Ownership
-        var encode: @Sendable () throws -> [UInt8]
+        var encode: @Sendable (JSONEncoder) throws -> [UInt8]
+    }
+
+    /// How every state is encoded in snapshots and queries: JSON with sorted keys, so the bytes
+    /// depend on the state alone.
+    static func stateEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
     }
 
     /// Runs what ``exportStateJobs()`` handed out, in address order (a snapshot's bytes depend on
     /// the states alone); an instance whose state does not encode is left out.
     static func encode(_ jobs: [StateJob]) -> [SnapshotChunkMessage.Instance] {
-        jobs.sorted { $0.address.utf8.lexicographicallyPrecedes($1.address.utf8) }.compactMap { job in
-            guard let state = try? job.encode() else { return nil }
+        let encoder = stateEncoder()
+        return jobs.sorted { $0.address.utf8.lexicographicallyPrecedes($1.address.utf8) }.compactMap { job in
+            guard let state = try? job.encode(encoder) else { return nil }
             return SnapshotChunkMessage.Instance(address: job.address, lastSeq: job.lastSeq, state: state, ownership: job.ownership)
         }
     }
@@ -165,12 +200,15 @@ import Logging
         for replica in replicas.values { replica.shutDown() }
         replicas = [:]
         byText = [:]
+        withEffects = [:]
         book.reset()
         owned.removeAll()
         for instance in instances {
             let address = try Address(parsing: instance.address)
             let replica = try replicaCreatingIfNeeded(address)
             try replica.restore(stateJSON: instance.state, lastSeq: instance.lastSeq, ownership: instance.ownership)
+            // A restore resumes this process's own effects.
+            noteEffects(of: replica)
             book.noteChanged(replica)
         }
     }

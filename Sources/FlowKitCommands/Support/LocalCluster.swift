@@ -257,6 +257,12 @@ package actor LocalCluster {
     }
 
     package func killNode(_ id: UInt32) async { await nodes[id]?.kill9() }
+
+    /// Stops node `id` gracefully (SIGTERM) and leaves it out of the cluster from now on.
+    package func stopNode(_ id: UInt32) async {
+        _ = await nodes.removeValue(forKey: id)?.stop()
+        file?.nodes.removeAll { $0.id == id }
+    }
     package func killCoordinator() async { await coordinator?.kill9() }
     package func pauseNode(_ id: UInt32) { nodes[id]?.signal(SIGSTOP) }
     package func resumeNode(_ id: UInt32) { nodes[id]?.signal(SIGCONT) }

@@ -20,6 +20,11 @@ struct BenchConfiguration: Codable, Sendable {
     var connections: Int
     /// `load/<prefix>-<k>` instances the events are spread over.
     var instances: Int
+    /// With `--populate`: events per second that give every instance its state before the step
+    /// (one event each), and the seconds the idle cluster is then watched; `nil`: instances are
+    /// created by the step's own events.
+    var populateRate: Double? = nil
+    var idleSeconds: Double? = nil
     /// Padding bytes per event.
     var eventSize: Int
     /// `tickWithEffect` instead of `tick`: each event starts an effect on its origin node.

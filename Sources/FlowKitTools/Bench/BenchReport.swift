@@ -61,6 +61,21 @@ enum BenchReport {
                 lines.append("  " + BenchFormat.left(name, 24) + [trend.firstBytes, trend.lastBytes, trend.maxBytes].map { BenchFormat.right(BenchFormat.bytes($0), 12) }.joined())
             }
         }
+        if let population = result.population {
+            lines.append(
+                "population: \(BenchFormat.count(population.instances)) instances given state in \(BenchFormat.fixed(population.seconds, 1)) s; "
+                    + "then idle for \(BenchFormat.fixed(population.idleSeconds, 0)) s"
+                    + (population.joinSeconds.map { "; a fresh node joined behind them in \(BenchFormat.fixed($0, 2)) s" } ?? "")
+            )
+            lines.append(BenchFormat.left("  process", 26) + ["RSS before", "RSS after", "B/instance", "idle cpu %"].map { BenchFormat.right($0, 12) }.joined())
+            for name in orderedNames(population.rssAfterBytes.keys) {
+                let cells = [
+                    population.rssBeforeBytes[name].map(BenchFormat.bytes) ?? "", population.rssAfterBytes[name].map(BenchFormat.bytes) ?? "",
+                    population.bytesPerInstance[name].map { BenchFormat.fixed($0, 0) } ?? "", population.idleCPUPercent[name].map { BenchFormat.fixed($0, 1) } ?? "",
+                ]
+                lines.append("  " + BenchFormat.left(name, 24) + cells.map { BenchFormat.right($0, 12) }.joined())
+            }
+        }
         lines.append("")
         let counts = result.counts
         lines.append(

@@ -29,6 +29,27 @@ struct BenchResult: Codable, Sendable {
     var notSustainedBecause: [String]?
     /// With `--trace`: where the sampled events' time went, hop by hop.
     var hops: HopBreakdown?
+    /// With `--populate`: the population before the step and the idle cluster after it.
+    var population: Population?
+
+    /// Every instance given its state before the step (`flowkit bench --populate`).
+    struct Population: Codable, Sendable {
+        var instances: Int
+        var acknowledged: Int
+        /// From the population's first event until every node had applied it all.
+        var seconds: Double
+        /// Each process's resident memory (VmRSS) before the population and once every node
+        /// holds it, and the growth divided by the instances.
+        var rssBeforeBytes: [String: UInt64]
+        var rssAfterBytes: [String: UInt64]
+        var bytesPerInstance: [String: Double]
+        /// How long the idle cluster was watched, and each process's CPU meanwhile (percent of a core).
+        var idleSeconds: Double
+        var idleCPUPercent: [String: Double]
+        /// A node started afresh after the idle time (the bench's own cluster only): seconds from
+        /// its start until it had applied the head, through the coordinator's snapshot.
+        var joinSeconds: Double?
+    }
 
     struct Throughput: Codable, Sendable {
         /// The rate asked for.

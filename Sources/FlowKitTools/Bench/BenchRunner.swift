@@ -19,7 +19,8 @@ final class BenchRunner: Sendable {
     let live: Bool
     /// Where each second goes besides stderr: a web dashboard, if one was named or served.
     let dashboard: DashboardReporter?
-    private let sender = OpenLoopSender()
+    let logger: Logger
+    let sender = OpenLoopSender()
     private let runTag = String(UInt32.random(in: 0...UInt32.max), radix: 36)
     private let nextRequest = Mutex<UInt64>(1)
 
@@ -34,6 +35,7 @@ final class BenchRunner: Sendable {
         self.stop = stop
         self.live = live
         self.dashboard = dashboard
+        self.logger = logger
         let recorder = LatencyRecorder(nodes: target.nodes.count, traceEvery: base.traceEvery)
         self.recorder = recorder
         connections = try await LoadConnections(
@@ -49,12 +51,20 @@ final class BenchRunner: Sendable {
     func step(rate: Double, index: Int) async throws -> BenchResult {
         var configuration = base
         configuration.rate = rate
-        let startMicros = BenchClock.wallMicros() + 300_000
+        let populating = configuration.populateRate == nil ? 0 : configuration.instances
         let first = nextRequest.withLock { next in
-            defer { next += UInt64(configuration.totalEvents) }
+            defer { next += UInt64(configuration.totalEvents + populating) }
             return next
         }
-        let plan = LoadPlan(firstRequest: first, configuration: configuration, startMicros: startMicros, prefix: "\(runTag)-\(index)")
+        let prefix = "\(runTag)-\(index)"
+        var population: BenchPopulation.Outcome?
+        if let populateRate = configuration.populateRate {
+            population = try await BenchPopulation(runner: self, configuration: configuration).run(
+                firstRequest: first + UInt64(configuration.totalEvents), prefix: prefix, rate: populateRate
+            )
+        }
+        let startMicros = BenchClock.wallMicros() + 300_000
+        let plan = LoadPlan(firstRequest: first, configuration: configuration, startMicros: startMicros, prefix: prefix)
         recorder.begin(plan)
         try await connections.watch(seconds: UInt32(configuration.warmup + configuration.duration) + 300)
 
@@ -80,14 +90,23 @@ final class BenchRunner: Sendable {
         }
 
         let outcome0 = recorder.outcome()
-        let unknown = (0..<plan.instances).map {
+        // The population's events count as the step's for the end check: every instance's count
+        // holds both.
+        var unknown = (0..<plan.instances).map {
             report.sentPerInstance[$0] - outcome0.acknowledgedPerInstance[$0] - outcome0.refusedPerInstance[$0]
+        }
+        var acknowledged = outcome0.acknowledgedPerInstance
+        if let population {
+            for instance in 0..<plan.instances {
+                acknowledged[instance] += population.acknowledgedPerInstance[instance]
+                unknown[instance] += population.unknownPerInstance[instance]
+            }
         }
         let check = stop.isSet
             ? EndCheck.Outcome(converged: false, lost: 0, duplicated: 0, effectsMissing: 0, problems: ["interrupted"])
             : await EndCheck(
-                target: target, addresses: plan.addresses, acknowledged: outcome0.acknowledgedPerInstance,
-                unknown: unknown, effects: configuration.effects
+                target: target, addresses: plan.addresses, acknowledged: acknowledged, unknown: unknown, effects: configuration.effects,
+                idle: population == nil ? [] : report.sentPerInstance.map { $0 == 0 }
             ).run()
         // Every node has applied the head now; let the last PROGRESS reports arrive.
         let resolveDeadline = ContinuousClock.now + .seconds(2)
@@ -98,6 +117,13 @@ final class BenchRunner: Sendable {
         await monitoring.value
         let outcome = recorder.outcome()
         var result = assemble(configuration: configuration, plan: plan, report: report, outcome: outcome, samples: monitor.result, check: check)
+        if let population {
+            result.population = population.figures
+            if !population.problems.isEmpty {
+                result.problems += population.problems.map { "population: \($0)" }
+                result.passed = false
+            }
+        }
         if let every = configuration.traceEvery, let directory = target.traceDirectory {
             try? await Task.sleep(for: .milliseconds(1_500))  // every process flushes its trace each second
             var bench: [UInt64: HopBreakdown.BenchSide] = [:]

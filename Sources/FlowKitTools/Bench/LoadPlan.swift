@@ -4,7 +4,8 @@ import Glibc
 
 /// The schedule of one step: event `i` is due at `start + i / rate`, goes out on connection
 /// `i mod connections`, to instance `(i / connections) mod instances`, with request id
-/// `firstRequest + i`.
+/// `firstRequest + i`. A population (``population(firstRequest:configuration:startMicros:prefix:rate:)``)
+/// sends one event to each instance instead, `i` to instance `i`.
 ///
 /// The intended send time is a function of `i` alone, so a sender that falls behind cannot hide
 /// it: latency is always measured from when the event should have left (coordinated omission).
@@ -21,6 +22,9 @@ struct LoadPlan: Sendable {
     var windowEnd: UInt64
     var connections: Int
     var instances: Int
+    /// Consecutive events that go to one instance: the connections (each instance hears from
+    /// several origins at once), or 1 in a population.
+    var eventsPerInstance: Int
     /// The step's instance addresses: `load/<prefix>-<k>`.
     var addresses: [String]
 
@@ -33,7 +37,20 @@ struct LoadPlan: Sendable {
         windowEnd = windowStart + UInt64(configuration.duration * 1e6)
         connections = configuration.connections
         instances = configuration.instances
+        eventsPerInstance = configuration.connections
         addresses = (0..<configuration.instances).map { "load/\(prefix)-\($0)" }
+    }
+
+    /// One event to each of the step's instances at `rate`, before the step: every instance holds
+    /// state when the step begins. No warm-up; its window is the whole population.
+    static func population(firstRequest: UInt64, configuration: BenchConfiguration, startMicros: UInt64, prefix: String, rate: Double) -> LoadPlan {
+        var plan = LoadPlan(firstRequest: firstRequest, configuration: configuration, startMicros: startMicros, prefix: prefix)
+        plan.count = configuration.instances
+        plan.rate = rate
+        plan.eventsPerInstance = 1
+        plan.windowStart = startMicros
+        plan.windowEnd = startMicros + UInt64(Double(plan.count) / rate * 1e6)
+        return plan
     }
 
     /// When event `index` should be sent.
@@ -43,7 +60,7 @@ struct LoadPlan: Sendable {
     }
 
     @inline(__always)
-    func instance(_ index: Int) -> Int { (index / connections) % instances }
+    func instance(_ index: Int) -> Int { (index / eventsPerInstance) % instances }
 
     @inline(__always)
     func connection(_ index: Int) -> Int { index % connections }

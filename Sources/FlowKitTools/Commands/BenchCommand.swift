@@ -52,6 +52,15 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Flow instances (load/<run>-<k>) the events are spread over.")
     var instances = 1_000
 
+    @Flag(help: "Give every instance its state before the step (one event each, at --populate-rate), then watch the idle cluster for --idle seconds: memory per instance and idle CPU, and a step over instances that all hold state.")
+    var populate = false
+
+    @Option(help: "With --populate: events per second of the population.")
+    var populateRate: Double = 10_000
+
+    @Option(help: "With --populate: seconds the idle cluster is watched after the population (CPU per process).")
+    var idle: Double = 10
+
     @Option(help: "Padding bytes per event.")
     var eventSize = 16
 
@@ -121,6 +130,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
         guard (1...1_024).contains(connections) else { throw ValidationError("--connections must be 1 to 1024") }
         guard (1...1_000_000).contains(instances) else { throw ValidationError("--instances must be 1 to 1,000,000") }
+        guard populateRate > 0, idle >= 0 else { throw ValidationError("--populate-rate must be positive, --idle not negative") }
         guard (0...(1 << 20) - 1).contains(eventSize) else { throw ValidationError("--event-size must be 0 to 1048575 bytes") }
         guard ["binary", "json"].contains(codec) else { throw ValidationError("--codec must be binary or json") }
         guard ["synced", "relaxed"].contains(durability) else { throw ValidationError("--durability must be synced or relaxed") }
@@ -167,7 +177,7 @@ struct BenchCommand: AsyncParsableCommand {
     var benchConfiguration: BenchConfiguration {
         BenchConfiguration(
             rate: rate, duration: duration, warmup: warmup, nodes: nodes, coordinators: coordinators, connections: connections, instances: instances,
-            eventSize: eventSize, effects: effects, codec: codec, durability: attach == nil ? durability : "unknown", attach: attach,
+            populateRate: populate ? populateRate : nil, idleSeconds: populate ? idle : nil, eventSize: eventSize, effects: effects, codec: codec, durability: attach == nil ? durability : "unknown", attach: attach,
             sendTick: sendTick, traceEvery: trace ? traceEvery : nil
         )
     }
