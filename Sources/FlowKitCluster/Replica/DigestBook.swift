@@ -1,3 +1,4 @@
+import DequeModule
 import FlowKitCore
 
 /// The digests of a ``ReplicaSet``'s instances and the rounds that keep them current: which
@@ -6,8 +7,11 @@ import FlowKitCore
 /// passes it the instances it holds (`held`): a job or a change of an instance the set no longer
 /// holds (a snapshot replaced it) counts for nothing.
 final class DigestBook {
-    /// Instances changed since a hash of their state last began.
-    private var undigested: [any FlowReplica] = []
+    /// Instances changed since a hash of their state last began, oldest change first. A deque: a
+    /// slice is taken from the front, and an array's `removeFirst` moved every other element, so a
+    /// round over a million changed instances (a population, a restore) cost a million moves per
+    /// slice of 32, on the owner's thread.
+    private var undigested: Deque<any FlowReplica> = []
     /// Digests computed since ``takeChanged(hashing:held:)``: what a node's next report carries, each
     /// with the seq of the state it describes.
     private var fresh: [Address: ChangedDigest] = [:]
@@ -98,32 +102,31 @@ final class DigestBook {
 
     /// Rehashes the instances changed since their digests were last computed: with `all`, every
     /// one, those out in jobs too (until a job is back, its digests are from before); otherwise
-    /// as many as the digest budget allows now, oldest change first.
+    /// as many as the digest budget allows now, oldest change first (the rest are not walked).
     private func refreshDigests(all: Bool, held: [Address: any FlowReplica]) {
         refillAllowance()
-        var deferred: [any FlowReplica] = []
-        let elsewhere = all ? hashingElsewhere.filter { (digests[$0.address]?.seq ?? 0) < $0.lastSeq } : []
-        for replica in undigested + elsewhere {
-            guard held[replica.address] === replica else {
-                replica.isUndigested = false
-                continue
-            }
-            guard all || digestAllowance > 0 else {
-                deferred.append(replica)
-                continue
-            }
-            replica.isUndigested = false
-            let started = clock()
-            // Charged as a whole, hashing the state and folding it into the combined digest: the
-            // fold hashes too, and counting only the first let twice the budget through.
-            defer {
-                let ended = clock()
-                digestAllowance -= Int64(ended - min(started, ended))
-            }
-            guard let digest = try? replica.digest() else { continue }
-            record(replica.address, seq: replica.lastSeq, digest: digest, term: DigestAccumulator.Term(replica.address, digest))
+        if all {
+            let elsewhere = hashingElsewhere.filter { (digests[$0.address]?.seq ?? 0) < $0.lastSeq }
+            for replica in Array(undigested) + elsewhere { rehash(replica, held: held) }
+            undigested = []
+        } else {
+            while digestAllowance > 0, let replica = undigested.popFirst() { rehash(replica, held: held) }
         }
-        undigested = deferred
+    }
+
+    /// Hashes one changed instance now, if the set still holds it, charging the budget.
+    private func rehash(_ replica: any FlowReplica, held: [Address: any FlowReplica]) {
+        replica.isUndigested = false
+        guard held[replica.address] === replica else { return }
+        let started = clock()
+        // Charged as a whole, hashing the state and folding it into the combined digest: the
+        // fold hashes too, and counting only the first let twice the budget through.
+        defer {
+            let ended = clock()
+            digestAllowance -= Int64(ended - min(started, ended))
+        }
+        guard let digest = try? replica.digest() else { return }
+        record(replica.address, seq: replica.lastSeq, digest: digest, term: DigestAccumulator.Term(replica.address, digest))
     }
 
     /// Records a digest, unless one of a later state is recorded already (a job that finished
@@ -212,7 +215,8 @@ final class DigestBook {
     func takeDigestJobs(limit: Int, held: [Address: any FlowReplica]) -> [DigestJob] {
         refillAllowance()
         guard hashingElsewhere.isEmpty, digestAllowance > 0, !undigested.isEmpty else { return [] }
-        let taken = undigested.prefix(limit)
+        // A copy of the few taken: a slice of the deque alive across the removal would copy it all.
+        let taken = Array(undigested.prefix(limit))
         var jobs: [DigestJob] = []
         jobs.reserveCapacity(taken.count)
         for replica in taken where held[replica.address] === replica {
