@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 
 extension SegmentLog {
@@ -170,10 +175,18 @@ extension SegmentLog {
             let got = try chunk.withUnsafeMutableBytes { buffer in
                 try fileSystem.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]), at: offset, path: path)
             }
-            guard got == count, chunk.prefix(count).allSatisfy({ $0 == 0 }) else { return false }
+            guard got == count, chunk.withUnsafeBytes({ Self.isZero(UnsafeRawBufferPointer(rebasing: $0[..<count])) }) else { return false }
             offset += count
         }
         return true
+    }
+
+    /// Whether every byte is zero: the first is, and each equals the next (`memcmp` of the bytes
+    /// against themselves one further on). A closure per byte took six seconds of a debug build's
+    /// start over a 64 MiB segment reserved but barely written, and the tests restart coordinators.
+    static func isZero(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return true }
+        return bytes[0] == 0 && memcmp(base, base + 1, bytes.count - 1) == 0
     }
 
     /// Searches (at most 16 MiB of) the cut tail for a record with a valid checksum and seq.

@@ -81,6 +81,20 @@ struct SegmentLogRecoveryTests {
         #expect(try readAll(try SegmentLog(directory: dir.file("r"), logger: quietLogger)) == records(1...7, size: 40))
     }
 
+    /// One byte that is not zero anywhere in the space after the last record (the last of a
+    /// 1 MiB read, the first of the next, the file's last) makes it damage, not reserved space.
+    @Test(arguments: [(1 << 20) - 1, 1 << 20, (3 << 20) - 1])
+    func aByteThatIsNotZeroInTheReservedSpaceIsDamage(at position: Int) throws {
+        let dir = TemporaryDirectory("stray")
+        let (pristine, _) = try pristineSegment(in: dir)
+        var tail = [UInt8](repeating: 0, count: 3 << 20)
+        tail[position] = 7
+        let (log, capture) = try open(pristine + tail, in: dir, name: "s")
+        #expect(try readAll(log) == records(1...5, size: 40))
+        #expect(log.statistics.bytesTruncatedAtRecovery == tail.count)
+        #expect(capture.contains(.warning, "truncating"))
+    }
+
     @Test(arguments: [0, 3, 4, 7, 8, 15, 16, 40, 55])
     func flippedBitInTheLastRecordDropsOnlyIt(offsetInRecord: Int) throws {
         let dir = TemporaryDirectory("flip")
