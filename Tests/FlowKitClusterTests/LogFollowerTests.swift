@@ -94,6 +94,31 @@ import Testing
         #expect(follower.applied == 102)
     }
 
+    /// A snapshot of a million instances takes longer than ten retry intervals to arrive: while
+    /// its chunks keep coming it is not asked for again (each new request began it again, and a
+    /// node never joined); ten intervals with no chunk ask again.
+    @Test func aSnapshotIsAskedAgainOnlyWhenItsChunksStopComing() {
+        var follower = LogFollower(retryAfter: 100)
+        _ = follower.noteHead(100, now: 0)
+        guard case .requestSnapshot(let request) = follower.receive(ErrorReply(request: 1, error: ProtocolError(.notFound, "compacted")), now: 0).first else {
+            Issue.record("expected a snapshot request")
+            return
+        }
+        let instance = SnapshotChunkMessage.Instance(address: "counter/a", lastSeq: 100, state: [])
+        for chunk in 0..<5 {
+            let now = UInt64(chunk + 1) * 900
+            #expect(follower.tick(now: now).isEmpty, "chunk \(chunk) is due within 1,000 µs of the last")
+            let chunkMessage = SnapshotChunkMessage(request: request.request, seq: 100, epoch: 1, chunk: UInt32(chunk), isLast: false, instances: [instance])
+            #expect(follower.receive(chunkMessage, now: now).isEmpty)
+        }
+        #expect(follower.tick(now: 4_500 + 1_000).isEmpty)
+        guard case .requestSnapshot(let again) = follower.tick(now: 4_500 + 1_001).first else {
+            Issue.record("a stalled snapshot is asked for again")
+            return
+        }
+        #expect(again.request != request.request)
+    }
+
     /// An ACK and the publication of what it acknowledges leave the coordinator together, on two
     /// connections; the ACK often arrives first. Its head is not a gap until the grace passes.
     @Test func anAcknowledgedHeadWaitsForThePublicationBeforeAnythingIsFetched() {

@@ -19,7 +19,10 @@ struct LogFollower {
     /// A snapshot being received: its request, and the chunks so far, in order.
     private struct PendingSnapshot {
         var request: UInt64
-        var sentAt: UInt64
+        /// When the request was sent or its last chunk came: a snapshot is asked for again after
+        /// ten ``retryAfter``s without progress, not without the whole of it (a million instances
+        /// take longer than that to encode and send, and each new request began them again).
+        var progressAt: UInt64
         var instances: [SnapshotChunkMessage.Instance] = []
         var nextChunk: UInt32 = 0
     }
@@ -130,6 +133,7 @@ struct LogFollower {
             return startSnapshot(now: now)
         }
         pending.nextChunk += 1
+        pending.progressAt = now
         guard chunk.isLast else {
             snapshot = pending
             return []
@@ -153,7 +157,7 @@ struct LogFollower {
     /// Asks for every instance's state; entries arriving meanwhile are held.
     mutating func startSnapshot(now: UInt64) -> [Action] {
         let request = takeRequestID()
-        snapshot = PendingSnapshot(request: request, sentAt: now)
+        snapshot = PendingSnapshot(request: request, progressAt: now)
         repairs = []
         return [.requestSnapshot(SnapshotRequest(request: request))]
     }
@@ -161,7 +165,7 @@ struct LogFollower {
     /// Resends what went unanswered.
     mutating func tick(now: UInt64) -> [Action] {
         if let pending = snapshot {
-            guard now - pending.sentAt > retryAfter * 10 else { return [] }
+            guard now - pending.progressAt > retryAfter * 10 else { return [] }
             return startSnapshot(now: now)
         }
         return repairIfNeeded(now: now)
