@@ -9,17 +9,36 @@ import Dependencies
 package final class FlowInstance<F: Flow> {
     package let flow: F
     package private(set) var state: F.State
-    package let runtime: EffectRuntime<F.Event>
+    /// What runs the instance's effects: a store's, given when it is made; a cluster replica's,
+    /// made when its first effect starts (``applyEntry(_:stamp:mode:term:runtime:)``), so that a
+    /// million instances that never ran one hold none.
+    package private(set) var runtime: EffectRuntime<F.Event>?
     /// The dependencies reducers and effects see, captured when the owner was created.
     package let dependencies: DependencyValues
-    /// The draws of the entry being reduced (``EntryStamp``), reset for each one.
-    private let entropy = EntryEntropy()
+    /// The draws of the entry being reduced (``EntryStamp``), reset for each one: an owner that
+    /// reduces its instances one at a time may give them all one.
+    private let entropy: EntryEntropy
 
-    package init(flow: F, state: F.State, dependencies: DependencyValues, runtime: EffectRuntime<F.Event>) {
+    package init(flow: F, state: F.State, dependencies: DependencyValues, runtime: EffectRuntime<F.Event>?, entropy: EntryEntropy = EntryEntropy()) {
         self.flow = flow
         self.state = state
         self.dependencies = dependencies
         self.runtime = runtime
+        self.entropy = entropy
+    }
+
+    /// The runtime, made by `make` if the instance has none yet.
+    private func runtime(_ make: () -> EffectRuntime<F.Event>) -> EffectRuntime<F.Event> {
+        if let runtime { return runtime }
+        let made = make()
+        runtime = made
+        return made
+    }
+
+    /// The runtime a store gave: `apply` is a store's, which always has one.
+    private func givenRuntime() -> EffectRuntime<F.Event> {
+        guard let runtime else { preconditionFailure("FlowInstance.apply needs the runtime given at init; replicas use applyEntry") }
+        return runtime
     }
 
     /// Applies `event`, then every event its effect sends synchronously (`.send`), first in first out,
@@ -96,15 +115,15 @@ package final class FlowInstance<F: Flow> {
         // Effect tasks bind the owner's dependencies. Reducers need no binding of their own: the
         // flow was built inside the owner's scope, so its `@Dependency` properties carry its values.
         var scope = EffectRuntime<F.Event>.Scope(mode: mode, group: group, dependencies: dependencies)
-        start(effect, in: &scope, notifying: didReduce)
+        start(effect, in: &scope, runtime: givenRuntime(), notifying: didReduce)
         return scope.group
     }
 
     /// Starts `effect`, then reduces the events it sends synchronously (`.send`) in order, each
     /// before the next event from outside, starting their effects too.
     private func start(
-        _ effect: Effect<F.Event>, in scope: inout EffectRuntime<F.Event>.Scope, notifying didReduce: ((F.Event, F.State) -> Void)?,
-        reducingSends: Bool = true
+        _ effect: Effect<F.Event>, in scope: inout EffectRuntime<F.Event>.Scope, runtime: EffectRuntime<F.Event>,
+        notifying didReduce: ((F.Event, F.State) -> Void)?, reducingSends: Bool = true
     ) {
         runtime.start(effect, in: &scope)
         guard reducingSends else { return }
@@ -121,13 +140,16 @@ package final class FlowInstance<F: Flow> {
     /// Applies `event` as an entry of a replicated log, whose effects' tasks form a group under
     /// `term` (the entry's seq).
     ///
+    /// - Parameter runtime: Makes the instance's runtime, if it has none yet and the effect is not `.none`.
     /// - Returns: What its effects did that every replica sees alike (``EffectOutline``).
-    package func applyEntry(_ event: F.Event, stamp: EntryStamp, mode: EffectRuntime<F.Event>.Mode, term: UInt64) -> EffectOutline {
+    package func applyEntry(
+        _ event: F.Event, stamp: EntryStamp, mode: EffectRuntime<F.Event>.Mode, term: UInt64, runtime make: () -> EffectRuntime<F.Event>
+    ) -> EffectOutline {
         entropy.reset(stamp)
         let effect = reduce(event)
         guard !effect.isNone else { return EffectOutline() }
         var scope = EffectRuntime<F.Event>.Scope(mode: mode, dependencies: dependencies, term: term)
-        start(effect, in: &scope, notifying: nil)
+        start(effect, in: &scope, runtime: runtime(make), notifying: nil)
         return EffectOutline(scope)
     }
 
@@ -146,7 +168,7 @@ package final class FlowInstance<F: Flow> {
     ///   takeover was applied, and is in the snapshot's state.
     package func resume(
         derive: (F.State) -> Effect<F.Event>, keep: (CancelID) -> Bool, unmarked: Bool = true, stamp: EntryStamp, mode: EffectRuntime<F.Event>.Mode,
-        term: UInt64, reducingSends: Bool = true
+        term: UInt64, reducingSends: Bool = true, runtime make: () -> EffectRuntime<F.Event>
     ) -> EffectOutline {
         entropy.reset(stamp)
         let current = state
@@ -155,7 +177,7 @@ package final class FlowInstance<F: Flow> {
         }.keepingCancellables(where: keep, unmarked: unmarked)
         guard !effect.isNone else { return EffectOutline() }
         var scope = EffectRuntime<F.Event>.Scope(mode: mode, dependencies: dependencies, term: term)
-        start(effect, in: &scope, notifying: nil, reducingSends: reducingSends)
+        start(effect, in: &scope, runtime: runtime(make), notifying: nil, reducingSends: reducingSends)
         return EffectOutline(scope)
     }
 

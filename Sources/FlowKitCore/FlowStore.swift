@@ -149,17 +149,17 @@ public actor FlowStore<F: Flow> {
     /// Sends from effects that are still unwinding are dropped. Calling it twice is harmless.
     public func shutDown() {
         isShutDown = true
-        instance.runtime.shutDown()
+        runtime.shutDown()
         subscribers.finishAll()
     }
 
     /// Suspends until no effect of this store is running. Mostly for tests and orderly shutdown.
     public func waitForEffects() async {
-        await instance.runtime.waitUntilIdle()
+        await runtime.waitUntilIdle()
     }
 
     /// The number of effect tasks currently running.
-    public var runningEffectCount: Int { instance.runtime.runningCount }
+    public var runningEffectCount: Int { runtime.runningCount }
 
     /// A stable digest of the current state, equal across processes and runs for equal states.
     public func stateDigest() throws -> StateDigest where F.State: Encodable {

@@ -18,7 +18,7 @@ extension TestStore {
     ) async {
         let location = SourceLocation(fileID: fileID, filePath: filePath, line: line, column: column)
         applyInbox()
-        let runtime = instance.runtime
+        let runtime = self.runtime
         let inbox = self.inbox
         let deadline = ContinuousClock.now.advanced(by: timeout ?? self.timeout)
         var finished = false
@@ -89,8 +89,8 @@ extension TestStore {
 
     /// Cancels every effect still running.
     public func skipInFlightEffects() async {
-        instance.runtime.cancelAll()
-        await instance.runtime.waitUntilIdle()
+        runtime.cancelAll()
+        await runtime.waitUntilIdle()
     }
 
     /// Changes how strictly the store asserts; the same as setting ``exhaustivity``.

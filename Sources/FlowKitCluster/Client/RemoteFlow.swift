@@ -72,7 +72,7 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding, LogFollowing 
         self.syncSocket = sync
         self.logger = logger
         if let start {
-            try replica.restore(stateJSON: start.json, lastSeq: start.lastSeq, ownership: .init())
+            try replica.restore(stateJSON: start.json, lastSeq: start.lastSeq, ownership: .init(), decoder: JSONDecoder())
         }
         follower = LogFollower(applied: start?.applied ?? startApplied)
     }
@@ -208,7 +208,7 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding, LogFollowing 
         // then go on. Changes between are lost to subscribers, not to the state.
         guard let mine = instances.last(where: { $0.address == address }) else { return }
         do {
-            try replica.restore(stateJSON: mine.state, lastSeq: mine.lastSeq, ownership: mine.ownership)
+            try replica.restore(stateJSON: mine.state, lastSeq: mine.lastSeq, ownership: mine.ownership, decoder: JSONDecoder())
             notifySubscribers()
         } catch {
             logger.error("the snapshot's state does not decode", metadata: ["flowkit.address": "\(address)", "flowkit.error": "\(error)"])

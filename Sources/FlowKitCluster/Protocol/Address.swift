@@ -4,15 +4,29 @@
 /// without control characters. Addresses are the publish socket's topics, so `counter/` subscribes
 /// to every counter.
 public struct Address: Hashable, Sendable, Comparable, CustomStringConvertible {
-    public let flow: String
-    public let key: String
     /// `flow/key`, as it travels on the wire.
     public let description: String
+    /// The flow name's length in UTF-8 bytes, where the slash is: the parts are read from the text
+    /// when asked for, so an address is one string and a byte (a process holding a million
+    /// instances holds a million addresses).
+    private let flowBytes: UInt8
+
+    /// The flow name: what comes before the first `/`.
+    public var flow: String { String(description.utf8.prefix(Int(flowBytes)))! }
+    /// The instance key: everything after the first `/` (it may contain more).
+    public var key: String { String(description.utf8.dropFirst(Int(flowBytes) + 1))! }
 
     /// The longest an address may be, in UTF-8 bytes.
     public static let maxBytes = 256
 
     public init(flow: String, key: String) throws {
+        try Self.validate(flow: flow, key: key)
+        description = "\(flow)/\(key)"
+        flowBytes = UInt8(flow.utf8.count)
+    }
+
+    /// Throws unless `flow` and `key` are a valid flow name and instance key.
+    private static func validate(flow: some StringProtocol, key: some StringProtocol) throws {
         guard !flow.isEmpty, flow.utf8.count <= 48,
             flow.utf8.allSatisfy({ byte in
                 (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
@@ -24,20 +38,17 @@ public struct Address: Hashable, Sendable, Comparable, CustomStringConvertible {
                 "flow name \"\(flow)\" must be 1-48 characters of a-z, 0-9, - and _"
             )
         }
-        guard !key.isEmpty, key.utf8.count <= 200, !Self.containsControlCharacter(key) else {
+        guard !key.isEmpty, key.utf8.count <= 200, !containsControlCharacter(key) else {
             throw ProtocolError(
                 .malformed,
                 "instance key \"\(key)\" must be 1-200 bytes of UTF-8 without control characters"
             )
         }
-        self.flow = flow
-        self.key = key
-        self.description = "\(flow)/\(key)"
     }
 
     /// Whether `text` holds a C0 or C1 control character (or DEL), by a scan of its UTF-8: C1
     /// controls, U+0080 to U+009F, are the two-byte sequences 0xC2 0x80 to 0xC2 0x9F.
-    private static func containsControlCharacter(_ text: String) -> Bool {
+    private static func containsControlCharacter(_ text: some StringProtocol) -> Bool {
         var previous: UInt8 = 0
         for byte in text.utf8 {
             if byte < 0x20 || byte == 0x7F || (previous == 0xC2 && (0x80...0x9F).contains(byte)) { return true }
@@ -51,7 +62,11 @@ public struct Address: Hashable, Sendable, Comparable, CustomStringConvertible {
         guard let slash = text.firstIndex(of: "/") else {
             throw ProtocolError(.malformed, "address \"\(text)\" must be flowName/instanceKey, e.g. counter/room-42")
         }
-        try self.init(flow: String(text[..<slash]), key: String(text[text.index(after: slash)...]))
+        let flow = text[..<slash]
+        try Self.validate(flow: flow, key: text[text.index(after: slash)...])
+        // The text itself, not a string made again from its parts.
+        description = text
+        flowBytes = UInt8(flow.utf8.count)
     }
 
     /// The flow name of `text` when it is plainly a valid address: a flow name of a-z, 0-9, `-` and

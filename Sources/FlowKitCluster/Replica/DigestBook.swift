@@ -18,9 +18,6 @@ final class DigestBook {
     /// The digest of every instance, combined order-independently and kept up to date as instances
     /// change, so a process with many instances need not rehash them all to report.
     private var combined = DigestAccumulator()
-    /// Each instance's last digest, with its term in ``combined``: replacing it XORs the old term
-    /// out without hashing again.
-    private var digests: [Address: (seq: UInt64, digest: StateDigest, term: DigestAccumulator.Term)] = [:]
     /// Instances out in ``takeDigestJobs(limit:held:)``'s jobs.
     private var hashingElsewhere: [any FlowReplica] = []
     /// Instances left to hash in the current round (``startDigestRound(now:spreadOver:)``), when
@@ -57,7 +54,6 @@ final class DigestBook {
 
     /// Forgets every digest: the instances were replaced.
     func reset() {
-        digests = [:]
         combined = DigestAccumulator()
         fresh = [:]
         undigested = []
@@ -70,7 +66,7 @@ final class DigestBook {
     ///
     /// - Parameter hashing: Hash changed instances now, within the budget (an owner that hashes
     ///   off its thread, through ``takeDigestJobs(limit:held:)``, passes `false`).
-    func takeChanged(hashing: Bool, held: [Address: any FlowReplica]) -> [Address: ChangedDigest] {
+    func takeChanged(hashing: Bool, held: [String: any FlowReplica]) -> [Address: ChangedDigest] {
         if hashing { refreshDigests(all: false, held: held) }
         defer { fresh = [:] }
         return fresh
@@ -86,7 +82,7 @@ final class DigestBook {
     ///
     /// - Parameter exact: Hash every changed instance now (a status query); otherwise (a periodic
     ///   report) instances the budget defers count with their last digest.
-    func combinedDigest(exact: Bool, held: [Address: any FlowReplica]) -> StateDigest {
+    func combinedDigest(exact: Bool, held: [String: any FlowReplica]) -> StateDigest {
         refreshDigests(all: exact, held: held)
         return combined.digest
     }
@@ -103,10 +99,10 @@ final class DigestBook {
     /// Rehashes the instances changed since their digests were last computed: with `all`, every
     /// one, those out in jobs too (until a job is back, its digests are from before); otherwise
     /// as many as the digest budget allows now, oldest change first (the rest are not walked).
-    private func refreshDigests(all: Bool, held: [Address: any FlowReplica]) {
+    private func refreshDigests(all: Bool, held: [String: any FlowReplica]) {
         refillAllowance()
         if all {
-            let elsewhere = hashingElsewhere.filter { (digests[$0.address]?.seq ?? 0) < $0.lastSeq }
+            let elsewhere = hashingElsewhere.filter { ($0.digested?.seq ?? 0) < $0.lastSeq }
             for replica in Array(undigested) + elsewhere { rehash(replica, held: held) }
             undigested = []
         } else {
@@ -115,9 +111,9 @@ final class DigestBook {
     }
 
     /// Hashes one changed instance now, if the set still holds it, charging the budget.
-    private func rehash(_ replica: any FlowReplica, held: [Address: any FlowReplica]) {
+    private func rehash(_ replica: any FlowReplica, held: [String: any FlowReplica]) {
         replica.isUndigested = false
-        guard held[replica.address] === replica else { return }
+        guard held[replica.address.description] === replica else { return }
         let started = clock()
         // Charged as a whole, hashing the state and folding it into the combined digest: the
         // fold hashes too, and counting only the first let twice the budget through.
@@ -126,20 +122,20 @@ final class DigestBook {
             digestAllowance -= Int64(ended - min(started, ended))
         }
         guard let digest = try? replica.digest() else { return }
-        record(replica.address, seq: replica.lastSeq, digest: digest, term: DigestAccumulator.Term(replica.address, digest))
+        record(replica, seq: replica.lastSeq, digest: digest, term: DigestAccumulator.Term(replica.address, digest))
     }
 
     /// Records a digest, unless one of a later state is recorded already (a job that finished
     /// after a status query hashed the instance again). Only XORs and table updates: the hashing
     /// (the state's and its term's) happened before, off the owner's thread for jobs.
-    private func record(_ address: Address, seq: UInt64, digest: StateDigest, term: DigestAccumulator.Term) {
-        if let old = digests[address] {
+    private func record(_ replica: any FlowReplica, seq: UInt64, digest: StateDigest, term: DigestAccumulator.Term) {
+        if let old = replica.digested {
             guard old.seq <= seq else { return }
             combined.toggle(old.term)
         }
         combined.toggle(term)
-        digests[address] = (seq, digest, term)
-        fresh[address] = ChangedDigest(seq: seq, digest: digest)
+        replica.digested = DigestedState(seq: seq, term: term)
+        fresh[replica.address] = ChangedDigest(seq: seq, digest: digest)
     }
 
     /// A state to hash off the owner's thread: its instance, the seq it is at, and the work.
@@ -179,7 +175,7 @@ final class DigestBook {
     /// ``finishDigestJobs(_:hashingMicros:held:)``; nothing while a slice is out, before the slice is
     /// due (``nextDigestSliceDue``), once the round is done, or while the budget is spent (which
     /// ends the round).
-    func nextDigestSlice(now: UInt64, held: [Address: any FlowReplica]) -> [DigestJob] {
+    func nextDigestSlice(now: UInt64, held: [String: any FlowReplica]) -> [DigestJob] {
         guard hashingElsewhere.isEmpty, roundLeft > 0, now >= nextSliceAt else { return [] }
         let slice = min(roundLeft, Self.digestSlice)
         let jobs = takeDigestJobs(limit: slice, held: held)
@@ -212,18 +208,18 @@ final class DigestBook {
     /// - Parameter limit: At most this many: taking the jobs and folding their results back in
     ///   (``finishDigestJobs(_:hashingMicros:held:)``) happen on the owner's thread, about a microsecond
     ///   each, so a thousand at once held a node's loop up for a millisecond.
-    func takeDigestJobs(limit: Int, held: [Address: any FlowReplica]) -> [DigestJob] {
+    func takeDigestJobs(limit: Int, held: [String: any FlowReplica]) -> [DigestJob] {
         refillAllowance()
         guard hashingElsewhere.isEmpty, digestAllowance > 0, !undigested.isEmpty else { return [] }
         // A copy of the few taken: a slice of the deque alive across the removal would copy it all.
         let taken = Array(undigested.prefix(limit))
         var jobs: [DigestJob] = []
         jobs.reserveCapacity(taken.count)
-        for replica in taken where held[replica.address] === replica {
+        for replica in taken where held[replica.address.description] === replica {
             replica.isUndigested = false
             jobs.append(DigestJob(address: replica.address, seq: replica.lastSeq, generation: generation, hash: replica.digestJob()))
         }
-        hashingElsewhere = taken.filter { held[$0.address] === $0 }
+        hashingElsewhere = taken.filter { held[$0.address.description] === $0 }
         undigested.removeFirst(taken.count)
         return jobs
     }
@@ -247,13 +243,22 @@ final class DigestBook {
     }
 
     /// Takes back what jobs found, charging the time they took to the budget.
-    func finishDigestJobs(_ results: [DigestResult], hashingMicros: UInt64, held: [Address: any FlowReplica]) {
+    func finishDigestJobs(_ results: [DigestResult], hashingMicros: UInt64, held: [String: any FlowReplica]) {
         hashingElsewhere = []
         digestAllowance -= Int64(hashingMicros)
-        for result in results where result.generation == generation && held[result.address] != nil {
-            record(result.address, seq: result.seq, digest: result.digest, term: result.term)
+        for result in results where result.generation == generation {
+            guard let replica = held[result.address.description] else { continue }
+            record(replica, seq: result.seq, digest: result.digest, term: result.term)
         }
     }
+}
+
+/// An instance's last digest as the combined digest holds it: the seq of the state it describes,
+/// and its term in the combined digest (replacing it XORs the old term out without hashing again).
+/// Kept on the instance: a table of them cost a million instances ~120 bytes each.
+struct DigestedState {
+    let seq: UInt64
+    let term: DigestAccumulator.Term
 }
 
 /// A digest computed for an instance: the seq of the state it describes, and the digest.

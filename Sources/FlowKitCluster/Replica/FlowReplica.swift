@@ -38,6 +38,8 @@ protocol FlowReplica: AnyObject {
     /// Whether the instance changed since a hash of its state last began: a flag on the replica
     /// itself, so marking costs no hashing per entry.
     var isUndigested: Bool { get set }
+    /// Its last digest as the combined digest holds it (``DigestBook``); nil before the first.
+    var digested: DigestedState? { get set }
     var runningEffects: Int { get }
     /// The cancel ids of the effects running now (their descriptions, as a cancel entry names them).
     var runningCancelIDs: Set<String> { get }
@@ -58,7 +60,9 @@ protocol FlowReplica: AnyObject {
     /// The state as JSON, to encode elsewhere with the encoder given (the state is a copy): a
     /// snapshot of a million instances makes one encoder, not a million.
     func stateJSONJob() -> @Sendable (JSONEncoder) throws -> [UInt8]
-    func restore(stateJSON: [UInt8], lastSeq: UInt64, ownership: SnapshotChunkMessage.Ownership) throws
+    /// Replaces the state with a snapshot's, decoded with `decoder` (one for a whole snapshot: a
+    /// decoder per instance cost a million instances more than decoding them).
+    func restore(stateJSON: [UInt8], lastSeq: UInt64, ownership: SnapshotChunkMessage.Ownership, decoder: JSONDecoder) throws
     func digest() throws -> StateDigest
     /// The digest of the state as it is now, to compute elsewhere (the state is a copy).
     func digestJob() -> @Sendable () throws -> StateDigest
@@ -68,67 +72,41 @@ protocol FlowReplica: AnyObject {
 
 final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: Codable {
     let address: Address
-    private let registration: TypedFlowRegistration<F>
+    private let flow: FlowReplicas<F>
     private let instance: FlowInstance<F>
     private(set) var lastSeq: UInt64 = 0
     var isUndigested = false
-    private let sampler: DeterminismSampler?
-    private let logger: Logger
+    var digested: DigestedState?
     private(set) var ownership = SnapshotChunkMessage.Ownership()
+    private var registration: TypedFlowRegistration<F> { flow.registration }
+    private var logger: Logger { flow.context.logger }
     /// This process, when it runs effects (``ReplicaContext/owner``).
-    private let process: EffectOwner?
-    /// The owners of every instance of the set, counted.
-    private let owned: OwnedEffects?
+    private var process: EffectOwner? { flow.context.owner }
 
-    /// - Parameters:
-    ///   - dependencies: What the flow's reducers and effects see
-    ///     (``TypedFlowRegistration/replicaDependencies(from:)``, made once per flow and process).
-    ///   - sampler: Checks the flow's first entries in this process for a reducer that reads
-    ///     something it should not (shared by the flow's instances).
-    init(
-        registration: TypedFlowRegistration<F>, address: Address, context: ReplicaContext, dependencies: DependencyValues? = nil,
-        sampler: DeterminismSampler? = nil, owned: OwnedEffects? = nil
-    ) {
-        self.sampler = sampler
-        self.process = context.owner
-        self.owned = owned
-        self.logger = context.logger
+    init(address: Address, flow: FlowReplicas<F>) {
         self.address = address
-        self.registration = registration
-        let codecs = registration.codecs
-        let runtime = EffectRuntime<F.Event>(
-            deliver: { event, group in
-                await context.submit(address, .event, codecs.wire, codecs.encode(event), group.term)
-            },
-            reportFailure: { failure in
-                context.logger.error(
-                    "effect failed without a catch: handler",
-                    metadata: ["flowkit.address": "\(address)", "flowkit.effect.error": "\(failure)"]
-                )
-                context.effectFailed(address, failure)
-            },
-            cancelFromTask: { ids, group in
-                // A cancel reached inside running work goes through the order like any other, so
-                // that every replica cancels its effects with that id too: by type and value, as
-                // one process compares ids.
-                for id in ids {
-                    let target = CancelTarget(id)
-                    await context.submit(address, .cancel, target.codec, target.payload, group.term)
-                }
-            }
+        self.flow = flow
+        instance = FlowInstance(
+            flow: flow.flow, state: flow.registration.initialState(address.key), dependencies: flow.dependencies, runtime: nil,
+            entropy: flow.entropy
         )
-        let dependencies = dependencies ?? registration.replicaDependencies(from: context.dependencies)
-        let flow = withDependencies { $0 = dependencies } operation: { registration.makeFlow() }
-        instance = FlowInstance(flow: flow, state: registration.initialState(address.key), dependencies: dependencies, runtime: runtime)
     }
 
-    var runningEffects: Int { instance.runtime.runningCount }
-    var runningCancelIDs: Set<String> { Set(instance.runtime.activeCancelIDs.map(\.description)) }
+    /// A replica alone, with a set of shared parts of its own (a client's copy of one instance).
+    convenience init(registration: TypedFlowRegistration<F>, address: Address, context: ReplicaContext) {
+        self.init(address: address, flow: FlowReplicas(registration: registration, context: context))
+    }
+
+    /// Makes the runtime when the instance's first effect starts.
+    private func makeRuntime() -> EffectRuntime<F.Event> { flow.makeRuntime(for: address) }
+
+    var runningEffects: Int { instance.runtime?.runningCount ?? 0 }
+    var runningCancelIDs: Set<String> { Set(runningTypedCancelIDs.map(\.description)) }
     var runningCancelIDTerms: [String: UInt64] {
-        Dictionary(instance.runtime.activeCancelIDTerms.map { ($0.key.description, $0.value) }, uniquingKeysWith: max)
+        Dictionary((instance.runtime?.activeCancelIDTerms ?? [:]).map { ($0.key.description, $0.value) }, uniquingKeysWith: max)
     }
     /// The cancel ids of the effects running now, with their types.
-    var runningTypedCancelIDs: Set<CancelID> { instance.runtime.activeCancelIDs }
+    var runningTypedCancelIDs: Set<CancelID> { instance.runtime?.activeCancelIDs ?? [] }
 
     /// The instance's state.
     var state: F.State { instance.state }
@@ -139,8 +117,8 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
         case .event:
             let event = try registration.codecs.decode(entry.payload, codec: entry.codec)
             let stamp = EntryStamp(seq: entry.seq, epoch: entry.epoch, committedAt: entry.committedAt)
-            if let sampler, sampler.takesSample() { check(event, stamp: stamp, seq: entry.seq, sampler: sampler) }
-            let outline = instance.applyEntry(event, stamp: stamp, mode: runEffects ? .origin : .replica, term: entry.seq)
+            if let sampler = flow.sampler, sampler.takesSample() { check(event, stamp: stamp, seq: entry.seq, sampler: sampler) }
+            let outline = instance.applyEntry(event, stamp: stamp, mode: runEffects ? .origin : .replica, term: entry.seq, runtime: makeRuntime)
             note(outline, owner: EffectOwner(node: entry.origin, session: entry.session))
             if outline.hasWork {
                 let origin = EffectOwner(node: entry.origin, session: entry.session)
@@ -148,10 +126,10 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
             }
         case .cancel:
             let target = try CancelTarget(codec: entry.codec, payload: entry.payload)
-            instance.runtime.cancel(where: target.matches)
+            instance.runtime?.cancel(where: target.matches)
             ownership.workIDs.removeAll { target.matches($0.id) }
         case .cancelAll:
-            instance.runtime.cancelAll()
+            instance.runtime?.cancelAll()
             setOwners([])
             ownership.workIDs = []
         case .takeover:
@@ -168,7 +146,7 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
     /// what `resume` sends at once, whatever it knew of the owners (a client's copy of one
     /// instance, started from a query, knows none), so states stay equal.
     private func takeOver(_ takeover: Takeover, at entry: Entry) {
-        instance.runtime.cancelAll()
+        instance.runtime?.cancelAll()
         ownership.fence = entry.seq
         let stamp = EntryStamp(seq: entry.seq, epoch: entry.epoch, committedAt: entry.committedAt)
         let resumes = process != nil && process == takeover.to
@@ -176,7 +154,7 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
         ownership.workIDs = []
         let outline = instance.resume(
             derive: registration.resume, keep: { marking.contains(CancelTarget($0)) }, stamp: stamp, mode: resumes ? .origin : .replica,
-            term: entry.seq
+            term: entry.seq, runtime: makeRuntime
         )
         note(outline, owner: takeover.to)
         setOwners(outline.hasWork ? [takeover.to] : [])
@@ -193,7 +171,7 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
 
     private func setOwners(_ owners: [EffectOwner]) {
         guard owners != ownership.owners else { return }
-        owned?.replace(ownership.owners, with: owners)
+        flow.owned?.replace(ownership.owners, with: owners)
         ownership.owners = owners
     }
 
@@ -219,9 +197,9 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
         return { encoder in Array(try encoder.encode(state)) }
     }
 
-    func restore(stateJSON: [UInt8], lastSeq: UInt64, ownership: SnapshotChunkMessage.Ownership) throws {
+    func restore(stateJSON: [UInt8], lastSeq: UInt64, ownership: SnapshotChunkMessage.Ownership, decoder: JSONDecoder) throws {
         do {
-            instance.restore(try JSONDecoder().decode(F.State.self, from: Data(stateJSON)))
+            instance.restore(try decoder.decode(F.State.self, from: Data(stateJSON)))
         } catch {
             throw ProtocolError(.malformed, "the snapshot state of \(address) does not decode: \(error)")
         }
@@ -242,7 +220,8 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
             let term = ownership.fence > 0 ? ownership.fence : lastSeq
             _ = instance.resume(
                 derive: registration.resume, keep: { mine.contains(CancelTarget($0)) }, unmarked: ownership.owners == [process],
-                stamp: EntryStamp(seq: term, epoch: 0, committedAt: 0), mode: .origin, term: term, reducingSends: false
+                stamp: EntryStamp(seq: term, epoch: 0, committedAt: 0), mode: .origin, term: term, reducingSends: false,
+                runtime: makeRuntime
             )
         }
     }
@@ -257,37 +236,6 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
     }
 
     func shutDown() {
-        instance.runtime.shutDown()
-    }
-}
-
-extension RegisteredFlow {
-    /// Makes the replica of one instance of the registered flow, at its initial state.
-    func makeReplica(
-        address: Address, context: ReplicaContext, dependencies: DependencyValues, sampler: DeterminismSampler, owned: OwnedEffects
-    ) -> any FlowReplica {
-        TypedReplica<Registered>(
-            registration: typed, address: address, context: context, dependencies: dependencies, sampler: sampler, owned: owned
-        )
-    }
-
-    func replicaDependencies(from base: DependencyValues) -> DependencyValues {
-        typed.replicaDependencies(from: base)
-    }
-}
-
-extension TypedFlowRegistration {
-    /// What a replica's reducers and effects see: the process's dependencies (`base`), with `uuid`,
-    /// `date`, random numbers and the clocks' `now` derived from the entry inside reducers (the
-    /// same on every replica; effects, which run once, keep the process's values), then the
-    /// registration's own overrides.
-    func replicaDependencies(from base: DependencyValues) -> DependencyValues {
-        withDependencies {
-            $0 = base
-            $0.deriveReducerValuesFromEntries()
-            prepareDependencies(&$0)
-        } operation: {
-            DependencyValues._current
-        }
+        instance.runtime?.shutDown()
     }
 }

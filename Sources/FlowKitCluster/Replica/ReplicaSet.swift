@@ -9,14 +9,13 @@ import Logging
 @_spi(Benchmarks) public final class ReplicaSet {
     private let registry: FlowRegistry
     private let context: ReplicaContext
-    /// What each flow's replicas see (``TypedFlowRegistration/replicaDependencies(from:)``) and the
-    /// check of its first entries, by flow name.
-    private var flowDependencies: [String: (DependencyValues, DeterminismSampler)] = [:]
+    /// What each flow's replicas share (``FlowReplicas``), by flow name: made with the flow's
+    /// first instance.
+    private var flows: [String: any ReplicaMaker] = [:]
     private let logger: Logger
-    private var replicas: [Address: any FlowReplica] = [:]
-    /// The same replicas by address text, as entries carry it: the apply path finds an instance
-    /// without parsing or validating its address again.
-    private var byText: [String: any FlowReplica] = [:]
+    /// The replicas by address text, as entries carry it: the apply path finds an instance without
+    /// parsing or validating its address again. One table: each instance's digest lives on it.
+    private var replicas: [String: any FlowReplica] = [:]
     /// The digests of the instances, and the rounds that keep them current.
     private let book: DigestBook
     /// Entries whose payload did not decode, and quarantined ones; every replica skips the same ones.
@@ -40,7 +39,6 @@ import Logging
     }
 
     var count: Int { replicas.count }
-    var addresses: some Collection<Address> { replicas.keys }
     /// The effect tasks running now, over every instance; instances whose effects all ended
     /// leave ``withEffects``.
     var runningEffects: Int {
@@ -63,7 +61,7 @@ import Logging
         }
     }
 
-    func replica(at address: Address) -> (any FlowReplica)? { replicas[address] }
+    func replica(at address: Address) -> (any FlowReplica)? { replicas[address.description] }
 
     /// Applies one ordered entry, creating its instance if this is its first.
     ///
@@ -74,7 +72,7 @@ import Logging
             return
         }
         let replica: any FlowReplica
-        if let existing = byText[entry.address] {
+        if let existing = replicas[entry.address] {
             replica = existing
         } else {
             do {
@@ -96,14 +94,11 @@ import Logging
     }
 
     private func replicaCreatingIfNeeded(_ address: Address) throws -> any FlowReplica {
-        if let existing = replicas[address] { return existing }
-        let registered = try registry.flow(for: address)
-        // One set of dependencies per flow, shared by its instances (a million of them hold one).
-        let (dependencies, sampler) = flowDependencies[address.flow] ?? (registered.replicaDependencies(from: context.dependencies), DeterminismSampler())
-        flowDependencies[address.flow] = (dependencies, sampler)
-        let replica = registered.makeReplica(address: address, context: context, dependencies: dependencies, sampler: sampler, owned: owned)
-        replicas[address] = replica
-        byText[address.description] = replica
+        if let existing = replicas[address.description] { return existing }
+        let flow = try flows[address.flow] ?? registry.flow(for: address).replicas(context: context, owned: owned)
+        flows[address.flow] = flow
+        let replica = flow.makeReplica(at: address)
+        replicas[address.description] = replica
         return replica
     }
 
@@ -166,7 +161,7 @@ import Logging
     /// with many instances does not stall its thread encoding them all, nor sorting them (ten
     /// thousand addresses took the coordinator's replica milliseconds to sort).
     func exportStateJobs() -> [StateJob] {
-        replicas.map { address, replica in StateJob(address: address.description, lastSeq: replica.lastSeq, ownership: replica.ownership, encode: replica.stateJSONJob()) }
+        replicas.map { address, replica in StateJob(address: address, lastSeq: replica.lastSeq, ownership: replica.ownership, encode: replica.stateJSONJob()) }
     }
 
     /// One instance's state to encode elsewhere, with what a snapshot keeps beside it.
@@ -199,14 +194,15 @@ import Logging
     func importStates(_ instances: [SnapshotChunkMessage.Instance]) throws {
         for replica in replicas.values { replica.shutDown() }
         replicas = [:]
-        byText = [:]
         withEffects = [:]
         book.reset()
         owned.removeAll()
+        let decoder = JSONDecoder()
+        replicas.reserveCapacity(instances.count)
         for instance in instances {
             let address = try Address(parsing: instance.address)
             let replica = try replicaCreatingIfNeeded(address)
-            try replica.restore(stateJSON: instance.state, lastSeq: instance.lastSeq, ownership: instance.ownership)
+            try replica.restore(stateJSON: instance.state, lastSeq: instance.lastSeq, ownership: instance.ownership, decoder: decoder)
             // A restore resumes this process's own effects.
             noteEffects(of: replica)
             book.noteChanged(replica)
@@ -221,13 +217,13 @@ import Logging
     /// The instances whose effects `owner` may run, in address order.
     func instances(ownedBy owner: EffectOwner) -> [String] {
         guard owned.counts[owner] != nil else { return [] }
-        return replicas.compactMap { $0.value.ownership.owners.contains(owner) ? $0.key.description : nil }.sorted()
+        return replicas.compactMap { $0.value.ownership.owners.contains(owner) ? $0.key : nil }.sorted()
     }
 
     /// Each instance's last takeover, for those taken over.
     var fences: [String: UInt64] {
         var fences: [String: UInt64] = [:]
-        for (address, replica) in replicas where replica.ownership.fence > 0 { fences[address.description] = replica.ownership.fence }
+        for (address, replica) in replicas where replica.ownership.fence > 0 { fences[address] = replica.ownership.fence }
         return fences
     }
 
