@@ -1,3 +1,5 @@
+import FlowKitCore
+
 /// A flow instance's address: `flowName/instanceKey`, such as `counter/room-42`.
 ///
 /// The flow name is lowercase letters, digits, `-` and `_`; the key is 1 to 200 bytes of UTF-8
@@ -92,7 +94,7 @@ public struct Address: Hashable, Sendable, Comparable, CustomStringConvertible {
     }
 
     public static func < (lhs: Address, rhs: Address) -> Bool {
-        lhs.description.utf8.lexicographicallyPrecedes(rhs.description.utf8)
+        lhs.description.utf8Precedes(rhs.description)
     }
 
     // The text determines the parts, so equality and hashing look at it alone.

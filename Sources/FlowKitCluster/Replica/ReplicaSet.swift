@@ -184,7 +184,7 @@ import Logging
     /// the states alone); an instance whose state does not encode is left out.
     static func encode(_ jobs: [StateJob]) -> [SnapshotChunkMessage.Instance] {
         let encoder = stateEncoder()
-        return jobs.sorted { $0.address.utf8.lexicographicallyPrecedes($1.address.utf8) }.compactMap { job in
+        return jobs.sorted { $0.address.utf8Precedes($1.address) }.compactMap { job in
             guard let state = try? job.encode(encoder) else { return nil }
             return SnapshotChunkMessage.Instance(address: job.address, lastSeq: job.lastSeq, state: state, ownership: job.ownership)
         }

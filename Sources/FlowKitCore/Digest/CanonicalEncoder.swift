@@ -82,7 +82,7 @@ extension CanonicalEncoding {
             case .keyed(let keyed):
                 out.append(Tag.keyed)
                 out.appendCount(keyed.entries.count)
-                for key in keyed.entries.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+                for key in keyed.entries.keys.sorted(by: { $0.utf8Precedes($1) }) {
                     out.appendString(key)
                     keyed.entries[key]!.write(into: &out)
                 }

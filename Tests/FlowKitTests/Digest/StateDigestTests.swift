@@ -142,4 +142,20 @@ extension String {
     fileprivate func leftPadded(to width: Int) -> String {
         String(repeating: "0", count: max(0, width - count)) + self
     }
+    /// Keys and snapshots are ordered by UTF-8 bytes: the fast comparison agrees with the generic
+    /// one on prefixes, equal texts, the empty text, small and large strings, and non-ASCII.
+    @Test func utf8OrderAgreesWithTheBytes() {
+        var random = SystemRandomNumberGenerator()
+        let pieces = ["", "a", "b", "ab", "abc", "é", "e\u{301}", "z", "Z", "😀", "counter/", "counter/room-1", "counter/room-10", "counter/room-2",
+                      String(repeating: "x", count: 40), String(repeating: "x", count: 41), "ü" + String(repeating: "y", count: 30)]
+        var texts = pieces
+        for _ in 0..<300 {
+            texts.append((0..<Int.random(in: 1...3, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined())
+        }
+        for lhs in texts {
+            for rhs in texts {
+                #expect(lhs.utf8Precedes(rhs) == lhs.utf8.lexicographicallyPrecedes(rhs.utf8), "\(lhs) vs \(rhs)")
+            }
+        }
+    }
 }
