@@ -98,7 +98,7 @@ public final class Coordinator: Sendable {
         try await sockets.publish.handleReceived { batch in role.core?.assumeIsolated { $0.noteSubscriptions(batch) } }
         let syncServer = SyncServer(
             socket: sockets.sync, writer: parts.writer, source: role, counters: parts.counters, quarantine: parts.quarantine,
-            maxRangeCount: configuration.maxRangeCount, logger: logger, written: group?.written, feed: group?.feed, reported: group?.reported, trace: configuration.trace
+            maxRangeCount: configuration.maxRangeCount, logger: logger, snapshots: SnapshotEncoding(replica: parts.replica), written: group?.written, feed: group?.feed, reported: group?.reported, trace: configuration.trace
         )
         var ready: Logger.Metadata = [
             "flowkit.submit": "\(sockets.endpoints.submit)", "flowkit.publish": "\(sockets.endpoints.publish)", "flowkit.sync": "\(sockets.endpoints.sync)",

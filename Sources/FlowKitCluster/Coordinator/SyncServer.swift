@@ -30,6 +30,8 @@ struct SyncServer: Sendable {
     let quarantine: EntryQuarantine
     let maxRangeCount: Int
     let logger: Logger
+    /// The snapshot being encoded, shared by every request that arrives meanwhile.
+    let snapshots: SnapshotEncoding
     /// The most state bytes in one snapshot chunk; a larger state is split (``SnapshotChunking``).
     let maxChunkBytes = 1 << 20
     let maxRangeBytes = 4 << 20
@@ -223,18 +225,19 @@ struct SyncServer: Sendable {
         try await socket.send(peer.reply(frames))
     }
 
-    /// Serves a snapshot: the replica only copies the states (``CoordinatorReplica/snapshotJobs()``);
-    /// they are encoded on the background thread, as the ``Compactor`` does.
+    /// Serves a snapshot (``SnapshotEncoding``), made into this request's chunks on the background
+    /// thread.
     private func serveSnapshot(_ request: SnapshotRequest, body: [[UInt8]], to peer: RouterEnvelope) async {
         do {
-            let (seq, jobs, sessions) = await source.replica.snapshotJobs()
+            let snapshot = try await snapshots.current()
             let epoch = await source.committed().epoch
             let maxChunkBytes = maxChunkBytes
-            let (count, chunks) = try await BackgroundWork.shared.run {
-                let instances = ReplicaSet.encode(jobs)
-                return (instances.count, Self.snapshotChunks(request, seq: seq, epoch: epoch, instances: instances, sessions: sessions, maxChunkBytes: maxChunkBytes))
+            let chunks = try await BackgroundWork.shared.run {
+                Self.snapshotChunks(
+                    request, seq: snapshot.seq, epoch: epoch, instances: snapshot.instances, sessions: snapshot.sessions, maxChunkBytes: maxChunkBytes
+                )
             }
-            logger.info("serving a snapshot", metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(count)"])
+            logger.info("serving a snapshot", metadata: ["flowkit.seq": "\(snapshot.seq)", "flowkit.instances": "\(snapshot.instances.count)"])
             for frames in chunks {
                 try await socket.send(peer.reply(frames))
             }
