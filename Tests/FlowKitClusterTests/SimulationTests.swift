@@ -66,8 +66,9 @@ import ZeroMQ
     func aSeedReplaysExactly(coordinators: Int) async {
         var options = SimulationOptions()
         options.coordinators = coordinators
-        let first = await Simulation.run(seed: 42, options: options)
-        let second = await Simulation.run(seed: 42, options: options)
+        let (first, second) = await Self.offThePool { [options] in
+            (await Simulation.run(seed: 42, options: options), await Simulation.run(seed: 42, options: options))
+        }
         #expect(first.messages == second.messages && first.entries == second.entries && first.faults == second.faults)
     }
 
@@ -100,7 +101,7 @@ import ZeroMQ
     ///   (CoordinatorLink.applied(epoch:)).
     @Test(arguments: [1, 34, 55, 62, 70] as [UInt64])
     func regressionSeed(_ seed: UInt64) async {
-        let result = await Simulation.run(seed: seed)
+        let result = await Self.offThePool { await Simulation.run(seed: seed) }
         #expect(result.passed, Comment(rawValue: result.report))
     }
 
@@ -110,7 +111,7 @@ import ZeroMQ
     ///   led again (ElectionMachine gives that lease back).
     @Test(arguments: [73] as [UInt64])
     func regressionSeedWithReplicatedCoordinators(_ seed: UInt64) async {
-        let result = await Simulation.run(seed: seed, options: Self.replicated())
+        let result = await Self.offThePool { await Simulation.run(seed: seed, options: Self.replicated()) }
         #expect(result.passed, Comment(rawValue: result.report))
     }
 }
