@@ -150,19 +150,8 @@ import Testing
         #expect(replicas.combinedDigest(exact: false) == reference.combinedDigest(exact: true))
     }
     @Test func aRoundSpreadsItsSlicesOverItsSpan() throws {
-        var registry = FlowRegistry()
-        registry.register(CounterFlow.self, as: "counter")
-        let replicas = ReplicaSet(registry: registry, logger: Logger(label: "test"))
         let count = ReplicaSet.digestSlice * 2 + ReplicaSet.digestSlice / 2  // three slices, the last a short one
-        for key in 0..<count {
-            replicas.apply(
-                Entry(
-                    seq: UInt64(key + 1), epoch: 1, kind: .event, codec: .json, origin: 1, session: 1, submission: UInt64(key + 1),
-                    submittedAt: 0, committedAt: 0, address: "counter/\(key)", payload: Array(#"{"increment":{}}"#.utf8)
-                ),
-                runEffects: false
-            )
-        }
+        let replicas = Self.counters(count)
         // Three slices over 3,000 µs from 10,000: one at 10,000, 11,000 and 12,000.
         replicas.startDigestRound(now: 10_000, spreadOver: 3_000)
         #expect(replicas.nextDigestSliceDue == 10_000)
@@ -226,5 +215,68 @@ import Testing
         #expect(ContinuousClock.now - started >= .milliseconds(133), "the slices were spread, not hashed back to back")
         let changed = await replica.takeChangedDigests(spreadOver: .milliseconds(200)).changed.count
         #expect(changed == count, "every instance of the round was hashed")
+    }
+}
+
+extension ReplicaDigestTests {
+    static func counters(_ count: Int) -> ReplicaSet {
+        var registry = FlowRegistry()
+        registry.register(CounterFlow.self, as: "counter")
+        let replicas = ReplicaSet(registry: registry, logger: Logger(label: "test"))
+        for key in 0..<count {
+            replicas.apply(
+                Entry(
+                    seq: UInt64(key + 1), epoch: 1, kind: .event, codec: .json, origin: 1, session: 1, submission: UInt64(key + 1),
+                    submittedAt: 0, committedAt: 0, address: "counter/\(key)", payload: Array(#"{"increment":{}}"#.utf8)
+                ),
+                runEffects: false
+            )
+        }
+        return replicas
+    }
+
+    /// A restore of many instances is hashed elsewhere, slice after slice with no spacing and no
+    /// budget, and an exact digest meanwhile hashes none of it on the owner's thread; once hashed,
+    /// the combined digest is the source's. A small restore is hashed at once, as before.
+    @Test func aLargeRestoreIsHashedElsewhereBackToBack() throws {
+        let count = DigestBook.hashedNowAtMost + 1_000
+        let source = Self.counters(count)
+        let restored = Self.counters(0)
+        try restored.importStates(source.exportStates())
+        _ = restored.combinedDigest(exact: true)
+        #expect(!restored.digestsAreCurrent && restored.isHashingARestore, "an exact digest hashed the restore on the owner's thread")
+
+        restored.startDigestRound(now: 1_000, spreadOver: 1_000_000)
+        var slices = 0
+        while true {
+            // The clock stands still: a spread round would hand out one slice and wait.
+            let jobs = restored.nextDigestSlice(now: 1_000)
+            if jobs.isEmpty { break }
+            #expect(jobs.count <= DigestBook.restoreSlice)
+            let (results, micros) = ReplicaSet.hash(jobs)
+            restored.finishDigestJobs(results, hashingMicros: micros)
+            slices += 1
+        }
+        // (The exact digest above hashed what the budget allowed on the owner's thread.)
+        #expect(slices > 1 && slices <= (count + DigestBook.restoreSlice - 1) / DigestBook.restoreSlice)
+        #expect(restored.digestsAreCurrent && !restored.isHashingARestore)
+        #expect(restored.combinedDigest(exact: false) == source.combinedDigest(exact: true))
+
+        let small = Self.counters(0)
+        try small.importStates(Self.counters(100).exportStates())
+        #expect(small.combinedDigest(exact: true) == Self.counters(100).combinedDigest(exact: true))
+        #expect(small.digestsAreCurrent && !small.isHashingARestore)
+    }
+
+    /// A report carries a bounded number of digests: a node that hashed a restored snapshot of a
+    /// million instances reports them over many reports, each digest once.
+    @Test func manyChangedDigestsGoOutOverSeveralReportsEachOnce() throws {
+        let replicas = Self.counters(DigestBook.reportedAtOnce + 1_000)
+        _ = replicas.combinedDigest(exact: true)
+        let first = replicas.takeChanged(hashing: false)
+        let second = replicas.takeChanged(hashing: false)
+        #expect(first.count == DigestBook.reportedAtOnce && second.count == 1_000)
+        #expect(Set(first.keys).isDisjoint(with: second.keys))
+        #expect(replicas.takeChanged(hashing: false).isEmpty)
     }
 }

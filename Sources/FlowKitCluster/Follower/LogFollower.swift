@@ -126,7 +126,10 @@ struct LogFollower {
     }
 
     mutating func receive(_ chunk: SnapshotChunkMessage, now: UInt64) -> [Action] {
-        guard var pending = snapshot, pending.request == chunk.request else { return [] }
+        // Taken out, so the instances gathered so far have one owner: appending to a copy
+        // still held here copied every instance gathered so far at each chunk (2 s of a joining
+        // node's loop with a million).
+        guard snapshot?.request == chunk.request, var pending = snapshot.take() else { return [] }
         // A chunk dropped on the way (the coordinator's ROUTER drops what a full queue cannot
         // take) would leave instances out, or a split state short: ask for the snapshot again.
         guard chunk.chunk == pending.nextChunk, (try? SnapshotChunking.append(chunk.instances, to: &pending.instances)) != nil else {
@@ -138,7 +141,6 @@ struct LogFollower {
             snapshot = pending
             return []
         }
-        snapshot = nil
         let held = heldDuringSnapshot
         heldDuringSnapshot = []
         var ready = stream.reset(to: chunk.seq)

@@ -36,6 +36,17 @@ final class DigestBook {
     static let digestBurst: Int64 = 50_000
     /// Bumped when the instances are replaced (a snapshot): jobs of an earlier generation are stale.
     private var generation: UInt64 = 0
+    /// How many of a restored snapshot's instances (more than ``hashedNowAtMost``) are not hashed
+    /// yet. They are the oldest changes, at the front of ``undigested``; while any is left, slices
+    /// go out back to back, outside the budget, and an exact digest hashes none on the owner's
+    /// thread. Hashing a restored million there took a joining node's loop 10 s, heartbeats and
+    /// clients included. Instances that change after the restore are hashed as always.
+    private var restoreLeft = 0
+    private var restoring: Bool { restoreLeft > 0 }
+    /// The most instances an exact digest hashes on the owner's thread after a restore.
+    static let hashedNowAtMost = 4_096
+    /// Instances a slice of a restore's hashing holds.
+    static let restoreSlice = 256
     /// The owner's clock (µs), for the hashing budget: the wall clock in a process, the simulated
     /// one in a simulation, a test's own in a test.
     private let clock: () -> UInt64
@@ -60,17 +71,45 @@ final class DigestBook {
         hashingElsewhere = []
         roundLeft = 0
         generation += 1
+        restoreLeft = 0
     }
 
-    /// The digests computed since the last call, each with the seq of the state it describes.
+    /// The instances noted changed since ``reset()`` are a restored snapshot's: many of them are
+    /// hashed elsewhere, outside the budget (``restoreLeft``).
+    func noteRestored() {
+        restoreLeft = undigested.count > Self.hashedNowAtMost ? undigested.count : 0
+    }
+
+    /// Whether a restore's instances are still being hashed elsewhere, outside the budget.
+    var isHashingARestore: Bool { restoring }
+
+    /// `count` instances were taken from the front of ``undigested``.
+    private func tookFromTheFront(_ count: Int) {
+        restoreLeft = max(0, restoreLeft - count)
+    }
+
+    /// The digests computed since the last call, each with the seq of the state it describes: at
+    /// most ``reportedAtOnce``, the rest left for the next calls.
     ///
     /// - Parameter hashing: Hash changed instances now, within the budget (an owner that hashes
     ///   off its thread, through ``takeDigestJobs(limit:held:)``, passes `false`).
     func takeChanged(hashing: Bool, held: [String: any FlowReplica]) -> [Address: ChangedDigest] {
         if hashing { refreshDigests(all: false, held: held) }
-        defer { fresh = [:] }
-        return fresh
+        guard fresh.count > Self.reportedAtOnce else {
+            defer { fresh = [:] }
+            return fresh
+        }
+        var taken: [Address: ChangedDigest] = [:]
+        taken.reserveCapacity(Self.reportedAtOnce)
+        for (address, digest) in fresh.prefix(Self.reportedAtOnce) { taken[address] = digest }
+        for address in taken.keys { fresh.removeValue(forKey: address) }
+        return taken
     }
+
+    /// The most digests one report carries (about 1.5 MB): a node that restored a snapshot of a
+    /// million instances sent all of their digests in one report of about 50 MB, which the
+    /// coordinator then compared in one go. A million go in about thirty reports.
+    static let reportedAtOnce = 32_768
 
     /// The combined digest as last computed, without hashing anything now.
     var lastCombinedDigest: StateDigest { combined.digest }
@@ -101,12 +140,15 @@ final class DigestBook {
     /// as many as the digest budget allows now, oldest change first (the rest are not walked).
     private func refreshDigests(all: Bool, held: [String: any FlowReplica]) {
         refillAllowance()
-        if all {
+        if all, !restoring {
             let elsewhere = hashingElsewhere.filter { ($0.digested?.seq ?? 0) < $0.lastSeq }
             for replica in Array(undigested) + elsewhere { rehash(replica, held: held) }
             undigested = []
         } else {
-            while digestAllowance > 0, let replica = undigested.popFirst() { rehash(replica, held: held) }
+            while digestAllowance > 0, let replica = undigested.popFirst() {
+                tookFromTheFront(1)
+                rehash(replica, held: held)
+            }
         }
     }
 
@@ -167,7 +209,7 @@ final class DigestBook {
     func startDigestRound(now: UInt64, spreadOver span: UInt64) {
         roundLeft = undigested.count
         let slices = (roundLeft + Self.digestSlice - 1) / Self.digestSlice
-        sliceSpacing = slices > 1 ? span / UInt64(slices) : 0
+        sliceSpacing = slices > 1 && !restoring ? span / UInt64(slices) : 0
         nextSliceAt = now
     }
 
@@ -177,7 +219,7 @@ final class DigestBook {
     /// ends the round).
     func nextDigestSlice(now: UInt64, held: [String: any FlowReplica]) -> [DigestJob] {
         guard hashingElsewhere.isEmpty, roundLeft > 0, now >= nextSliceAt else { return [] }
-        let slice = min(roundLeft, Self.digestSlice)
+        let slice = min(roundLeft, restoring ? Self.restoreSlice : Self.digestSlice)
         let jobs = takeDigestJobs(limit: slice, held: held)
         roundLeft = jobs.isEmpty ? 0 : roundLeft - slice
         nextSliceAt = now.addingReportingOverflow(sliceSpacing).overflow ? .max : now + sliceSpacing
@@ -210,7 +252,7 @@ final class DigestBook {
     ///   each, so a thousand at once held a node's loop up for a millisecond.
     func takeDigestJobs(limit: Int, held: [String: any FlowReplica]) -> [DigestJob] {
         refillAllowance()
-        guard hashingElsewhere.isEmpty, digestAllowance > 0, !undigested.isEmpty else { return [] }
+        guard hashingElsewhere.isEmpty, digestAllowance > 0 || restoring, !undigested.isEmpty else { return [] }
         // A copy of the few taken: a slice of the deque alive across the removal would copy it all.
         let taken = Array(undigested.prefix(limit))
         var jobs: [DigestJob] = []
@@ -221,6 +263,7 @@ final class DigestBook {
         }
         hashingElsewhere = taken.filter { held[$0.address.description] === $0 }
         undigested.removeFirst(taken.count)
+        tookFromTheFront(taken.count)
         return jobs
     }
 
@@ -242,35 +285,13 @@ final class DigestBook {
         return (results, ended - min(started, ended))
     }
 
-    /// Takes back what jobs found, charging the time they took to the budget.
+    /// Takes back what jobs found, charging the time they took to the budget (a restore's are not).
     func finishDigestJobs(_ results: [DigestResult], hashingMicros: UInt64, held: [String: any FlowReplica]) {
         hashingElsewhere = []
-        digestAllowance -= Int64(hashingMicros)
+        if !restoring { digestAllowance -= Int64(hashingMicros) }
         for result in results where result.generation == generation {
             guard let replica = held[result.address.description] else { continue }
             record(replica, seq: result.seq, digest: result.digest, term: result.term)
         }
-    }
-}
-
-/// An instance's last digest as the combined digest holds it: the seq of the state it describes,
-/// and its term in the combined digest (replacing it XORs the old term out without hashing again).
-/// Kept on the instance: a table of them cost a million instances ~120 bytes each.
-struct DigestedState {
-    let seq: UInt64
-    let term: DigestAccumulator.Term
-}
-
-/// A digest computed for an instance: the seq of the state it describes, and the digest.
-struct ChangedDigest: Sendable, Equatable {
-    let seq: UInt64
-    let digest: StateDigest
-
-}
-
-extension ReportedDigest {
-    /// Changed instances' digests as a report carries them.
-    static func list(_ changed: [Address: ChangedDigest]) -> [ReportedDigest] {
-        changed.map { address, changed in ReportedDigest(address: address.description, seq: changed.seq, digest: changed.digest) }
     }
 }
