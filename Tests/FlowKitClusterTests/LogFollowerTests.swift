@@ -94,6 +94,19 @@ import Testing
         #expect(follower.applied == 102)
     }
 
+    /// A refusal of a repair no longer out (its entries came live) starts no snapshot join: a node
+    /// that had caught up joined through a snapshot older than what it had applied and applied
+    /// its own entries, and ran their effects, twice (the simulation, seed 507, with snapshots
+    /// served from before the head).
+    @Test func aLateRefusalOfARepairNoLongerOutStartsNoSnapshot() {
+        var follower = LogFollower(retryAfter: 1_000_000, rangeSize: 10)
+        #expect(ranges(follower.receive(entries([1, 2, 5]), now: 0)) == [3...4])
+        // The live stream delivers what the repair asked for, before the coordinator's answer.
+        #expect(follower.receive(entries([3, 4]), now: 1) == [.apply(entries(3...5))])
+        let late = follower.receive(ErrorReply(request: 1, error: ProtocolError(.notFound, "compacted")), now: 2)
+        #expect(late.isEmpty && !follower.isJoining && follower.applied == 5)
+    }
+
     /// A snapshot of a million instances takes longer than ten retry intervals to arrive: while
     /// its chunks keep coming it is not asked for again (each new request began it again, and a
     /// node never joined); ten intervals with no chunk ask again.

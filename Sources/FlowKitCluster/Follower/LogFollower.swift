@@ -149,10 +149,15 @@ struct LogFollower {
         return [.restore(seq: chunk.seq, instances: pending.instances, then: ready)] + repairIfNeeded(now: now)
     }
 
-    /// An ERROR on the sync socket: a compacted range turns into a snapshot join.
+    /// An ERROR on the sync socket: a compacted range the node still needs turns into a snapshot
+    /// join. An answer to a repair no longer out (its entries came another way, or it was given up
+    /// and asked again) says nothing of what the node needs now: a node that had caught up when
+    /// such a late refusal came joined through a snapshot older than what it had applied, went
+    /// back and applied its own entries, and ran their effects, a second time.
     mutating func receive(_ error: ErrorReply, now: UInt64) -> [Action] {
-        repairs.removeAll { $0.request == error.request }
-        if error.error.code == .notFound, snapshot == nil { return startSnapshot(now: now) }
+        guard let index = repairs.firstIndex(where: { $0.request == error.request }) else { return [] }
+        let repair = repairs.remove(at: index)
+        if error.error.code == .notFound, snapshot == nil, repair.range.upperBound > stream.applied { return startSnapshot(now: now) }
         return []
     }
 
