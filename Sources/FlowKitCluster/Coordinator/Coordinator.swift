@@ -96,9 +96,12 @@ public final class Coordinator: Sendable {
             try await sockets.submit.handleReceived { batch in role.order(batch, redirectingOn: sockets.submit) }
         }
         try await sockets.publish.handleReceived { batch in role.core?.assumeIsolated { $0.noteSubscriptions(batch) } }
+        // A joining node is served the Compactor's newest snapshot while its tail is short enough.
+        let saved = storage.snapshots.map { SavedSnapshots(store: $0, maxReplay: configuration.snapshotEvery + configuration.retainEntries) }
         let syncServer = SyncServer(
             socket: sockets.sync, writer: parts.writer, source: role, counters: parts.counters, quarantine: parts.quarantine,
-            maxRangeCount: configuration.maxRangeCount, logger: logger, snapshots: SnapshotEncoding(replica: parts.replica), written: group?.written, feed: group?.feed, reported: group?.reported, trace: configuration.trace
+            maxRangeCount: configuration.maxRangeCount, logger: logger, snapshots: SnapshotEncoding(replica: parts.replica, saved: saved),
+            written: group?.written, feed: group?.feed, reported: group?.reported, trace: configuration.trace
         )
         var ready: Logger.Metadata = [
             "flowkit.submit": "\(sockets.endpoints.submit)", "flowkit.publish": "\(sockets.endpoints.publish)", "flowkit.sync": "\(sockets.endpoints.sync)",

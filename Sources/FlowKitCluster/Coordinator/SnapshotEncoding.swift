@@ -1,8 +1,13 @@
-/// The snapshot the sync socket serves, encoded once for every request that arrives while it is
-/// being encoded: a million instances take seconds to encode, a node that waits long enough asks
+import FlowKitLog
+
+/// The snapshot the sync socket serves, made once for every request that arrives while it is
+/// being made: a million instances take seconds to encode, a node that waits long enough asks
 /// again, and several nodes join at once after an outage. Each encoded its own before, and the
 /// work grew with every request while the first was still being made. A request that arrives
-/// once the encoding is done starts a new one (the states moved on).
+/// once it is made starts a new one (the states moved on).
+///
+/// The coordinator's newest saved snapshot (``SavedSnapshots``) is served while few enough entries
+/// follow it; only then is the replica encoded anew.
 actor SnapshotEncoding {
     /// What a snapshot holds: the replica's applied seq, every instance in address order, and the
     /// sessions the coordinator remembers.
@@ -10,29 +15,63 @@ actor SnapshotEncoding {
         let seq: UInt64
         let instances: [SnapshotChunkMessage.Instance]
         let sessions: [DedupTable.Remembered]
+        /// Whether it is the coordinator's saved snapshot, not the replica encoded anew.
+        var isSaved = false
     }
 
     private let replica: CoordinatorReplica
+    private let saved: SavedSnapshots?
     private var inFlight: Task<Snapshot, any Error>?
-    /// How many snapshots were encoded.
+    /// How many snapshots were encoded from the replica.
     private(set) var encoded = 0
+    /// How many saved snapshots were served.
+    private(set) var servedSaved = 0
 
-    init(replica: CoordinatorReplica) {
+    /// - Parameter saved: The coordinator's saved snapshots; nil keeps none (a memory log).
+    init(replica: CoordinatorReplica, saved: SavedSnapshots? = nil) {
         self.replica = replica
+        self.saved = saved
     }
 
-    /// The snapshot being encoded, or a new one: the replica only copies the states, and they are
-    /// encoded on the background thread, as the ``Compactor`` does.
+    /// The snapshot being made, or a new one: the newest saved one if few enough entries follow
+    /// it, else the replica's states, which the replica only copies and which are encoded on the
+    /// background thread, as the ``Compactor`` does.
     func current() async throws -> Snapshot {
         if let inFlight { return try await inFlight.value }
-        let task = Task { [replica] in
+        let task = Task { [replica, saved] in
+            if let saved, let snapshot = await saved.newest(applied: replica.applied) { return snapshot }
             let (seq, jobs, sessions) = await replica.snapshotJobs()
             let instances = try await BackgroundWork.shared.run { ReplicaSet.encode(jobs) }
             return Snapshot(seq: seq, instances: instances, sessions: sessions)
         }
         inFlight = task
-        encoded += 1
         defer { inFlight = nil }
-        return try await task.value
+        let snapshot = try await task.value
+        if snapshot.isSaved { servedSaved += 1 } else { encoded += 1 }
+        return snapshot
+    }
+}
+
+/// The coordinator's saved snapshots (the ``Compactor``'s), as the sync socket serves them: a node
+/// joining behind a million instances waited for them to be encoded again, most of its wait,
+/// while the same states, a few entries older, lay on disk. Kafka and Raft followers install the
+/// leader's saved snapshot the same way, and replay the log after it.
+struct SavedSnapshots: Sendable {
+    let store: SnapshotStore
+    /// The most entries a saved snapshot may lie behind the replica and still be served: the
+    /// Compactor saves one every `snapshotEvery` entries and keeps `retainEntries` below it, so a
+    /// node served the newest finds every entry after it in the log.
+    let maxReplay: UInt64
+
+    /// The newest saved snapshot, decoded on the background thread, if at most ``maxReplay``
+    /// entries follow it; nil if there is none, it lies too far behind, or it cannot be read (the
+    /// Compactor may be replacing it: the replica is encoded instead).
+    func newest(applied: UInt64) async -> SnapshotEncoding.Snapshot? {
+        let store = store
+        return try? await BackgroundWork.shared.run { () -> SnapshotEncoding.Snapshot? in
+            guard let seq = try store.seqs().first, seq <= applied, applied - seq <= maxReplay else { return nil }
+            let (instances, sessions) = try SnapshotCodec.decode(store.load(seq: seq).bytes)
+            return SnapshotEncoding.Snapshot(seq: seq, instances: instances, sessions: sessions, isSaved: true)
+        }
     }
 }

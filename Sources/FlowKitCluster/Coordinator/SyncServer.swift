@@ -237,7 +237,10 @@ struct SyncServer: Sendable {
                     request, seq: snapshot.seq, epoch: epoch, instances: snapshot.instances, sessions: snapshot.sessions, maxChunkBytes: maxChunkBytes
                 )
             }
-            logger.info("serving a snapshot", metadata: ["flowkit.seq": "\(snapshot.seq)", "flowkit.instances": "\(snapshot.instances.count)"])
+            logger.info(
+                "serving a snapshot",
+                metadata: ["flowkit.seq": "\(snapshot.seq)", "flowkit.instances": "\(snapshot.instances.count)", "flowkit.saved": "\(snapshot.isSaved)"]
+            )
             for frames in chunks {
                 try await socket.send(peer.reply(frames))
             }

@@ -139,9 +139,7 @@ final class ClusterSimulation {
             schedule.schedule(.coordinatorHeartbeat(index, incarnation: incarnation), at: now + 100_000)
         case .coordinatorStatus(let index, let incarnation):
             guard let coordinator = coordinator(index, incarnation) else { return }
-            // Replicated only, for now: with one coordinator, compaction left a node's snapshot
-            // join stuck (seeds 277, 512, 517), not understood yet.
-            if isReplicated { await coordinator.compactIfDue(every: options.snapshotEvery, retain: options.retainEntries) }
+            await coordinator.compactIfDue(every: options.snapshotEvery, retain: options.retainEntries)
             await statusRound(coordinator, now: now)
             schedule.schedule(.coordinatorStatus(index, incarnation: incarnation), at: now + 1_000_000)
         case .electionTick(let index, let incarnation):
@@ -250,7 +248,8 @@ final class ClusterSimulation {
             if case .fetch(let fetch) = request, coordinator.isReplicated {
                 try await serveFetch(fetch, from: peer, on: coordinator)
             } else {
-                for frames in await coordinator.answerSync(request) { sendSyncAnswer(frames, to: peer, from: coordinator) }
+                let answer = await coordinator.answerSync(request, maxReplay: options.snapshotEvery + options.retainEntries, bug: options.bug)
+                for frames in answer { sendSyncAnswer(frames, to: peer, from: coordinator) }
             }
         case .coordinatorFetch(let index):
             guard let coordinator = coordinator(index, packet.incarnation) else { return }

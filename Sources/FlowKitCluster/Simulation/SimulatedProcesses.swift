@@ -202,7 +202,9 @@ final class SimulatedCoordinator {
     }
 
     /// What the sync socket answers a RANGE or SNAPSHOT with: one message, or a snapshot's chunks.
-    func answerSync(_ request: SyncRequest) async -> [[[UInt8]]] {
+    /// A SNAPSHOT is answered with the disk's snapshot while at most `maxReplay` entries follow
+    /// it, else with the replica's states (``SavedSnapshots``).
+    func answerSync(_ request: SyncRequest, maxReplay: UInt64, bug: InjectedBug?) async -> [[[UInt8]]] {
         do {
             switch request {
             case .range(let range):
@@ -212,7 +214,12 @@ final class SimulatedCoordinator {
                 )
                 return [RangeMessage.frames(request: range.request, epoch: epoch, head: head, records: records)]
             case .snapshot(let snapshot):
-                let (seq, instances, sessions) = await replica.snapshot()
+                var (seq, instances, sessions) = await replica.snapshot()
+                if let saved = disk.snapshot, saved.seq <= seq, seq - saved.seq <= maxReplay {
+                    // The bug: the saved states labelled with the replica's seq.
+                    (instances, sessions) = (saved.instances, saved.sessions)
+                    if bug != .servedSnapshotUnderTheReplicaSeq { seq = saved.seq }
+                }
                 return SyncServer.snapshotChunks(
                     snapshot, seq: seq, epoch: committed.epoch, instances: instances, sessions: sessions, maxChunkBytes: 1 << 20
                 )

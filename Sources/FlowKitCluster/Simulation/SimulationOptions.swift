@@ -84,13 +84,16 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// Replicated: a standby behind the leader's retained log installs the leader's snapshot into
     /// its log but none of its states into its replica.
     case installWithoutStates = "install-without-states"
+    /// The sync socket serves the coordinator's saved snapshot labelled with the seq its replica
+    /// has applied: a node that joins through it skips the entries in between.
+    case servedSnapshotUnderTheReplicaSeq = "served-snapshot-under-the-replica-seq"
 
     /// Whether the bug lives among replicated coordinators (a run with several).
     package var needsReplicatedCoordinators: Bool {
         switch self {
         case .commitWithoutStandbys, .fenceOnlyOnTimer, .reportReceivedAsDurable, .installWithoutStates: true
         case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode,
-            .noFencing, .noTakeover:
+            .noFencing, .noTakeover, .servedSnapshotUnderTheReplicaSeq:
             false
         }
     }
