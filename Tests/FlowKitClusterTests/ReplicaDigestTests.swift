@@ -279,4 +279,33 @@ extension ReplicaDigestTests {
         #expect(Set(first.keys).isDisjoint(with: second.keys))
         #expect(replicas.takeChanged(hashing: false).isEmpty)
     }
+
+    /// A digest superseded before it went out is not reported: only the newest of an instance, once,
+    /// even when the older waits among many for a later report; hashing the same state again
+    /// reports nothing more.
+    @Test func aSupersededDigestIsNotReported() throws {
+        let replicas = Self.counters(DigestBook.reportedAtOnce + 10)
+        _ = replicas.combinedDigest(exact: true)
+        // counter/0 is among the first taken, counter/\(last) among the ones left for the next report.
+        let last = DigestBook.reportedAtOnce + 9
+        for (offset, key) in [0, last].enumerated() {
+            replicas.apply(
+                Entry(
+                    seq: UInt64(last + 2 + offset), epoch: 1, kind: .event, codec: .json, origin: 1, session: 1, submission: UInt64(last + 2 + offset),
+                    submittedAt: 0, committedAt: 0, address: "counter/\(key)", payload: Array(#"{"increment":{}}"#.utf8)
+                ),
+                runEffects: false
+            )
+        }
+        _ = replicas.combinedDigest(exact: true)
+        _ = replicas.combinedDigest(exact: true)
+        var reported: [Address: [UInt64]] = [:]
+        while case let taken = replicas.takeChanged(hashing: false), !taken.isEmpty {
+            for (address, changed) in taken { reported[address, default: []].append(changed.seq) }
+        }
+        #expect(reported.count == DigestBook.reportedAtOnce + 10)
+        #expect(reported[try Address(parsing: "counter/0")] == [UInt64(last + 2)])
+        #expect(reported[try Address(parsing: "counter/\(last)")] == [UInt64(last + 3)])
+        #expect(reported.values.allSatisfy { $0.count == 1 })
+    }
 }

@@ -10,12 +10,11 @@ import Testing
 /// it is being made; a request after it starts a new one. The coordinator's newest saved snapshot
 /// is served instead while few enough entries follow it.
 @Suite struct SnapshotEncodingTests {
-    @Test func requestsWhileASnapshotIsEncodedShareItAndALaterOneMakesAnother() async throws {
+    /// A coordinator replica with `count` counters, one entry each.
+    private static func counters(_ count: Int) async -> CoordinatorReplica {
         var registry = FlowRegistry()
         registry.register(CounterFlow.self, as: "counter")
         let replica = CoordinatorReplica(registry: registry, applied: 0, logger: Logger(label: "test"))
-        // Enough instances that encoding them takes a while (a debug build: about a second).
-        let count = 50_000
         await replica.applyNow(
             (0..<count).map { key in
                 Entry(
@@ -24,6 +23,13 @@ import Testing
                 )
             }
         )
+        return replica
+    }
+
+    @Test func requestsWhileASnapshotIsEncodedShareItAndALaterOneMakesAnother() async throws {
+        // Enough instances that encoding them takes a while (a debug build: about a second).
+        let count = 50_000
+        let replica = await Self.counters(count)
         let snapshots = SnapshotEncoding(replica: replica)
         async let first = snapshots.current()
         async let second = snapshots.current()
@@ -38,17 +44,7 @@ import Testing
     }
 
     @Test func theNewestSavedSnapshotIsServedWhileItsTailIsShortEnough() async throws {
-        var registry = FlowRegistry()
-        registry.register(CounterFlow.self, as: "counter")
-        let replica = CoordinatorReplica(registry: registry, applied: 0, logger: Logger(label: "test"))
-        await replica.applyNow(
-            (1...30).map { seq in
-                Entry(
-                    seq: seq, epoch: 1, kind: .event, codec: .json, origin: 1, session: 1, submission: seq, submittedAt: 0, committedAt: 0,
-                    address: "counter/\(seq)", payload: Array(#"{"increment":{}}"#.utf8)
-                )
-            }
-        )
+        let replica = await Self.counters(30)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("saved-snapshots-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try SnapshotStore(directory: directory, logger: Logger(label: "test"))
@@ -67,11 +63,44 @@ import Testing
         #expect(await near.servedSaved == 1)
         #expect(await near.encoded == 0)
 
-        // More than `maxReplay` entries behind: encoded anew.
+        // More entries behind than `maxReplay` and than it holds instances: encoded anew.
         let far = SnapshotEncoding(replica: replica, saved: SavedSnapshots(store: store, maxReplay: 9))
         let encoded = try await far.current()
         #expect(encoded.seq == 30 && encoded.instances.count == 30)
         #expect(await far.servedSaved == 0)
         #expect(await far.encoded == 1)
+
+        // As far behind, but holding more instances than entries follow it: served as saved.
+        let many = (0..<12).map { SnapshotChunkMessage.Instance(address: "counter/saved\($0)", lastSeq: 20, state: Array(#"{"count":7}"#.utf8)) }
+        try store.save(Snapshot(seq: 20, bytes: SnapshotCodec.encode(many)))
+        let large = SnapshotEncoding(replica: replica, saved: SavedSnapshots(store: store, maxReplay: 9))
+        #expect(try await large.current().instances == many)
+        #expect(await large.servedSaved == 1)
+    }
+
+    /// A node that asks while the Compactor encodes the same states waits for its snapshot rather
+    /// than encoding them a second time beside it.
+    @Test func aRequestDuringTheCompactorsSaveIsServedItsSnapshot() async throws {
+        let count = 50_000
+        let replica = await Self.counters(count)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("compactor-save-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try SnapshotStore(directory: directory, logger: Logger(label: "test"))
+        let compactor = Compactor(
+            replica: replica, writer: LogWriter(log: MemoryEntryLog()), snapshots: store, every: 1, retain: 1_000_000, logger: Logger(label: "test")
+        )
+        #expect(await compactor.waitForTheSaveUnderWay() == false)
+        // A snapshot saved long ago, too far behind to serve.
+        try store.save(Snapshot(seq: 1, bytes: SnapshotCodec.encode([])))
+        let snapshots = SnapshotEncoding(replica: replica, saved: SavedSnapshots(store: store, maxReplay: 0, compactor: compactor))
+
+        let saving = Task { await compactor.compactIfDue { _ in } }
+        // Asked once the save is under way (it takes a while: a debug build encodes 50,000 states).
+        for _ in 0..<10_000 where !(await compactor.isSaving) { try await Task.sleep(for: .milliseconds(1)) }
+        try #require(await compactor.isSaving)
+        let served = try await snapshots.current()
+        await saving.value
+        #expect(served.seq == UInt64(count) && served.isSaved && served.instances.count == count)
+        #expect(await snapshots.encoded == 0)
     }
 }

@@ -18,6 +18,9 @@ actor Compactor {
     private let logger: Logger
     private var lastSnapshot: UInt64 = 0
     private var pacing = SnapshotPacing()
+    /// Whether a snapshot is being encoded and saved now, and who waits for it to be saved.
+    private(set) var isSaving = false
+    private var waitingForTheSave: [CheckedContinuation<Void, Never>] = []
 
     init(
         replica: CoordinatorReplica, writer: LogWriter, snapshots: SnapshotStore,
@@ -42,6 +45,12 @@ actor Compactor {
         guard await replica.applied >= lastSnapshot + every, pacing.allows(now: WallClock.micros()) else { return }
         let (seq, jobs, sessions) = await replica.snapshotJobs()
         let snapshots = self.snapshots
+        isSaving = true
+        defer {
+            isSaving = false
+            for waiting in waitingForTheSave { waiting.resume() }
+            waitingForTheSave = []
+        }
         do {
             // Encoded and written on the background thread: the states were copied at `seq`.
             let (instances, cost) = try await BackgroundWork.shared.run {
@@ -66,5 +75,13 @@ actor Compactor {
         } catch {
             logger.error("could not save a snapshot or compact the log", metadata: ["flowkit.error": "\(error)"])
         }
+    }
+
+    /// Waits for the snapshot being saved now, if one is; whether one was. A node that joins
+    /// meanwhile is served it rather than a second encoding of the same states (``SavedSnapshots``).
+    func waitForTheSaveUnderWay() async -> Bool {
+        guard isSaving else { return false }
+        await withCheckedContinuation { waitingForTheSave.append($0) }
+        return true
     }
 }

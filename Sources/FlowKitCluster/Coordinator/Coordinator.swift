@@ -97,7 +97,15 @@ public final class Coordinator: Sendable {
         }
         try await sockets.publish.handleReceived { batch in role.core?.assumeIsolated { $0.noteSubscriptions(batch) } }
         // A joining node is served the Compactor's newest snapshot while its tail is short enough.
-        let saved = storage.snapshots.map { SavedSnapshots(store: $0, maxReplay: configuration.snapshotEvery + configuration.retainEntries) }
+        let compactor = storage.snapshots.map { snapshots in
+            Compactor(
+                replica: parts.replica, writer: parts.writer, snapshots: snapshots,
+                every: configuration.snapshotEvery, retain: configuration.retainEntries, logger: logger
+            )
+        }
+        let saved = storage.snapshots.map {
+            SavedSnapshots(store: $0, maxReplay: configuration.snapshotEvery + configuration.retainEntries, compactor: compactor)
+        }
         let syncServer = SyncServer(
             socket: sockets.sync, writer: parts.writer, source: role, counters: parts.counters, quarantine: parts.quarantine,
             maxRangeCount: configuration.maxRangeCount, logger: logger, snapshots: SnapshotEncoding(replica: parts.replica, saved: saved),
@@ -148,11 +156,7 @@ public final class Coordinator: Sendable {
             tasks.addTask(executorPreference: loop) { [configuration] in
                 await every(configuration.statusInterval, on: loop) { await role.core?.publishStatus() }
             }
-            if let snapshots = storage.snapshots {
-                let compactor = Compactor(
-                    replica: parts.replica, writer: parts.writer, snapshots: snapshots,
-                    every: configuration.snapshotEvery, retain: configuration.retainEntries, logger: logger
-                )
+            if let compactor {
                 tasks.addTask {
                     await every(.seconds(1)) {
                         await compactor.compactIfDue { first in await role.core?.noteCompacted(firstSeq: first) }

@@ -7,7 +7,7 @@ import FlowKitLog
 /// once it is made starts a new one (the states moved on).
 ///
 /// The coordinator's newest saved snapshot (``SavedSnapshots``) is served while few enough entries
-/// follow it; only then is the replica encoded anew.
+/// follow it; only when more do is the replica encoded anew.
 actor SnapshotEncoding {
     /// What a snapshot holds: the replica's applied seq, every instance in address order, and the
     /// sessions the coordinator remembers.
@@ -40,6 +40,10 @@ actor SnapshotEncoding {
         if let inFlight { return try await inFlight.value }
         let task = Task { [replica, saved] in
             if let saved, let snapshot = await saved.newest(applied: replica.applied) { return snapshot }
+            // The Compactor encodes the same states now: its snapshot, once saved, serves.
+            if let saved, await saved.compactor?.waitForTheSaveUnderWay() == true, let snapshot = await saved.newest(applied: replica.applied) {
+                return snapshot
+            }
             let (seq, jobs, sessions) = await replica.snapshotJobs()
             let instances = try await BackgroundWork.shared.run { ReplicaSet.encode(jobs) }
             return Snapshot(seq: seq, instances: instances, sessions: sessions)
@@ -58,20 +62,29 @@ actor SnapshotEncoding {
 /// leader's saved snapshot the same way, and replay the log after it.
 struct SavedSnapshots: Sendable {
     let store: SnapshotStore
-    /// The most entries a saved snapshot may lie behind the replica and still be served: the
-    /// Compactor saves one every `snapshotEvery` entries and keeps `retainEntries` below it, so a
-    /// node served the newest finds every entry after it in the log.
+    /// How many entries may follow a saved snapshot for it to be served, or more if it holds more
+    /// instances (replaying fewer entries than it holds instances costs less than encoding them
+    /// all anew). The log keeps every entry after the newest, so any would do; this bounds the
+    /// joining node's replay. The coordinator gives `snapshotEvery + retainEntries`.
     let maxReplay: UInt64
+    /// The Compactor that saves them: a snapshot it is saving when a node asks is waited for.
+    var compactor: Compactor?
 
-    /// The newest saved snapshot, decoded on the background thread, if at most ``maxReplay``
+    /// The newest saved snapshot, read and decoded on the background thread, if few enough
     /// entries follow it; nil if there is none, it lies too far behind, or it cannot be read (the
     /// Compactor may be replacing it: the replica is encoded instead).
     func newest(applied: UInt64) async -> SnapshotEncoding.Snapshot? {
         let store = store
         return try? await BackgroundWork.shared.run { () -> SnapshotEncoding.Snapshot? in
-            guard let seq = try store.seqs().first, seq <= applied, applied - seq <= maxReplay else { return nil }
+            guard let seq = try store.seqs().first, seq <= applied else { return nil }
             let (instances, sessions) = try SnapshotCodec.decode(store.load(seq: seq).bytes)
+            guard Self.serves(tail: applied - seq, instances: instances.count, maxReplay: maxReplay) else { return nil }
             return SnapshotEncoding.Snapshot(seq: seq, instances: instances, sessions: sessions, isSaved: true)
         }
+    }
+
+    /// Whether a saved snapshot of `instances` with `tail` entries after it is served.
+    static func serves(tail: UInt64, instances: Int, maxReplay: UInt64) -> Bool {
+        tail <= max(maxReplay, UInt64(instances))
     }
 }

@@ -12,9 +12,10 @@ final class DigestBook {
     /// round over a million changed instances (a population, a restore) cost a million moves per
     /// slice of 32, on the owner's thread.
     private var undigested: Deque<any FlowReplica> = []
-    /// Digests computed since ``takeChanged(hashing:held:)``: what a node's next report carries, each
-    /// with the seq of the state it describes.
-    private var fresh: [Address: ChangedDigest] = [:]
+    /// Digests not reported yet (``takeChanged(hashing:held:)``), oldest first. A queue: a table by
+    /// address took a node that restored a million 12 s of its loop. An instance recorded again is
+    /// queued again; the entry its newer digest supersedes is skipped when taken.
+    private var fresh: Deque<(replica: any FlowReplica, changed: ChangedDigest)> = []
     /// The digest of every instance, combined order-independently and kept up to date as instances
     /// change, so a process with many instances need not rehash them all to report.
     private var combined = DigestAccumulator()
@@ -66,7 +67,7 @@ final class DigestBook {
     /// Forgets every digest: the instances were replaced.
     func reset() {
         combined = DigestAccumulator()
-        fresh = [:]
+        fresh = []
         undigested = []
         hashingElsewhere = []
         roundLeft = 0
@@ -95,14 +96,13 @@ final class DigestBook {
     ///   off its thread, through ``takeDigestJobs(limit:held:)``, passes `false`).
     func takeChanged(hashing: Bool, held: [String: any FlowReplica]) -> [Address: ChangedDigest] {
         if hashing { refreshDigests(all: false, held: held) }
-        guard fresh.count > Self.reportedAtOnce else {
-            defer { fresh = [:] }
-            return fresh
-        }
         var taken: [Address: ChangedDigest] = [:]
-        taken.reserveCapacity(Self.reportedAtOnce)
-        for (address, digest) in fresh.prefix(Self.reportedAtOnce) { taken[address] = digest }
-        for address in taken.keys { fresh.removeValue(forKey: address) }
+        taken.reserveCapacity(min(fresh.count, Self.reportedAtOnce))
+        while taken.count < Self.reportedAtOnce, let next = fresh.popFirst() {
+            // A newer digest of the instance is queued after this one.
+            guard next.replica.digested?.seq == next.changed.seq else { continue }
+            taken[next.replica.address] = next.changed
+        }
         return taken
     }
 
@@ -176,8 +176,11 @@ final class DigestBook {
             combined.toggle(old.term)
         }
         combined.toggle(term)
+        let queued = replica.digested.map { $0.seq == seq && $0.term == term } ?? false
         replica.digested = DigestedState(seq: seq, term: term)
-        fresh[replica.address] = ChangedDigest(seq: seq, digest: digest)
+        // The same digest again (a job that finished after a status query hashed the state) is
+        // queued or reported already.
+        if !queued { fresh.append((replica, ChangedDigest(seq: seq, digest: digest))) }
     }
 
     /// A state to hash off the owner's thread: its instance, the seq it is at, and the work.

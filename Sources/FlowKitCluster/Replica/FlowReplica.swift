@@ -63,6 +63,10 @@ protocol FlowReplica: AnyObject {
     /// Replaces the state with a snapshot's, decoded with `decoder` (one for a whole snapshot: a
     /// decoder per instance cost a million instances more than decoding them).
     func restore(stateJSON: [UInt8], lastSeq: UInt64, ownership: SnapshotChunkMessage.Ownership, decoder: JSONDecoder) throws
+    /// Replaces the state with a snapshot's, kept as it came until the instance is first used
+    /// (applied, read, resumed); hashing and encoding it meanwhile do not decode it on the owner's
+    /// thread. A state that does not decode is found at that first use.
+    func restoreLater(stateJSON: [UInt8], lastSeq: UInt64, ownership: SnapshotChunkMessage.Ownership)
     func digest() throws -> StateDigest
     /// The digest of the state as it is now, to compute elsewhere (the state is a copy).
     func digestJob() -> @Sendable () throws -> StateDigest
@@ -78,6 +82,12 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
     var isUndigested = false
     var digested: DigestedState?
     private(set) var ownership = SnapshotChunkMessage.Ownership()
+    /// A restored state not decoded yet (``restoreLater(stateJSON:lastSeq:ownership:)``): joining
+    /// behind a million instances, decoding every state before the first entry took the node's
+    /// loop 5 s, most of the instances untouched for long after.
+    private var encodedState: [UInt8]?
+    /// Whether the state is a restored one not decoded yet.
+    var isStateEncoded: Bool { encodedState != nil }
     private var registration: TypedFlowRegistration<F> { flow.registration }
     private var logger: Logger { flow.context.logger }
     /// This process, when it runs effects (``ReplicaContext/owner``).
@@ -109,9 +119,29 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
     var runningTypedCancelIDs: Set<CancelID> { instance.runtime?.activeCancelIDs ?? [] }
 
     /// The instance's state.
-    var state: F.State { instance.state }
+    var state: F.State {
+        decodeRestoredState()
+        return instance.state
+    }
+
+    /// Decodes a state restored for later into the instance, before its first use. One that does
+    /// not decode (the coordinator runs another version of the flow) leaves the initial state,
+    /// said once as an error; the divergence alarm then names the instance.
+    private func decodeRestoredState() {
+        guard let encoded = encodedState else { return }
+        encodedState = nil
+        do {
+            instance.restore(try flow.stateDecoder.decode(F.State.self, from: Data(encoded)))
+        } catch {
+            logger.error(
+                "a restored state does not decode; the instance goes on from its initial state",
+                metadata: ["flowkit.address": "\(address)", "flowkit.error": "\(error)"]
+            )
+        }
+    }
 
     func apply(_ entry: Entry, runEffects: Bool) throws {
+        decodeRestoredState()
         defer { lastSeq = entry.seq }
         switch entry.kind {
         case .event:
@@ -193,6 +223,7 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
     }
 
     func stateJSONJob() -> @Sendable (JSONEncoder) throws -> [UInt8] {
+        if let encodedState { return { _ in encodedState } }
         let state = instance.state
         return { encoder in Array(try encoder.encode(state)) }
     }
@@ -203,6 +234,17 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
         } catch {
             throw ProtocolError(.malformed, "the snapshot state of \(address) does not decode: \(error)")
         }
+        encodedState = nil
+        adopt(lastSeq: lastSeq, ownership: ownership)
+    }
+
+    func restoreLater(stateJSON: [UInt8], lastSeq: UInt64, ownership: SnapshotChunkMessage.Ownership) {
+        encodedState = stateJSON
+        adopt(lastSeq: lastSeq, ownership: ownership)
+    }
+
+    /// A restored instance's last seq and effects' owners; its work resumed if this process owns it.
+    private func adopt(lastSeq: UInt64, ownership: SnapshotChunkMessage.Ownership) {
         self.lastSeq = lastSeq
         setOwners(ownership.owners)
         self.ownership.fence = ownership.fence
@@ -218,6 +260,7 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
             // The term a later takeover fences: the takeover's seq, or (no takeover yet) the
             // instance's last entry, after which any takeover comes.
             let term = ownership.fence > 0 ? ownership.fence : lastSeq
+            decodeRestoredState()
             _ = instance.resume(
                 derive: registration.resume, keep: { mine.contains(CancelTarget($0)) }, unmarked: ownership.owners == [process],
                 stamp: EntryStamp(seq: term, epoch: 0, committedAt: 0), mode: .origin, term: term, reducingSends: false,
@@ -227,10 +270,15 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
     }
 
     func digest() throws -> StateDigest {
-        try StateDigest(of: instance.state)
+        try StateDigest(of: state)
     }
 
+    /// A restored state not decoded yet is decoded in the job, where it is hashed, and the
+    /// instance keeps it encoded.
     func digestJob() -> @Sendable () throws -> StateDigest {
+        if let encodedState {
+            return { try StateDigest(of: JSONDecoder().decode(F.State.self, from: Data(encodedState))) }
+        }
         let state = instance.state
         return { try StateDigest(of: state) }
     }

@@ -19,6 +19,8 @@ final class FlowReplicas<F: Flow> where F.State: Codable, F.Event: Codable {
     let sampler: DeterminismSampler?
     /// The owners of every instance of the set, counted.
     let owned: OwnedEffects?
+    /// Decodes restored states on first use, on the set's thread (``TypedReplica``).
+    private(set) lazy var stateDecoder = JSONDecoder()
 
     /// - Parameter dependencies: What the flow's reducers and effects see; by default
     ///   ``TypedFlowRegistration/replicaDependencies(from:)`` of the context's.

@@ -198,18 +198,21 @@ import Logging
     }
 
     /// Replaces everything with the instances of a snapshot. Running effects of dropped instances end.
+    ///
+    /// Each state stays as the snapshot has it until its instance is first used
+    /// (``FlowReplica/restoreLater(stateJSON:lastSeq:ownership:)``); the restore's hashing decodes
+    /// it off the owner's thread.
     func importStates(_ instances: [SnapshotChunkMessage.Instance]) throws {
         for replica in replicas.values { replica.shutDown() }
         replicas = [:]
         withEffects = [:]
         book.reset()
         owned.removeAll()
-        let decoder = JSONDecoder()
         replicas.reserveCapacity(instances.count)
         for instance in instances {
             let address = try Address(parsing: instance.address)
             let replica = try replicaCreatingIfNeeded(address)
-            try replica.restore(stateJSON: instance.state, lastSeq: instance.lastSeq, ownership: instance.ownership, decoder: decoder)
+            replica.restoreLater(stateJSON: instance.state, lastSeq: instance.lastSeq, ownership: instance.ownership)
             // A restore resumes this process's own effects.
             noteEffects(of: replica)
             book.noteChanged(replica)

@@ -202,8 +202,8 @@ final class SimulatedCoordinator {
     }
 
     /// What the sync socket answers a RANGE or SNAPSHOT with: one message, or a snapshot's chunks.
-    /// A SNAPSHOT is answered with the disk's snapshot while at most `maxReplay` entries follow
-    /// it, else with the replica's states (``SavedSnapshots``).
+    /// A SNAPSHOT is answered with the disk's snapshot while few enough entries follow it, else
+    /// with the replica's states (``SavedSnapshots``).
     func answerSync(_ request: SyncRequest, maxReplay: UInt64, bug: InjectedBug?) async -> [[[UInt8]]] {
         do {
             switch request {
@@ -215,7 +215,9 @@ final class SimulatedCoordinator {
                 return [RangeMessage.frames(request: range.request, epoch: epoch, head: head, records: records)]
             case .snapshot(let snapshot):
                 var (seq, instances, sessions) = await replica.snapshot()
-                if let saved = disk.snapshot, saved.seq <= seq, seq - saved.seq <= maxReplay {
+                if let saved = disk.snapshot, saved.seq <= seq,
+                    SavedSnapshots.serves(tail: seq - saved.seq, instances: saved.instances.count, maxReplay: maxReplay)
+                {
                     // The bug: the saved states labelled with the replica's seq.
                     (instances, sessions) = (saved.instances, saved.sessions)
                     if bug != .servedSnapshotUnderTheReplicaSeq { seq = saved.seq }

@@ -275,18 +275,22 @@ package actor LocalCluster {
         try file!.write(directory: directory)
     }
 
-    /// Stops the nodes, then the coordinators, then etcd, gracefully; removes `cluster.json`.
+    /// Stops the nodes together, then the coordinators, then etcd, gracefully; removes
+    /// `cluster.json`. (Nodes of a million instances stopping in turn took 9 s.)
     package func stop() async {
         stopping = true
-        for node in nodes.values { await node.stop() }
-        await coordinator?.stop()
-        for child in replicated.values { await child.stop() }
+        await Self.stopTogether(Array(nodes.values))
+        await Self.stopTogether([coordinator].compactMap { $0 } + replicated.values)
         await etcd?.process.stop()
         nodes = [:]
         coordinator = nil
         replicated = [:]
         etcd = nil
         try? FileManager.default.removeItem(atPath: directory + "/cluster.json")
+    }
+
+    private static func stopTogether(_ children: [ChildProcess]) async {
+        await withDiscardingTaskGroup { group in for child in children { group.addTask { await child.stop() } } }
     }
 
     package func pids() -> [Int32] {
