@@ -19,7 +19,7 @@ final class DigestBook {
     /// The digest of every instance, combined order-independently and kept up to date as instances
     /// change, so a process with many instances need not rehash them all to report.
     private var combined = DigestAccumulator()
-    /// Instances out in ``takeDigestJobs(limit:held:)``'s jobs.
+    /// Instances out in ``takeDigestJobs(limit:held:)``'s jobs, in the jobs' order.
     private var hashingElsewhere: [any FlowReplica] = []
     /// Instances left to hash in the current round (``startDigestRound(now:spreadOver:)``), when
     /// its next slice may go out and the time between slices (µs).
@@ -176,11 +176,10 @@ final class DigestBook {
             combined.toggle(old.term)
         }
         combined.toggle(term)
-        let queued = replica.digested.map { $0.seq == seq && $0.term == term } ?? false
+        let known = replica.digested.map { $0.seq == seq && $0.term == term } ?? false
         replica.digested = DigestedState(seq: seq, term: term)
-        // The same digest again (a job that finished after a status query hashed the state) is
-        // queued or reported already.
-        if !queued { fresh.append((replica, ChangedDigest(seq: seq, digest: digest))) }
+        // The same digest again (a job back after a status query hashed it) is queued or sent already.
+        if !known { fresh.append((replica, ChangedDigest(seq: seq, digest: digest))) }
     }
 
     /// A state to hash off the owner's thread: its instance, the seq it is at, and the work.
@@ -191,8 +190,9 @@ final class DigestBook {
         let hash: @Sendable () throws -> StateDigest
     }
 
-    /// What a ``DigestJob`` found, with its term in the combined digest (hashed there too).
+    /// What a ``DigestJob`` found, its term in the combined digest, and its job's place in its slice.
     struct DigestResult: Sendable {
+        let position: Int
         let address: Address
         let seq: UInt64
         let generation: UInt64
@@ -217,7 +217,7 @@ final class DigestBook {
     }
 
     /// The next slice of the round, to hash elsewhere and hand back to
-    /// ``finishDigestJobs(_:hashingMicros:held:)``; nothing while a slice is out, before the slice is
+    /// ``finishDigestJobs(_:hashingMicros:)``; nothing while a slice is out, before the slice is
     /// due (``nextDigestSliceDue``), once the round is done, or while the budget is spent (which
     /// ends the round).
     func nextDigestSlice(now: UInt64, held: [String: any FlowReplica]) -> [DigestJob] {
@@ -251,7 +251,7 @@ final class DigestBook {
     /// are out or the budget is spent; the states are copies (copy-on-write), taken now.
     ///
     /// - Parameter limit: At most this many: taking the jobs and folding their results back in
-    ///   (``finishDigestJobs(_:hashingMicros:held:)``) happen on the owner's thread, about a microsecond
+    ///   (``finishDigestJobs(_:hashingMicros:)``) happen on the owner's thread, about a microsecond
     ///   each, so a thousand at once held a node's loop up for a millisecond.
     func takeDigestJobs(limit: Int, held: [String: any FlowReplica]) -> [DigestJob] {
         refillAllowance()
@@ -263,8 +263,8 @@ final class DigestBook {
         for replica in taken where held[replica.address.description] === replica {
             replica.isUndigested = false
             jobs.append(DigestJob(address: replica.address, seq: replica.lastSeq, generation: generation, hash: replica.digestJob()))
+            hashingElsewhere.append(replica)
         }
-        hashingElsewhere = taken.filter { held[$0.address.description] === $0 }
         undigested.removeFirst(taken.count)
         tookFromTheFront(taken.count)
         return jobs
@@ -278,23 +278,23 @@ final class DigestBook {
         let started = ThreadCPUClock.micros()
         var results: [DigestResult] = []
         results.reserveCapacity(jobs.count)
-        for job in jobs {
+        for (position, job) in jobs.enumerated() {
             guard let digest = try? job.hash() else { continue }
-            results.append(
-                DigestResult(address: job.address, seq: job.seq, generation: job.generation, digest: digest, term: DigestAccumulator.Term(job.address, digest))
-            )
+            let term = DigestAccumulator.Term(job.address, digest)
+            results.append(DigestResult(position: position, address: job.address, seq: job.seq, generation: job.generation, digest: digest, term: term))
         }
         let ended = ThreadCPUClock.micros()
         return (results, ended - min(started, ended))
     }
 
-    /// Takes back what jobs found, charging the time they took to the budget (a restore's are not).
-    func finishDigestJobs(_ results: [DigestResult], hashingMicros: UInt64, held: [String: any FlowReplica]) {
+    /// Takes back what jobs found, each for the instance at its job's position (looked up by address,
+    /// a restored million took 2 s of a node's loop), charging the time to the budget (not a restore's).
+    func finishDigestJobs(_ results: [DigestResult], hashingMicros: UInt64) {
+        let out = hashingElsewhere
         hashingElsewhere = []
         if !restoring { digestAllowance -= Int64(hashingMicros) }
-        for result in results where result.generation == generation {
-            guard let replica = held[result.address.description] else { continue }
-            record(replica, seq: result.seq, digest: result.digest, term: result.term)
+        for result in results where result.generation == generation && out.indices.contains(result.position) {
+            record(out[result.position], seq: result.seq, digest: result.digest, term: result.term)
         }
     }
 }

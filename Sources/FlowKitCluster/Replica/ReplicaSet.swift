@@ -148,9 +148,9 @@ import Logging
 
     static func hash(_ jobs: [DigestJob]) -> (results: [DigestResult], micros: UInt64) { DigestBook.hash(jobs) }
 
-    /// ``DigestBook/finishDigestJobs(_:hashingMicros:held:)``.
+    /// ``DigestBook/finishDigestJobs(_:hashingMicros:)``.
     func finishDigestJobs(_ results: [DigestResult], hashingMicros: UInt64) {
-        book.finishDigestJobs(results, hashingMicros: hashingMicros, held: replicas)
+        book.finishDigestJobs(results, hashingMicros: hashingMicros)
     }
 
     // MARK: Snapshots
