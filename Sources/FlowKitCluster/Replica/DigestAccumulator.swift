@@ -6,8 +6,13 @@ struct DigestAccumulator {
     /// One pair's share: SHA-256(address, digest), truncated. Adding a pair and removing it are the
     /// same XOR, so a replaced digest leaves with the term it came in with.
     struct Term: Sendable, Equatable {
-        fileprivate let high: UInt64
-        fileprivate let low: UInt64
+        let high: UInt64
+        let low: UInt64
+
+        /// A term as ``RestingInstances`` keeps it.
+        init(high: UInt64, low: UInt64) {
+            (self.high, self.low) = (high, low)
+        }
 
         init(_ address: Address, _ digest: StateDigest) {
             let pair = StateDigest(combining: [(key: address.description, digest: digest)])

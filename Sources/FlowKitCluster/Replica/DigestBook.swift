@@ -5,7 +5,8 @@ import FlowKitCore
 /// instances changed since they were hashed, each one's last digest and its term in the combined
 /// digest, the slices handed out to hash elsewhere, and the hashing budget. The set owns one and
 /// passes it the instances it holds (`held`): a job or a change of an instance the set no longer
-/// holds (a snapshot replaced it) counts for nothing.
+/// holds (a snapshot replaced it) counts for nothing. Instances at rest (``RestingInstances``)
+/// keep their terms in their records; a restored snapshot's are hashed from there.
 final class DigestBook {
     /// Instances changed since a hash of their state last began, oldest change first. A deque: a
     /// slice is taken from the front, and an array's `removeFirst` moved every other element, so a
@@ -15,12 +16,20 @@ final class DigestBook {
     /// Digests not reported yet (``takeChanged(hashing:held:)``), oldest first. A queue: a table by
     /// address took a node that restored a million 12 s of its loop. An instance recorded again is
     /// queued again; the entry its newer digest supersedes is skipped when taken.
-    private var fresh: Deque<(replica: any FlowReplica, changed: ChangedDigest)> = []
+    /// (A record at rest has no newer digest to supersede its own: `replica` is nil.)
+    private var fresh: Deque<(replica: (any FlowReplica)?, address: Address, changed: ChangedDigest)> = []
     /// The digest of every instance, combined order-independently and kept up to date as instances
     /// change, so a process with many instances need not rehash them all to report.
     private var combined = DigestAccumulator()
-    /// Instances out in ``takeDigestJobs(limit:held:)``'s jobs, in the jobs' order.
+    /// Instances out in ``takeDigestJobs(limit:held:)``'s jobs, in the jobs' order; or records at
+    /// rest (a slice is one or the other).
     private var hashingElsewhere: [any FlowReplica] = []
+    private var recordsElsewhere: [RestingInstances.Unhashed] = []
+    /// The instances at rest, whose records hold their terms.
+    private let resting: RestingInstances
+    /// The hashing of a record's state, by its flow (``ReplicaSet`` knows the flows' types); nil
+    /// for a flow not registered.
+    var recordHash: (_ address: Address, _ state: [UInt8]) -> (@Sendable () throws -> StateDigest)? = { _, _ in nil }
     /// Instances left to hash in the current round (``startDigestRound(now:spreadOver:)``), when
     /// its next slice may go out and the time between slices (µs).
     private var roundLeft = 0
@@ -37,14 +46,13 @@ final class DigestBook {
     static let digestBurst: Int64 = 50_000
     /// Bumped when the instances are replaced (a snapshot): jobs of an earlier generation are stale.
     private var generation: UInt64 = 0
-    /// How many of a restored snapshot's instances (more than ``hashedNowAtMost``) are not hashed
-    /// yet. They are the oldest changes, at the front of ``undigested``; while any is left, slices
-    /// go out back to back, outside the budget, and an exact digest hashes none on the owner's
-    /// thread. Hashing a restored million there took a joining node's loop 10 s, heartbeats and
-    /// clients included. Instances that change after the restore are hashed as always.
-    private var restoreLeft = 0
-    private var restoring: Bool { restoreLeft > 0 }
-    /// The most instances an exact digest hashes on the owner's thread after a restore.
+    /// Whether records at rest wait to be hashed or are out being hashed (a restored snapshot's):
+    /// meanwhile slices of them go out back to back, before any other, outside the budget, and an
+    /// exact digest hashes none on the owner's thread while more than ``hashedNowAtMost`` wait.
+    /// Hashing a restored million there took a joining node's loop 10 s, heartbeats and clients
+    /// included. Instances that change after the restore are hashed as always.
+    private var restoring: Bool { resting.unhashed > 0 || !recordsElsewhere.isEmpty }
+    /// The most records an exact digest hashes on the owner's thread after a restore.
     static let hashedNowAtMost = 4_096
     /// Instances a slice of a restore's hashing holds.
     static let restoreSlice = 256
@@ -52,8 +60,9 @@ final class DigestBook {
     /// one in a simulation, a test's own in a test.
     private let clock: () -> UInt64
 
-    init(clock: @escaping () -> UInt64) {
+    init(clock: @escaping () -> UInt64, resting: RestingInstances) {
         self.clock = clock
+        self.resting = resting
     }
 
     /// An instance changed: it is hashed again in the next round, or when an exact digest is asked.
@@ -70,24 +79,16 @@ final class DigestBook {
         fresh = []
         undigested = []
         hashingElsewhere = []
+        recordsElsewhere = []
         roundLeft = 0
         generation += 1
-        restoreLeft = 0
-    }
-
-    /// The instances noted changed since ``reset()`` are a restored snapshot's: many of them are
-    /// hashed elsewhere, outside the budget (``restoreLeft``).
-    func noteRestored() {
-        restoreLeft = undigested.count > Self.hashedNowAtMost ? undigested.count : 0
     }
 
     /// Whether a restore's instances are still being hashed elsewhere, outside the budget.
     var isHashingARestore: Bool { restoring }
 
-    /// `count` instances were taken from the front of ``undigested``.
-    private func tookFromTheFront(_ count: Int) {
-        restoreLeft = max(0, restoreLeft - count)
-    }
+    /// Whether records at rest are out being hashed (their places in the arena must stay put).
+    var isHashingRecords: Bool { !recordsElsewhere.isEmpty }
 
     /// The digests computed since the last call, each with the seq of the state it describes: at
     /// most ``reportedAtOnce``, the rest left for the next calls.
@@ -100,8 +101,8 @@ final class DigestBook {
         taken.reserveCapacity(min(fresh.count, Self.reportedAtOnce))
         while taken.count < Self.reportedAtOnce, let next = fresh.popFirst() {
             // A newer digest of the instance is queued after this one.
-            guard next.replica.digested?.seq == next.changed.seq else { continue }
-            taken[next.replica.address] = next.changed
+            if let replica = next.replica, replica.digested?.seq != next.changed.seq { continue }
+            taken[next.address] = next.changed
         }
         return taken
     }
@@ -115,7 +116,7 @@ final class DigestBook {
     var lastCombinedDigest: StateDigest { combined.digest }
 
     /// Whether every instance's digest describes its current state (none deferred, none in a job).
-    var digestsAreCurrent: Bool { undigested.isEmpty && hashingElsewhere.isEmpty }
+    var digestsAreCurrent: Bool { undigested.isEmpty && hashingElsewhere.isEmpty && !restoring }
 
     /// The combined digest of every instance.
     ///
@@ -138,17 +139,19 @@ final class DigestBook {
     /// Rehashes the instances changed since their digests were last computed: with `all`, every
     /// one, those out in jobs too (until a job is back, its digests are from before); otherwise
     /// as many as the digest budget allows now, oldest change first (the rest are not walked).
+    /// A restore's records count only with `all`, and only while few wait.
     private func refreshDigests(all: Bool, held: [String: any FlowReplica]) {
         refillAllowance()
-        if all, !restoring {
+        if all, resting.unhashed <= Self.hashedNowAtMost {
+            for waiting in recordsElsewhere + resting.takeUnhashed(limit: .max) {
+                guard let address = try? Address(parsing: waiting.address), let digest = try? recordHash(address, waiting.state)?() else { continue }
+                record(waiting, address: address, digest: digest, term: DigestAccumulator.Term(address, digest))
+            }
             let elsewhere = hashingElsewhere.filter { ($0.digested?.seq ?? 0) < $0.lastSeq }
             for replica in Array(undigested) + elsewhere { rehash(replica, held: held) }
             undigested = []
         } else {
-            while digestAllowance > 0, let replica = undigested.popFirst() {
-                tookFromTheFront(1)
-                rehash(replica, held: held)
-            }
+            while digestAllowance > 0, let replica = undigested.popFirst() { rehash(replica, held: held) }
         }
     }
 
@@ -179,25 +182,14 @@ final class DigestBook {
         let known = replica.digested.map { $0.seq == seq && $0.term == term } ?? false
         replica.digested = DigestedState(seq: seq, term: term)
         // The same digest again (a job back after a status query hashed it) is queued or sent already.
-        if !known { fresh.append((replica, ChangedDigest(seq: seq, digest: digest))) }
+        if !known { fresh.append((replica, replica.address, ChangedDigest(seq: seq, digest: digest))) }
     }
 
-    /// A state to hash off the owner's thread: its instance, the seq it is at, and the work.
-    struct DigestJob: Sendable {
-        let address: Address
-        let seq: UInt64
-        let generation: UInt64
-        let hash: @Sendable () throws -> StateDigest
-    }
-
-    /// What a ``DigestJob`` found, its term in the combined digest, and its job's place in its slice.
-    struct DigestResult: Sendable {
-        let position: Int
-        let address: Address
-        let seq: UInt64
-        let generation: UInt64
-        let digest: StateDigest
-        let term: DigestAccumulator.Term
+    /// Records the digest of a record at rest, handed out for hashing, unless it was woken meanwhile.
+    private func record(_ record: RestingInstances.Unhashed, address: Address, digest: StateDigest, term: DigestAccumulator.Term) {
+        guard resting.setTerm(term, at: record.place, lastSeq: record.lastSeq) else { return }
+        combined.toggle(term)
+        fresh.append((nil, address, ChangedDigest(seq: record.lastSeq, digest: digest)))
     }
 
     /// Starts a round of hashing elsewhere: every instance changed since its last digest is hashed
@@ -210,7 +202,7 @@ final class DigestBook {
     /// machine whose cores are busy that burst, once a report interval, was where the tail of the
     /// latency was.
     func startDigestRound(now: UInt64, spreadOver span: UInt64) {
-        roundLeft = undigested.count
+        roundLeft = undigested.count + resting.unhashed
         let slices = (roundLeft + Self.digestSlice - 1) / Self.digestSlice
         sliceSpacing = slices > 1 && !restoring ? span / UInt64(slices) : 0
         nextSliceAt = now
@@ -221,7 +213,7 @@ final class DigestBook {
     /// due (``nextDigestSliceDue``), once the round is done, or while the budget is spent (which
     /// ends the round).
     func nextDigestSlice(now: UInt64, held: [String: any FlowReplica]) -> [DigestJob] {
-        guard hashingElsewhere.isEmpty, roundLeft > 0, now >= nextSliceAt else { return [] }
+        guard hashingElsewhere.isEmpty, recordsElsewhere.isEmpty, roundLeft > 0, now >= nextSliceAt else { return [] }
         let slice = min(roundLeft, restoring ? Self.restoreSlice : Self.digestSlice)
         let jobs = takeDigestJobs(limit: slice, held: held)
         roundLeft = jobs.isEmpty ? 0 : roundLeft - slice
@@ -230,12 +222,12 @@ final class DigestBook {
     }
 
     /// Whether the round is over: every slice handed out has come back and none is left.
-    var isDigestRoundDone: Bool { roundLeft == 0 && hashingElsewhere.isEmpty }
+    var isDigestRoundDone: Bool { roundLeft == 0 && hashingElsewhere.isEmpty && recordsElsewhere.isEmpty }
 
     /// When the round's next slice is due (µs), while one is left and none is out: its owner asks
     /// ``nextDigestSlice(now:held:)`` again then.
     var nextDigestSliceDue: UInt64? {
-        hashingElsewhere.isEmpty && roundLeft > 0 ? nextSliceAt : nil
+        hashingElsewhere.isEmpty && recordsElsewhere.isEmpty && roundLeft > 0 ? nextSliceAt : nil
     }
 
     /// Instances hashed elsewhere at a time: taking their states and folding the digests back in
@@ -255,7 +247,9 @@ final class DigestBook {
     ///   each, so a thousand at once held a node's loop up for a millisecond.
     func takeDigestJobs(limit: Int, held: [String: any FlowReplica]) -> [DigestJob] {
         refillAllowance()
-        guard hashingElsewhere.isEmpty, digestAllowance > 0 || restoring, !undigested.isEmpty else { return [] }
+        guard hashingElsewhere.isEmpty, recordsElsewhere.isEmpty else { return [] }
+        if resting.unhashed > 0 { return takeRecordJobs(limit: limit) }
+        guard digestAllowance > 0, !undigested.isEmpty else { return [] }
         // A copy of the few taken: a slice of the deque alive across the removal would copy it all.
         let taken = Array(undigested.prefix(limit))
         var jobs: [DigestJob] = []
@@ -266,35 +260,36 @@ final class DigestBook {
             hashingElsewhere.append(replica)
         }
         undigested.removeFirst(taken.count)
-        tookFromTheFront(taken.count)
         return jobs
     }
 
-    /// Runs digest jobs where it is called; returns what they found and the microseconds of CPU it
-    /// took. CPU, not wall time: the background thread runs at nice 19, and on a loaded machine
-    /// charging the budget for the time it waited for a core spent the budget in one slice and
-    /// ended the round with instances unhashed.
-    static func hash(_ jobs: [DigestJob]) -> (results: [DigestResult], micros: UInt64) {
-        let started = ThreadCPUClock.micros()
-        var results: [DigestResult] = []
-        results.reserveCapacity(jobs.count)
-        for (position, job) in jobs.enumerated() {
-            guard let digest = try? job.hash() else { continue }
-            let term = DigestAccumulator.Term(job.address, digest)
-            results.append(DigestResult(position: position, address: job.address, seq: job.seq, generation: job.generation, digest: digest, term: term))
+    /// Hands out records at rest that wait to be hashed (a restore's), outside the budget.
+    private func takeRecordJobs(limit: Int) -> [DigestJob] {
+        var jobs: [DigestJob] = []
+        for record in resting.takeUnhashed(limit: limit) {
+            guard let address = try? Address(parsing: record.address), let hash = recordHash(address, record.state) else { continue }
+            jobs.append(DigestJob(address: address, seq: record.lastSeq, generation: generation, hash: hash))
+            recordsElsewhere.append(record)
         }
-        let ended = ThreadCPUClock.micros()
-        return (results, ended - min(started, ended))
+        return jobs
     }
 
     /// Takes back what jobs found, each for the instance at its job's position (looked up by address,
     /// a restored million took 2 s of a node's loop), charging the time to the budget (not a restore's).
     func finishDigestJobs(_ results: [DigestResult], hashingMicros: UInt64) {
         let out = hashingElsewhere
+        let records = recordsElsewhere
         hashingElsewhere = []
-        if !restoring { digestAllowance -= Int64(hashingMicros) }
-        for result in results where result.generation == generation && out.indices.contains(result.position) {
-            record(out[result.position], seq: result.seq, digest: result.digest, term: result.term)
+        recordsElsewhere = []
+        if records.isEmpty { digestAllowance -= Int64(hashingMicros) }
+        for result in results where result.generation == generation {
+            if !records.isEmpty {
+                if records.indices.contains(result.position) {
+                    record(records[result.position], address: result.address, digest: result.digest, term: result.term)
+                }
+            } else if out.indices.contains(result.position) {
+                record(out[result.position], seq: result.seq, digest: result.digest, term: result.term)
+            }
         }
     }
 }

@@ -276,9 +276,7 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
     /// A restored state not decoded yet is decoded in the job, where it is hashed, and the
     /// instance keeps it encoded.
     func digestJob() -> @Sendable () throws -> StateDigest {
-        if let encodedState {
-            return { try StateDigest(of: JSONDecoder().decode(F.State.self, from: Data(encodedState))) }
-        }
+        if let encodedState { return flow.digestJob(stateJSON: encodedState) }
         let state = instance.state
         return { try StateDigest(of: state) }
     }

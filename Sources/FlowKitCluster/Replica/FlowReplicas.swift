@@ -69,11 +69,17 @@ final class FlowReplicas<F: Flow> where F.State: Codable, F.Event: Codable {
 protocol ReplicaMaker: AnyObject {
     /// The replica of one instance, at its initial state.
     func makeReplica(at address: Address) -> any FlowReplica
+    /// The digest of a state as a snapshot encodes it, to compute elsewhere.
+    func digestJob(stateJSON: [UInt8]) -> @Sendable () throws -> StateDigest
 }
 
 extension FlowReplicas: ReplicaMaker {
     func makeReplica(at address: Address) -> any FlowReplica {
         TypedReplica(address: address, flow: self)
+    }
+
+    func digestJob(stateJSON: [UInt8]) -> @Sendable () throws -> StateDigest {
+        { try StateDigest(of: JSONDecoder().decode(F.State.self, from: Data(stateJSON))) }
     }
 }
 

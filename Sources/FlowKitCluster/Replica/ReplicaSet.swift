@@ -5,7 +5,8 @@ import Logging
 /// Every flow instance a process holds, applied entry by entry in seq order. Nodes and the
 /// coordinator both keep one: a node runs the effects of the entries it originated; the
 /// coordinator's copy never runs effects and serves snapshots and reference digests. Instances are
-/// created on their first entry. Not thread-safe: its owner applies from one serial context.
+/// created on their first entry; a restored snapshot's rest as records (``RestingInstances``)
+/// until first used. Not thread-safe: its owner applies from one serial context.
 @_spi(Benchmarks) public final class ReplicaSet {
     private let registry: FlowRegistry
     private let context: ReplicaContext
@@ -16,6 +17,8 @@ import Logging
     /// The replicas by address text, as entries carry it: the apply path finds an instance without
     /// parsing or validating its address again. One table: each instance's digest lives on it.
     private var replicas: [String: any FlowReplica] = [:]
+    /// The instances at rest: a restored snapshot's, not used since.
+    private let resting = RestingInstances()
     /// The digests of the instances, and the rounds that keep them current.
     private let book: DigestBook
     /// Entries whose payload did not decode, and quarantined ones; every replica skips the same ones.
@@ -25,6 +28,8 @@ import Logging
     /// The instances that ran effects here when last looked at, by address text: counting the
     /// running effects walks these, not every instance (a million idle ones cost nothing).
     private var withEffects: [String: any FlowReplica] = [:]
+    /// A bug the simulation plants to prove its checks catch it; never set in a process.
+    var injectedBug: InjectedBug?
 
     /// A passive set, which never runs effects: the coordinator's, a monitor's, a benchmark's.
     public convenience init(registry: FlowRegistry, logger: Logger) {
@@ -35,10 +40,16 @@ import Logging
         self.registry = registry
         self.context = context
         self.logger = logger
-        self.book = DigestBook(clock: clock)
+        self.book = DigestBook(clock: clock, resting: resting)
+        book.recordHash = { [unowned self] address, state in
+            (flows[address.flow] ?? (try? registry.flow(for: address).replicas(context: context, owned: owned)))?.digestJob(stateJSON: state)
+        }
     }
 
-    var count: Int { replicas.count }
+    /// The instances held, at rest or not.
+    var count: Int { replicas.count + resting.count }
+    /// The instances at rest (``RestingInstances``).
+    var restingCount: Int { resting.count }
     /// The effect tasks running now, over every instance; instances whose effects all ended
     /// leave ``withEffects``.
     var runningEffects: Int {
@@ -61,7 +72,27 @@ import Logging
         }
     }
 
-    func replica(at address: Address) -> (any FlowReplica)? { replicas[address.description] }
+    /// The instance at `address`, woken if it rests; nil if the set holds none there.
+    func replica(at address: Address) -> (any FlowReplica)? { replicas[address.description] ?? wake(address.description) }
+
+    /// Wakes an instance at rest: it becomes an object again, with its record's state (decoded at
+    /// its first use), last seq, effects' owners and digest.
+    private func wake(_ address: String) -> (any FlowReplica)? {
+        guard let record = resting.take(address) else { return nil }
+        defer { resting.compactIfWorthIt(hashingOut: book.isHashingRecords) }
+        // Every record's address and flow were checked when it came to rest.
+        guard let replica = try? replicaCreatingIfNeeded(Address(parsing: address)) else { return nil }
+        // The replica counts its owners again.
+        owned.replace(record.ownership.owners, with: [])
+        replica.restoreLater(stateJSON: record.state, lastSeq: record.lastSeq, ownership: record.ownership)
+        if let term = record.term {
+            if injectedBug == .wokenWithoutItsDigest { return replica }
+            replica.digested = DigestedState(seq: record.lastSeq, term: term)
+        } else {
+            book.noteChanged(replica)
+        }
+        return replica
+    }
 
     /// Applies one ordered entry, creating its instance if this is its first.
     ///
@@ -72,7 +103,7 @@ import Logging
             return
         }
         let replica: any FlowReplica
-        if let existing = replicas[entry.address] {
+        if let existing = replicas[entry.address] ?? wake(entry.address) {
             replica = existing
         } else {
             do {
@@ -164,7 +195,15 @@ import Logging
     /// with many instances does not stall its thread encoding them all, nor sorting them (ten
     /// thousand addresses took the coordinator's replica milliseconds to sort).
     func exportStateJobs() -> [StateJob] {
-        replicas.map { address, replica in StateJob(address: address, lastSeq: replica.lastSeq, ownership: replica.ownership, encode: replica.stateJSONJob()) }
+        var jobs = replicas.map { address, replica in
+            StateJob(address: address, lastSeq: replica.lastSeq, ownership: replica.ownership, encode: replica.stateJSONJob())
+        }
+        jobs.reserveCapacity(jobs.count + resting.count)
+        resting.forEach { record in
+            let state = record.state
+            jobs.append(StateJob(address: record.address, lastSeq: record.lastSeq, ownership: record.ownership, encode: { _ in state }))
+        }
+        return jobs
     }
 
     /// One instance's state to encode elsewhere, with what a snapshot keeps beside it.
@@ -199,25 +238,33 @@ import Logging
 
     /// Replaces everything with the instances of a snapshot. Running effects of dropped instances end.
     ///
-    /// Each state stays as the snapshot has it until its instance is first used
-    /// (``FlowReplica/restoreLater(stateJSON:lastSeq:ownership:)``); the restore's hashing decodes
-    /// it off the owner's thread.
+    /// An instance rests as the snapshot has it (``RestingInstances``) until first used; the
+    /// restore's hashing decodes it off the owner's thread. One whose effects this process may
+    /// run is an object at once: they resume here.
     func importStates(_ instances: [SnapshotChunkMessage.Instance]) throws {
         for replica in replicas.values { replica.shutDown() }
         replicas = [:]
+        resting.removeAll()
         withEffects = [:]
         book.reset()
         owned.removeAll()
-        replicas.reserveCapacity(instances.count)
         for instance in instances {
             let address = try Address(parsing: instance.address)
+            if flows[address.flow] == nil { flows[address.flow] = try registry.flow(for: address).replicas(context: context, owned: owned) }
+            let ownership = instance.ownership
+            if context.owner.map({ !ownership.owners.contains($0) }) ?? true, replicas[instance.address] == nil {
+                if let replaced = resting.take(instance.address) { owned.replace(replaced.ownership.owners, with: []) }
+                resting.insert(address: instance.address, lastSeq: instance.lastSeq, ownership: ownership, term: nil, state: instance.state)
+                owned.replace([], with: ownership.owners)
+                continue
+            }
+            if let replaced = resting.take(instance.address) { owned.replace(replaced.ownership.owners, with: []) }
             let replica = try replicaCreatingIfNeeded(address)
-            replica.restoreLater(stateJSON: instance.state, lastSeq: instance.lastSeq, ownership: instance.ownership)
+            replica.restoreLater(stateJSON: instance.state, lastSeq: instance.lastSeq, ownership: ownership)
             // A restore resumes this process's own effects.
             noteEffects(of: replica)
             book.noteChanged(replica)
         }
-        book.noteRestored()
     }
 
     // MARK: Effects' owners
@@ -228,13 +275,20 @@ import Logging
     /// The instances whose effects `owner` may run, in address order.
     func instances(ownedBy owner: EffectOwner) -> [String] {
         guard owned.counts[owner] != nil else { return [] }
-        return replicas.compactMap { $0.value.ownership.owners.contains(owner) ? $0.key : nil }.sorted()
+        var addresses = replicas.compactMap { $0.value.ownership.owners.contains(owner) ? $0.key : nil }
+        resting.forEachOwned { address, ownership in
+            if ownership.owners.contains(owner) { addresses.append(address) }
+        }
+        return addresses.sorted()
     }
 
     /// Each instance's last takeover, for those taken over.
     var fences: [String: UInt64] {
         var fences: [String: UInt64] = [:]
         for (address, replica) in replicas where replica.ownership.fence > 0 { fences[address] = replica.ownership.fence }
+        resting.forEachOwned { address, ownership in
+            if ownership.fence > 0 { fences[address] = ownership.fence }
+        }
         return fences
     }
 

@@ -266,6 +266,7 @@ final class SimulatedNode {
         let replicas = ReplicaSet(registry: registry, context: context, logger: logger) { [trace = simulation.trace] in
             trace.clock.load(ordering: .relaxed)
         }
+        replicas.injectedBug = bug
         let info = NodeInfo(name: configuration.name, clientEndpoint: "sim://node-\(index)", flows: ["sim"], pid: Int32(index))
         let machine = NodeMachine(configuration: configuration, registry: SimulationFlow.registry, session: session, info: info, now: simulation.now)
         interpreter = NodeInterpreter(

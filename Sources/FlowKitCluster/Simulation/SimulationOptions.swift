@@ -87,13 +87,16 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// The sync socket serves the coordinator's saved snapshot labelled with the seq its replica
     /// has applied: a node that joins through it skips the entries in between.
     case servedSnapshotUnderTheReplicaSeq = "served-snapshot-under-the-replica-seq"
+    /// A node wakes an instance at rest without its record's digest: the instance's next change
+    /// adds its new term to the combined digest and leaves the old one in.
+    case wokenWithoutItsDigest = "woken-without-its-digest"
 
     /// Whether the bug lives among replicated coordinators (a run with several).
     package var needsReplicatedCoordinators: Bool {
         switch self {
         case .commitWithoutStandbys, .fenceOnlyOnTimer, .reportReceivedAsDurable, .installWithoutStates: true
         case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode,
-            .noFencing, .noTakeover, .servedSnapshotUnderTheReplicaSeq:
+            .noFencing, .noTakeover, .servedSnapshotUnderTheReplicaSeq, .wokenWithoutItsDigest:
             false
         }
     }

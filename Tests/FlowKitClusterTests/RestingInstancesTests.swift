@@ -1,0 +1,120 @@
+@_spi(Benchmarks) @_spi(Wire) @testable import FlowKitCluster
+import FlowKitCore
+import FlowKitExamples
+import Testing
+
+/// Instances at rest: the arena and its table against a dictionary, and a restored set's records
+/// woken, hashed, exported and fenced as objects would be.
+@Suite struct RestingInstancesTests {
+    /// A generator with a seed, so that a failure repeats.
+    private struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    /// Inserts, wakes and inserts again at random, through table growth and the arena's
+    /// compaction: every lookup agrees with a dictionary, and so does the walk.
+    @Test func theTableAgreesWithADictionary() {
+        let resting = RestingInstances()
+        var model: [String: (lastSeq: UInt64, state: [UInt8])] = [:]
+        var random = SplitMix(state: 7)
+        var compactions = 0
+        for step in 0..<60_000 {
+            let address = "counter/key-\(Int.random(in: 0..<8_000, using: &random))"
+            if Bool.random(using: &random), model[address] == nil || step % 3 == 0 {
+                let state = Array(repeating: UInt8(step % 251), count: Int.random(in: 0..<300, using: &random))
+                let term = step % 2 == 0 ? DigestAccumulator.Term(high: UInt64(step), low: 1) : nil
+                resting.insert(address: address, lastSeq: UInt64(step), ownership: .init(fence: UInt64(step % 5)), term: term, state: state)
+                model[address] = (UInt64(step), state)
+            } else {
+                let taken = resting.take(address)
+                #expect(taken?.lastSeq == model[address]?.lastSeq && taken?.state == model[address]?.state, "step \(step): \(address)")
+                #expect(taken.map { $0.ownership.fence == $0.lastSeq % 5 && $0.term == DigestAccumulator.Term(high: $0.lastSeq, low: 1) } ?? true)
+                model[address] = nil
+                // Records without a term wait for hashing: hand them out and give the same term
+                // back, as a restore's hashing does, so that the arena may be compacted.
+                for record in resting.takeUnhashed(limit: .max) {
+                    _ = resting.setTerm(DigestAccumulator.Term(high: record.lastSeq, low: 1), at: record.place, lastSeq: record.lastSeq)
+                }
+                let before = resting.arenaBytes
+                resting.compactIfWorthIt(hashingOut: false)
+                if resting.arenaBytes < before { compactions += 1 }
+            }
+            #expect(resting.count == model.count)
+        }
+        var walked: [String: UInt64] = [:]
+        resting.forEach { walked[$0.address] = $0.lastSeq }
+        #expect(walked == model.mapValues(\.lastSeq))
+        #expect(model.keys.allSatisfy(resting.contains) && !resting.contains("counter/absent"))
+        #expect(compactions > 0)
+    }
+
+    /// Records handed out for hashing take their terms back unless woken meanwhile.
+    @Test func aRecordWokenWhileOutKeepsNoTerm() throws {
+        let resting = RestingInstances()
+        for key in 0..<3 { resting.insert(address: "counter/\(key)", lastSeq: UInt64(key + 1), ownership: .init(), term: nil, state: [UInt8(key)]) }
+        let out = resting.takeUnhashed(limit: 10)
+        #expect(out.map(\.address) == ["counter/0", "counter/1", "counter/2"] && resting.unhashed == 0)
+        _ = resting.take("counter/1")
+        let term = DigestAccumulator.Term(high: 1, low: 2)
+        #expect(resting.setTerm(term, at: out[0].place, lastSeq: out[0].lastSeq))
+        #expect(!resting.setTerm(term, at: out[1].place, lastSeq: out[1].lastSeq))
+        #expect(!resting.setTerm(term, at: out[2].place, lastSeq: 99))
+        #expect(resting.take("counter/0")?.term == term && resting.take("counter/2")?.term == nil)
+    }
+
+    private static func increment(_ key: Int, seq: UInt64) -> Entry {
+        Entry(
+            seq: seq, epoch: 1, kind: .event, codec: .json, origin: 1, session: 1, submission: seq, submittedAt: 0, committedAt: 0,
+            address: "counter/\(key)", payload: Array(#"{"increment":{}}"#.utf8)
+        )
+    }
+
+    /// A restored set holds its instances at rest; they are hashed from their records, woken by
+    /// their next entry, and the set's digest, snapshot and fences are the source's throughout.
+    @Test func aRestoredSetRestsUntilUsedAndAgreesWithItsSource() throws {
+        let count = DigestBook.hashedNowAtMost + 500
+        let source = ReplicaDigestTests.counters(count)
+        var instances = source.exportStates()
+        instances[7].ownership.fence = 42
+        let elsewhere = EffectOwner(node: 9, session: 1)
+        instances[3].ownership.owners = [elsewhere]
+        let restored = ReplicaDigestTests.counters(0)
+        try restored.importStates(instances)
+        #expect(restored.count == count && restored.restingCount == count)
+        #expect(restored.exportStates() == instances && restored.fences == [instances[7].address: 42])
+        #expect(restored.ownerCounts == [elsewhere: 1] && restored.instances(ownedBy: elsewhere) == [instances[3].address])
+        // Woken, it counts its owner once.
+        _ = restored.replica(at: try Address(parsing: instances[3].address))
+        #expect(restored.ownerCounts == [elsewhere: 1] && restored.instances(ownedBy: elsewhere) == [instances[3].address])
+
+        // Two slices out; an instance of the first is woken and changed before its hash is back.
+        let first = restored.takeDigestJobs(limit: 100)
+        let wokenKey = Int(try #require(first.first).address.key)!
+        for replicas in [source, restored] { replicas.apply(Self.increment(wokenKey, seq: UInt64(count + 1)), runEffects: false) }
+        #expect(restored.restingCount == count - 2)
+        let (results, micros) = ReplicaSet.hash(first)
+        restored.finishDigestJobs(results, hashingMicros: micros)
+        while restored.isHashingARestore {
+            let (results, micros) = ReplicaSet.hash(restored.takeDigestJobs(limit: 256))
+            restored.finishDigestJobs(results, hashingMicros: micros)
+        }
+        #expect(restored.combinedDigest(exact: true) == source.combinedDigest(exact: true))
+        #expect(restored.digestsAreCurrent)
+
+        // Woken after hashing: the next entry replaces its term, as an object's would.
+        for replicas in [source, restored] { replicas.apply(Self.increment(9, seq: UInt64(count + 2)), runEffects: false) }
+        #expect(restored.combinedDigest(exact: true) == source.combinedDigest(exact: true))
+        var exported = source.exportStates()
+        exported[7].ownership.fence = 42
+        exported[3].ownership.owners = [elsewhere]
+        #expect(restored.exportStates() == exported)
+        #expect(restored.restingCount == count - 3)
+    }
+}
