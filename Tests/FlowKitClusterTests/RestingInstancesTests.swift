@@ -1,6 +1,7 @@
 @_spi(Benchmarks) @_spi(Wire) @testable import FlowKitCluster
 import FlowKitCore
 import FlowKitExamples
+import Logging
 import Testing
 
 /// Instances at rest: the arena and its table against a dictionary, and a restored set's records
@@ -116,5 +117,77 @@ import Testing
         exported[3].ownership.owners = [elsewhere]
         #expect(restored.exportStates() == exported)
         #expect(restored.restingCount == count - 3)
+    }
+
+    /// A clock a test moves by hand.
+    private final class TestClock: @unchecked Sendable {
+        var now: UInt64 = 1_000_000
+    }
+
+    /// Runs every slice the set hands out now, as an owner's background thread would.
+    private static func hashEverySlice(_ replicas: ReplicaSet, now: UInt64) {
+        while true {
+            let jobs = replicas.nextDigestSlice(now: now)
+            guard !jobs.isEmpty else { return }
+            let (results, micros) = ReplicaSet.hash(jobs)
+            replicas.finishDigestJobs(results, hashingMicros: micros)
+        }
+    }
+
+    /// Instances unchanged for `restAfter` go to rest, their states encoded off the thread; one
+    /// changed while its encoding was out stays an object; one whose effects this process may run
+    /// never rests. Woken, they go on as objects that never rested do.
+    @Test func unchangedInstancesGoToRestAndWakeAsTheyWere() throws {
+        var registry = FlowRegistry()
+        registry.register(CounterFlow.self, as: "counter")
+        let clock = TestClock()
+        var context = ReplicaContext.passive(logger: Logger(label: "test"))
+        let here = EffectOwner(node: 1, session: 1)
+        context.owner = here
+        let replicas = ReplicaSet(registry: registry, context: context, logger: Logger(label: "test"), restAfter: 5_000_000) { clock.now }
+        let never = ReplicaDigestTests.counters(0)
+        let count = 300
+        for key in 0..<count {
+            for set in [replicas, never] { set.apply(Self.increment(key, seq: UInt64(key + 1)), runEffects: false) }
+        }
+        // An instance whose effects this process may run: a snapshot says so.
+        var owned = never.exportStates().filter { $0.address == "counter/7" }
+        owned[0].ownership.owners = [here]
+
+        replicas.startDigestRound(now: clock.now, spreadOver: 0)
+        Self.hashEverySlice(replicas, now: clock.now)
+        #expect(replicas.restingCount == 0, "none was unchanged for long enough")
+
+        clock.now += 5_000_000
+        replicas.startDigestRound(now: clock.now, spreadOver: 0)
+        let first = replicas.nextDigestSlice(now: clock.now)
+        #expect(first.count == DigestBook.restoreSlice && first.allSatisfy { $0.encode != nil })
+        // Changed while its encoding is out: it stays an object, with its new state.
+        let changedKey = Int(try #require(first.first).address.key)!
+        for set in [replicas, never] { set.apply(Self.increment(changedKey, seq: UInt64(count + 1)), runEffects: false) }
+        let (results, micros) = ReplicaSet.hash(first)
+        replicas.finishDigestJobs(results, hashingMicros: micros)
+        Self.hashEverySlice(replicas, now: clock.now)
+        #expect(replicas.restingCount == count - 1 && replicas.count == count)
+        #expect(replicas.combinedDigest(exact: true) == never.combinedDigest(exact: true))
+        #expect(replicas.exportStates() == never.exportStates())
+
+        // Woken by entries, they go on from their states.
+        for key in [3, changedKey, 299] {
+            for set in [replicas, never] { set.apply(Self.increment(key, seq: UInt64(count + 2 + key)), runEffects: false) }
+        }
+        #expect(replicas.restingCount == count - 3)
+        #expect(replicas.combinedDigest(exact: true) == never.combinedDigest(exact: true))
+        #expect(replicas.exportStates() == never.exportStates())
+
+        // Effects this process may run keep an instance an object, restored or not.
+        let withOwner = ReplicaSet(registry: registry, context: context, logger: Logger(label: "test"), restAfter: 5_000_000) { clock.now }
+        try withOwner.importStates(owned)
+        #expect(withOwner.restingCount == 0)
+        _ = withOwner.combinedDigest(exact: true)
+        clock.now += 10_000_000
+        withOwner.startDigestRound(now: clock.now, spreadOver: 0)
+        Self.hashEverySlice(withOwner, now: clock.now)
+        #expect(withOwner.restingCount == 0 && withOwner.count == 1)
     }
 }

@@ -15,14 +15,12 @@ final class DigestBook {
     private var undigested: Deque<any FlowReplica> = []
     /// Digests not reported yet (``takeChanged(hashing:held:)``), oldest first. A queue: a table by
     /// address took a node that restored a million 12 s of its loop. An instance recorded again is
-    /// queued again; the entry its newer digest supersedes is skipped when taken.
-    /// (A record at rest has no newer digest to supersede its own: `replica` is nil.)
+    /// queued again; the entry its newer digest supersedes is skipped when taken (a record's has none).
     private var fresh: Deque<(replica: (any FlowReplica)?, address: Address, changed: ChangedDigest)> = []
     /// The digest of every instance, combined order-independently and kept up to date as instances
     /// change, so a process with many instances need not rehash them all to report.
     private var combined = DigestAccumulator()
-    /// Instances out in ``takeDigestJobs(limit:held:)``'s jobs, in the jobs' order; or records at
-    /// rest (a slice is one or the other).
+    /// Instances out in ``takeDigestJobs(limit:held:)``'s jobs, in the jobs' order, or records (not both).
     private var hashingElsewhere: [any FlowReplica] = []
     private var recordsElsewhere: [RestingInstances.Unhashed] = []
     /// The instances at rest, whose records hold their terms.
@@ -35,26 +33,19 @@ final class DigestBook {
     private var roundLeft = 0
     private var nextSliceAt: UInt64 = 0
     private var sliceSpacing: UInt64 = 0
-    /// Microseconds of hashing periodic digests may spend now: a token bucket refilled at 1/20 of
-    /// the time that passes (at most 5 % of a thread), holding at most 50 ms. A process with
-    /// large or many changing instances (a ledger of every id) would otherwise spend its time
-    /// rehashing them every report; instead the digests lag, and catch up once the load stops.
-    /// (A bucket of a second let a replaying node spend a third of its replay hashing.)
-    private var digestAllowance: Int64 = DigestBook.digestBurst
-    private var lastRefresh: UInt64 = 0
-    static let digestBudget: UInt64 = 20
-    static let digestBurst: Int64 = 50_000
+    private var budget = HashingBudget()
+    /// Instances that may go to rest once unchanged for ``RestCandidates/after`` µs.
+    var candidates = RestCandidates(after: nil)
     /// Bumped when the instances are replaced (a snapshot): jobs of an earlier generation are stale.
     private var generation: UInt64 = 0
     /// Whether records at rest wait to be hashed or are out being hashed (a restored snapshot's):
-    /// meanwhile slices of them go out back to back, before any other, outside the budget, and an
-    /// exact digest hashes none on the owner's thread while more than ``hashedNowAtMost`` wait.
-    /// Hashing a restored million there took a joining node's loop 10 s, heartbeats and clients
-    /// included. Instances that change after the restore are hashed as always.
+    /// meanwhile slices of them go out back to back, first, outside the budget, and an exact digest
+    /// hashes none on the owner's thread while more than ``hashedNowAtMost`` wait (a restored
+    /// million hashed there took a joining node's loop 10 s, heartbeats and clients included).
     private var restoring: Bool { resting.unhashed > 0 || !recordsElsewhere.isEmpty }
     /// The most records an exact digest hashes on the owner's thread after a restore.
     static let hashedNowAtMost = 4_096
-    /// Instances a slice of a restore's hashing holds.
+    /// Instances a slice of a restore's hashing, or of those going to rest, holds.
     static let restoreSlice = 256
     /// The owner's clock (µs), for the hashing budget: the wall clock in a process, the simulated
     /// one in a simulation, a test's own in a test.
@@ -80,6 +71,7 @@ final class DigestBook {
         undigested = []
         hashingElsewhere = []
         recordsElsewhere = []
+        candidates.removeAll()
         roundLeft = 0
         generation += 1
     }
@@ -127,21 +119,12 @@ final class DigestBook {
         return combined.digest
     }
 
-    /// Refills the hashing allowance for the time since the last refill.
-    private func refillAllowance() {
-        let now = clock()
-        if lastRefresh != 0, now > lastRefresh {
-            digestAllowance = min(digestAllowance + Int64((now - lastRefresh) / Self.digestBudget), Self.digestBurst)
-        }
-        lastRefresh = now
-    }
-
     /// Rehashes the instances changed since their digests were last computed: with `all`, every
     /// one, those out in jobs too (until a job is back, its digests are from before); otherwise
     /// as many as the digest budget allows now, oldest change first (the rest are not walked).
     /// A restore's records count only with `all`, and only while few wait.
     private func refreshDigests(all: Bool, held: [String: any FlowReplica]) {
-        refillAllowance()
+        budget.refill(now: clock())
         if all, resting.unhashed <= Self.hashedNowAtMost {
             for waiting in recordsElsewhere + resting.takeUnhashed(limit: .max) {
                 guard let address = try? Address(parsing: waiting.address), let digest = try? recordHash(address, waiting.state)?() else { continue }
@@ -151,7 +134,7 @@ final class DigestBook {
             for replica in Array(undigested) + elsewhere { rehash(replica, held: held) }
             undigested = []
         } else {
-            while digestAllowance > 0, let replica = undigested.popFirst() { rehash(replica, held: held) }
+            while budget.hasRoom, let replica = undigested.popFirst() { rehash(replica, held: held) }
         }
     }
 
@@ -164,7 +147,7 @@ final class DigestBook {
         // fold hashes too, and counting only the first let twice the budget through.
         defer {
             let ended = clock()
-            digestAllowance -= Int64(ended - min(started, ended))
+            budget.charge(ended - min(started, ended))
         }
         guard let digest = try? replica.digest() else { return }
         record(replica, seq: replica.lastSeq, digest: digest, term: DigestAccumulator.Term(replica.address, digest))
@@ -182,7 +165,9 @@ final class DigestBook {
         let known = replica.digested.map { $0.seq == seq && $0.term == term } ?? false
         replica.digested = DigestedState(seq: seq, term: term)
         // The same digest again (a job back after a status query hashed it) is queued or sent already.
-        if !known { fresh.append((replica, replica.address, ChangedDigest(seq: seq, digest: digest))) }
+        guard !known else { return }
+        fresh.append((replica, replica.address, ChangedDigest(seq: seq, digest: digest)))
+        if seq == replica.lastSeq { candidates.note(replica, seq: seq, at: clock()) }
     }
 
     /// Records the digest of a record at rest, handed out for hashing, unless it was woken meanwhile.
@@ -210,10 +195,12 @@ final class DigestBook {
 
     /// The next slice of the round, to hash elsewhere and hand back to
     /// ``finishDigestJobs(_:hashingMicros:)``; nothing while a slice is out, before the slice is
-    /// due (``nextDigestSliceDue``), once the round is done, or while the budget is spent (which
-    /// ends the round).
+    /// due (``nextDigestSliceDue``), or while the budget is spent (which ends the round). Once the
+    /// round is done, the instances due to rest (``RestCandidates``).
     func nextDigestSlice(now: UInt64, held: [String: any FlowReplica]) -> [DigestJob] {
-        guard hashingElsewhere.isEmpty, recordsElsewhere.isEmpty, roundLeft > 0, now >= nextSliceAt else { return [] }
+        guard hashingElsewhere.isEmpty, recordsElsewhere.isEmpty else { return [] }
+        guard roundLeft > 0 else { return takeRestJobs(now: now, held: held) }
+        guard now >= nextSliceAt else { return [] }
         let slice = min(roundLeft, restoring ? Self.restoreSlice : Self.digestSlice)
         let jobs = takeDigestJobs(limit: slice, held: held)
         roundLeft = jobs.isEmpty ? 0 : roundLeft - slice
@@ -246,10 +233,10 @@ final class DigestBook {
     ///   (``finishDigestJobs(_:hashingMicros:)``) happen on the owner's thread, about a microsecond
     ///   each, so a thousand at once held a node's loop up for a millisecond.
     func takeDigestJobs(limit: Int, held: [String: any FlowReplica]) -> [DigestJob] {
-        refillAllowance()
+        budget.refill(now: clock())
         guard hashingElsewhere.isEmpty, recordsElsewhere.isEmpty else { return [] }
         if resting.unhashed > 0 { return takeRecordJobs(limit: limit) }
-        guard digestAllowance > 0, !undigested.isEmpty else { return [] }
+        guard budget.hasRoom, !undigested.isEmpty else { return [] }
         // A copy of the few taken: a slice of the deque alive across the removal would copy it all.
         let taken = Array(undigested.prefix(limit))
         var jobs: [DigestJob] = []
@@ -260,6 +247,17 @@ final class DigestBook {
             hashingElsewhere.append(replica)
         }
         undigested.removeFirst(taken.count)
+        return jobs
+    }
+
+    /// Hands out the instances due to rest, each hashed again and encoded, outside the budget: an
+    /// instance rests once per change, so the work follows the changes.
+    private func takeRestJobs(now: UInt64, held: [String: any FlowReplica]) -> [DigestJob] {
+        var jobs: [DigestJob] = []
+        for replica in candidates.takeDue(now: now, limit: Self.restoreSlice) where held[replica.address.description] === replica {
+            jobs.append(DigestJob(address: replica.address, seq: replica.lastSeq, generation: generation, hash: replica.digestJob(), encode: replica.stateJSONJob()))
+            hashingElsewhere.append(replica)
+        }
         return jobs
     }
 
@@ -276,20 +274,26 @@ final class DigestBook {
 
     /// Takes back what jobs found, each for the instance at its job's position (looked up by address,
     /// a restored million took 2 s of a node's loop), charging the time to the budget (not a restore's).
-    func finishDigestJobs(_ results: [DigestResult], hashingMicros: UInt64) {
+    ///
+    /// - Returns: The instances of a rest slice, with the seq their jobs found them at and their
+    ///   states encoded there: the set puts those still unchanged to rest.
+    func finishDigestJobs(_ results: [DigestResult], hashingMicros: UInt64) -> [(replica: any FlowReplica, seq: UInt64, state: [UInt8])] {
         let out = hashingElsewhere
         let records = recordsElsewhere
         hashingElsewhere = []
         recordsElsewhere = []
-        if records.isEmpty { digestAllowance -= Int64(hashingMicros) }
+        if records.isEmpty, !results.contains(where: { $0.stateJSON != nil }) { budget.charge(hashingMicros) }
+        var resting: [(replica: any FlowReplica, seq: UInt64, state: [UInt8])] = []
         for result in results where result.generation == generation {
             if !records.isEmpty {
-                if records.indices.contains(result.position) {
-                    record(records[result.position], address: result.address, digest: result.digest, term: result.term)
-                }
+                guard records.indices.contains(result.position) else { continue }
+                record(records[result.position], address: result.address, digest: result.digest, term: result.term)
             } else if out.indices.contains(result.position) {
-                record(out[result.position], seq: result.seq, digest: result.digest, term: result.term)
+                let replica = out[result.position]
+                record(replica, seq: result.seq, digest: result.digest, term: result.term)
+                if let state = result.stateJSON { resting.append((replica, result.seq, state)) }
             }
         }
+        return resting
     }
 }

@@ -1,12 +1,15 @@
 import FlowKitCore
+import Foundation
 
 extension DigestBook {
-    /// A state to hash off the owner's thread: its instance, the seq it is at, and the work.
+    /// A state to hash off the owner's thread: its instance, the seq it is at, and the work; for
+    /// an instance going to rest, its encoding too.
     struct DigestJob: Sendable {
         let address: Address
         let seq: UInt64
         let generation: UInt64
         let hash: @Sendable () throws -> StateDigest
+        var encode: (@Sendable (JSONEncoder) throws -> [UInt8])? = nil
     }
 
     /// What a ``DigestJob`` found, its term in the combined digest, and its job's place in its slice.
@@ -17,6 +20,8 @@ extension DigestBook {
         let generation: UInt64
         let digest: StateDigest
         let term: DigestAccumulator.Term
+        /// The state as a snapshot encodes it, for an instance going to rest.
+        var stateJSON: [UInt8]? = nil
     }
 
     /// Runs digest jobs where it is called; returns what they found and the microseconds of CPU it
@@ -27,10 +32,16 @@ extension DigestBook {
         let started = ThreadCPUClock.micros()
         var results: [DigestResult] = []
         results.reserveCapacity(jobs.count)
+        var encoder: JSONEncoder?
         for (position, job) in jobs.enumerated() {
             guard let digest = try? job.hash() else { continue }
             let term = DigestAccumulator.Term(job.address, digest)
-            results.append(DigestResult(position: position, address: job.address, seq: job.seq, generation: job.generation, digest: digest, term: term))
+            var result = DigestResult(position: position, address: job.address, seq: job.seq, generation: job.generation, digest: digest, term: term)
+            if let encode = job.encode {
+                if encoder == nil { encoder = ReplicaSet.stateEncoder() }
+                result.stateJSON = try? encode(encoder!)
+            }
+            results.append(result)
         }
         let ended = ThreadCPUClock.micros()
         return (results, ended - min(started, ended))

@@ -30,17 +30,26 @@ import Logging
     private var withEffects: [String: any FlowReplica] = [:]
     /// A bug the simulation plants to prove its checks catch it; never set in a process.
     var injectedBug: InjectedBug?
+    /// How long an instance stays unchanged before it goes to rest, by default (µs): a minute, as
+    /// a flow instance idle that long is likely idle for longer (a room, a user, an order).
+    static let restAfter: UInt64 = 60_000_000
 
     /// A passive set, which never runs effects: the coordinator's, a monitor's, a benchmark's.
     public convenience init(registry: FlowRegistry, logger: Logger) {
         self.init(registry: registry, context: .passive(logger: logger), logger: logger)
     }
 
-    init(registry: FlowRegistry, context: ReplicaContext, logger: Logger, clock: @escaping () -> UInt64 = WallClock.micros) {
+    /// - Parameter restAfter: How long an instance stays unchanged before it goes to rest (µs;
+    ///   nil: never), as ``RestingInstances`` says.
+    init(
+        registry: FlowRegistry, context: ReplicaContext, logger: Logger, restAfter: UInt64? = ReplicaSet.restAfter,
+        clock: @escaping () -> UInt64 = WallClock.micros
+    ) {
         self.registry = registry
         self.context = context
         self.logger = logger
         self.book = DigestBook(clock: clock, resting: resting)
+        book.candidates.after = restAfter
         book.recordHash = { [unowned self] address, state in
             (flows[address.flow] ?? (try? registry.flow(for: address).replicas(context: context, owned: owned)))?.digestJob(stateJSON: state)
         }
@@ -179,9 +188,25 @@ import Logging
 
     static func hash(_ jobs: [DigestJob]) -> (results: [DigestResult], micros: UInt64) { DigestBook.hash(jobs) }
 
-    /// ``DigestBook/finishDigestJobs(_:hashingMicros:)``.
+    /// ``DigestBook/finishDigestJobs(_:hashingMicros:)``; puts the instances due to rest to rest.
     func finishDigestJobs(_ results: [DigestResult], hashingMicros: UInt64) {
-        book.finishDigestJobs(results, hashingMicros: hashingMicros)
+        for (replica, seq, state) in book.finishDigestJobs(results, hashingMicros: hashingMicros) {
+            putToRest(replica, encodedAt: seq, state: state)
+        }
+    }
+
+    /// Puts an instance to rest with its state as encoded at `seq`, if it is still there, digested,
+    /// and runs no effects here: not one whose effects this process may run, as waking it would
+    /// resume them.
+    private func putToRest(_ replica: any FlowReplica, encodedAt seq: UInt64, state: [UInt8]) {
+        let address = replica.address.description
+        guard replicas[address] === replica, injectedBug == .restedWithAStaleState || RestCandidates.isUnchanged(replica, since: seq),
+            let digested = replica.digested, replica.runningEffects == 0, !(context.owner.map(replica.ownership.owners.contains) ?? false)
+        else { return }
+        replicas[address] = nil
+        withEffects[address] = nil
+        // Its owners stay counted: the record keeps them.
+        resting.insert(address: address, lastSeq: replica.lastSeq, ownership: replica.ownership, term: digested.term, state: state)
     }
 
     // MARK: Snapshots

@@ -90,13 +90,17 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// A node wakes an instance at rest without its record's digest: the instance's next change
     /// adds its new term to the combined digest and leaves the old one in.
     case wokenWithoutItsDigest = "woken-without-its-digest"
+    /// A node puts an instance to rest with the state its encoding found, even when an entry
+    /// changed the instance while the state was encoded off its thread.
+    case restedWithAStaleState = "rested-with-a-stale-state"
 
     /// Whether the bug lives among replicated coordinators (a run with several).
     package var needsReplicatedCoordinators: Bool {
         switch self {
         case .commitWithoutStandbys, .fenceOnlyOnTimer, .reportReceivedAsDurable, .installWithoutStates: true
         case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode,
-            .noFencing, .noTakeover, .servedSnapshotUnderTheReplicaSeq, .wokenWithoutItsDigest:
+            .noFencing, .noTakeover, .servedSnapshotUnderTheReplicaSeq, .wokenWithoutItsDigest,
+            .restedWithAStaleState:
             false
         }
     }

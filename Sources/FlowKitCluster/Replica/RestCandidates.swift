@@ -1,0 +1,39 @@
+import DequeModule
+
+/// The instances that may go to rest (``RestingInstances``): each noted when its digest was taken
+/// at its last seq. One still at that seq ``after`` µs later is due: its state is encoded off the
+/// owner's thread with its digest checked again (``DigestBook/nextDigestSlice(now:held:)``), and
+/// the set puts it to rest. An instance used all the time is noted at each digest and stays an
+/// object.
+struct RestCandidates {
+    /// How long an instance stays unchanged before it rests (µs); nil: never.
+    var after: UInt64?
+    private var queue: Deque<(replica: any FlowReplica, seq: UInt64, at: UInt64)> = []
+
+    init(after: UInt64?) {
+        self.after = after
+    }
+
+    mutating func note(_ replica: any FlowReplica, seq: UInt64, at time: UInt64) {
+        guard after != nil else { return }
+        queue.append((replica, seq, time))
+    }
+
+    /// Up to `limit` candidates noted at least ``after`` before `now` and unchanged since.
+    mutating func takeDue(now: UInt64, limit: Int) -> [any FlowReplica] {
+        guard let after else { return [] }
+        var due: [any FlowReplica] = []
+        while due.count < limit, let first = queue.first, first.at.addingReportingOverflow(after).partialValue <= now {
+            queue.removeFirst()
+            if Self.isUnchanged(first.replica, since: first.seq) { due.append(first.replica) }
+        }
+        return due
+    }
+
+    /// Whether the instance is still at `seq`, digested there.
+    static func isUnchanged(_ replica: any FlowReplica, since seq: UInt64) -> Bool {
+        replica.lastSeq == seq && replica.digested?.seq == seq && !replica.isUndigested
+    }
+
+    mutating func removeAll() { queue = [] }
+}
