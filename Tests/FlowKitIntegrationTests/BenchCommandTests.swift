@@ -37,6 +37,15 @@ extension ClusterProcessTests {
             var sent: Int
             var acknowledged: Int
         }
+        struct Population: Decodable {
+            var instances: Int
+            var acknowledged: Int
+            var rssAfterBytes: [String: UInt64]
+            var rssIdleBytes: [String: UInt64]?
+            var bytesPerInstanceIdle: [String: Double]?
+            var idleCPUPercent: [String: Double]
+            var joinSeconds: Double?
+        }
         var throughput: Throughput
         var latency: Latency
         var resources: [String: Resources]
@@ -47,6 +56,7 @@ extension ClusterProcessTests {
         var effectsMissing: Int
         var passed: Bool
         var problems: [String]
+        var population: Population?
     }
 
     @Test(.serialized, arguments: [[], ["--effects"]])
@@ -79,6 +89,27 @@ extension ClusterProcessTests {
             // Each process sleeps and is woken as messages come: a wake-up or so per entry at this rate.
             #expect((resources.threads ?? 0) > 1 && (resources.switchesPerEvent ?? 0) > 0.01, "threads and context switches of \(name)")
         }
+    }
+
+    /// `--populate` gives every instance its state, watches the idle cluster (memory after the
+    /// population and at the end of the idle time, idle CPU) and times a fresh node's join.
+    @Test func benchPopulatesEveryInstanceAndTimesAJoin() async throws {
+        let output = try await Self.runBench(
+            [
+                "bench", "--rate", "1000", "--duration", "2", "--warmup", "1", "--nodes", "3", "--instances", "500", "--populate", "--populate-rate",
+                "1000", "--idle", "2", "--json", "--no-baseline", "--quiet",
+            ],
+            timeout: .seconds(120)
+        )
+        let result = try JSONDecoder().decode(BenchOutput.self, from: Data(output.utf8))
+        #expect(result.passed, "problems: \(result.problems)")
+        let population = try #require(result.population)
+        #expect(population.instances == 500 && population.acknowledged == 500)
+        let processes: Set = ["coordinator", "node-1", "node-2", "node-3"]
+        #expect(processes.isSubset(of: Set(population.rssAfterBytes.keys)))
+        #expect(processes.isSubset(of: Set((population.rssIdleBytes ?? [:]).keys)) && processes.isSubset(of: Set((population.bytesPerInstanceIdle ?? [:]).keys)))
+        #expect(processes.isSubset(of: Set(population.idleCPUPercent.keys)))
+        #expect((population.joinSeconds ?? 0) > 0, "a fresh node joined")
     }
 
     @Test func benchPlotDrawsTheSeries() async throws {

@@ -65,7 +65,8 @@ struct BenchPopulation {
 
         var figures = BenchResult.Population(
             instances: plan.count, acknowledged: outcome.acknowledged, seconds: populatedSeconds, rssBeforeBytes: [:], rssAfterBytes: [:],
-            bytesPerInstance: [:], idleSeconds: (watched * 10).rounded() / 10, idleCPUPercent: [:]
+            bytesPerInstance: [:], rssIdleBytes: idleSeconds > 0 ? [:] : nil, bytesPerInstanceIdle: idleSeconds > 0 ? [:] : nil,
+            idleSeconds: (watched * 10).rounded() / 10, idleCPUPercent: [:]
         )
         for (name, stats) in after {
             figures.rssAfterBytes[name] = stats.rssBytes
@@ -76,6 +77,10 @@ struct BenchPopulation {
             }
             if let end = idleEnd[name] {
                 figures.idleCPUPercent[name] = (max(0, end.cpuSeconds - stats.cpuSeconds) / watched * 1_000).rounded() / 10
+                if let start = before[name] {
+                    figures.rssIdleBytes?[name] = end.rssBytes
+                    figures.bytesPerInstanceIdle?[name] = ((Double(end.rssBytes) - Double(start.rssBytes)) / Double(max(1, plan.count))).rounded()
+                }
             }
         }
         figures.joinSeconds = try await timeJoin()

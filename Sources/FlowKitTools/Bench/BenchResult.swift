@@ -43,6 +43,9 @@ struct BenchResult: Codable, Sendable {
         var rssBeforeBytes: [String: UInt64]
         var rssAfterBytes: [String: UInt64]
         var bytesPerInstance: [String: Double]
+        /// The same at the end of the idle time, once idle instances went to rest (when watched).
+        var rssIdleBytes: [String: UInt64]?
+        var bytesPerInstanceIdle: [String: Double]?
         /// How long the idle cluster was watched, and each process's CPU meanwhile (percent of a core).
         var idleSeconds: Double
         var idleCPUPercent: [String: Double]
