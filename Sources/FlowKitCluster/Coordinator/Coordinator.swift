@@ -73,7 +73,9 @@ public final class Coordinator: Sendable {
             sockets: sockets, writer: LogWriter(log: storage.log),
             // Only the snapshot now: the log is read when this coordinator leads, and a replicated
             // one's log may end with entries that are not committed (and may yet be cut).
-            replica: CoordinatorReplica(registry: registry, applied: 0, dedupWindow: configuration.dedupWindow, logger: logger),
+            replica: CoordinatorReplica(
+                registry: registry, applied: 0, dedupWindow: configuration.dedupWindow, restAfter: configuration.restAfter, logger: logger
+            ),
             quarantine: EntryQuarantine(frameLimit: transport.maxMessageBytes),
             counters: ClusterCounters()
         )

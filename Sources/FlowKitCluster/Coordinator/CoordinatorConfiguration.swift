@@ -30,6 +30,10 @@ public struct CoordinatorConfiguration: Sendable {
     /// A node that applies nothing for this long while it is behind the head counts as stalled:
     /// an alarm, `flowkit status` and the `flowkit_nodes_stalled` gauge say so.
     public var stallTimeout: Duration = .seconds(5)
+    /// How long an instance of the coordinator's replica stays unchanged before it rests as a compact record until its next use
+    /// (its state kept as JSON: waking it decodes that); `nil`: never. Instances a snapshot
+    /// restored rest at once whatever this says.
+    public var restAfter: Duration? = .microseconds(Int64(ReplicaSet.restAfter))
     /// A node down (no report) for this long is forgotten: it leaves the status, which then
     /// describes the nodes still there. Its going down was alarmed (`nodeDown`) and logged.
     public var forgetDownNodesAfter: Duration = .seconds(60)

@@ -21,8 +21,11 @@ actor CoordinatorReplica {
     /// A task waits for the digest round's next slice to be due (``hashNextSlice()``).
     private var sliceScheduled = false
 
-    init(registry: FlowRegistry, applied: UInt64, dedupWindow: Int = 65_536, logger: Logger) {
-        self.replicas = ReplicaSet(registry: registry, context: .passive(logger: logger), logger: logger)
+    /// - Parameter restAfter: ``CoordinatorConfiguration/restAfter``.
+    init(registry: FlowRegistry, applied: UInt64, dedupWindow: Int = 65_536, restAfter: Duration? = .microseconds(Int64(ReplicaSet.restAfter)), logger: Logger) {
+        self.replicas = ReplicaSet(
+            registry: registry, context: .passive(logger: logger), logger: logger, restAfter: restAfter.map { UInt64(max(0, $0.microseconds)) }
+        )
         self.applied = applied
         self.dedupWindow = dedupWindow
         self.sessions = DedupTable(window: dedupWindow)

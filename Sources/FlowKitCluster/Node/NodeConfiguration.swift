@@ -51,6 +51,10 @@ public struct NodeConfiguration: Sendable {
     public var joinThroughSnapshot = true
     /// How often the node saves a local snapshot (when it has a data directory and applied more).
     public var snapshotInterval: Duration = .seconds(10)
+    /// How long an instance stays unchanged before it rests as a compact record until its next use
+    /// (its state kept as JSON: waking it decodes that); `nil`: never. Instances a snapshot
+    /// restored rest at once whatever this says.
+    public var restAfter: Duration? = .microseconds(Int64(ReplicaSet.restAfter))
     /// The coordinator's CURVE public key, when CURVE is on.
     public var coordinatorPublicKey: CurveKey?
     /// Socket options shared by every socket.

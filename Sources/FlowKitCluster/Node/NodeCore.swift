@@ -62,7 +62,9 @@ actor NodeCore {
         )
         let io = NodeProcessIO(configuration: configuration, logger: logger, sockets: sockets)
         interpreter = NodeInterpreter(
-            machine: startingMachine!, replicas: ReplicaSet(registry: registry, context: context, logger: logger), io: io,
+            machine: startingMachine!, replicas: ReplicaSet(
+                registry: registry, context: context, logger: logger, restAfter: configuration.restAfter.map { UInt64(max(0, $0.microseconds)) }
+            ), io: io,
             sink: ObservationSink(logger: logger, counters: counters, trace: configuration.trace)
         )
         startingMachine = nil

@@ -153,7 +153,8 @@ final class NodeInterpreter<IO: NodeIO> {
             rejected: counters.rejections,
             entriesSkipped: replicas.skippedEntries,
             coordinator: machine.currentEndpoints,
-            staleSubmissions: counters.staleSubmissions.load
+            staleSubmissions: counters.staleSubmissions.load,
+            instancesAtRest: replicas.restingCount
         )
     }
 

@@ -22,4 +22,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     /// Effects' submissions the coordinator refused because their instance had been taken over
     /// while this node was down, paused or cut off (docs/EFFECTS.md). Absent from older nodes.
     public var staleSubmissions: Int?
+    /// Of ``instances``, those at rest: kept as compact records until their next use (restored
+    /// from a snapshot, or unchanged for `rest-after-ms`). Absent from older nodes.
+    public var instancesAtRest: Int?
 }

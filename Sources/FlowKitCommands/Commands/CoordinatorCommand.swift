@@ -58,6 +58,9 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds a live node may apply nothing while behind the head before it counts as stalled (an alarm). Default 5000.")
     var stallMs: Int?
 
+    @Option(help: "Milliseconds an instance stays unchanged before it rests as a compact record until its next use (0: never). Default 60000.")
+    var restAfterMs: Int?
+
     @Option(help: "Messages queued for one slow subscriber before its entries are dropped (it repairs the gap from the log). Default 100000.")
     var publishHwm: Int?
 
@@ -152,6 +155,10 @@ struct CoordinatorCommand: AsyncParsableCommand {
         }
         if let timeout = try settings.milliseconds("coordinator", "stall-ms", flag: stallMs) {
             configuration.stallTimeout = timeout
+        }
+        if let after = try settings.int("coordinator", "rest-after-ms", flag: restAfterMs) {
+            guard after >= 0 else { throw ValidationError("--rest-after-ms must be 0 (never) or more; got \(after)") }
+            configuration.restAfter = after == 0 ? nil : .milliseconds(after)
         }
         if let hwm = try settings.int("coordinator", "publish-hwm", flag: publishHwm) {
             guard (0...Int(Int32.max)).contains(hwm) else { throw ValidationError("--publish-hwm must be 0 (no limit) or more; got \(hwm)") }

@@ -44,6 +44,9 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds between local snapshots (with --data-dir). Default 10000.")
     var snapshotMs: Int?
 
+    @Option(help: "Milliseconds an instance stays unchanged before it rests as a compact record until its next use (0: never). Default 60000.")
+    var restAfterMs: Int?
+
     @Option(help: "Messages the subscription queues before the node stops reading it (then the kernel's buffers and the coordinator's --publish-hwm queue, and past that the coordinator drops entries for this node, which repairs the gap from the log). Default 100000.")
     var subscriberHwm: Int?
 
@@ -93,6 +96,10 @@ struct NodeCommand: AsyncParsableCommand {
         }
         if let interval = try settings.milliseconds("node", "snapshot-ms", flag: snapshotMs) {
             configuration.snapshotInterval = interval
+        }
+        if let after = try settings.int("node", "rest-after-ms", flag: restAfterMs) {
+            guard after >= 0 else { throw ValidationError("--rest-after-ms must be 0 (never) or more; got \(after)") }
+            configuration.restAfter = after == 0 ? nil : .milliseconds(after)
         }
         configuration.transport.curve = try curve.security(settings: settings, section: "node")
         configuration.transport.engine = try common.engine(settings: settings)
