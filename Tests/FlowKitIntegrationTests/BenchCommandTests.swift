@@ -97,7 +97,7 @@ extension ClusterProcessTests {
         let output = try await Self.runBench(
             [
                 "bench", "--rate", "1000", "--duration", "2", "--warmup", "1", "--nodes", "3", "--instances", "500", "--populate", "--populate-rate",
-                "1000", "--idle", "2", "--json", "--no-baseline", "--quiet",
+                "1000", "--idle", "2", "--rest-after-ms", "0", "--json", "--no-baseline", "--quiet",
             ],
             timeout: .seconds(120)
         )

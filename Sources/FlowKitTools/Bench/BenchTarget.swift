@@ -53,22 +53,26 @@ final class BenchTarget: Sendable {
     /// Starts a coordinator and `nodes` nodes on OS-chosen loopback ports, in a fresh directory.
     ///
     /// - Throws: ``BenchError`` with the failing child's log tail.
-    /// - Parameter traceEvery: Trace one seq in this many through every hop (`--trace`).
+    /// - Parameters:
+    ///   - traceEvery: Trace one seq in this many through every hop (`--trace`).
+    ///   - restAfterMs: Every process's `--rest-after-ms`; nil: theirs.
     static func start(
-        nodes: Int, coordinators: Int = 1, durability: String, dataDirectory: String?, traceEvery: UInt64? = nil, logger: Logger
+        nodes: Int, coordinators: Int = 1, durability: String, dataDirectory: String?, traceEvery: UInt64? = nil, restAfterMs: Int? = nil,
+        logger: Logger
     ) async throws -> BenchTarget {
         let directory = dataDirectory ?? NSTemporaryDirectory() + "flowkit-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let cluster = LocalCluster(directory: directory, basePort: 0, childLogLevel: "warning", durability: durability, coordinators: coordinators)
         var traceDirectory: String?
+        var arguments = restAfterMs.map { ["--rest-after-ms", "\($0)"] } ?? []
         if let traceEvery {
             let trace = directory + "/trace"
             try FileManager.default.createDirectory(atPath: trace, withIntermediateDirectories: true)
-            let arguments = ["--trace-dir", trace, "--trace-every", "\(traceEvery)"]
-            await cluster.setExtraArguments(coordinator: arguments, node: arguments)
+            arguments += ["--trace-dir", trace, "--trace-every", "\(traceEvery)"]
             traceDirectory = trace
         }
+        await cluster.setExtraArguments(coordinator: arguments, node: arguments)
         do {
             let file = try await cluster.start(nodes: nodes)
             return try await BenchTarget(

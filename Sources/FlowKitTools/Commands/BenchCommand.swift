@@ -61,6 +61,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "With --populate: seconds the idle cluster is watched after the population (CPU per process).")
     var idle: Double = 10
 
+    @Option(help: "The started cluster's --rest-after-ms (nodes and coordinator): milliseconds an instance stays unchanged before it rests as a compact record (0: never). Default: theirs (60000).")
+    var restAfterMs: Int?
+
     @Option(help: "Padding bytes per event.")
     var eventSize = 16
 
@@ -131,6 +134,8 @@ struct BenchCommand: AsyncParsableCommand {
         guard (1...1_024).contains(connections) else { throw ValidationError("--connections must be 1 to 1024") }
         guard (1...1_000_000).contains(instances) else { throw ValidationError("--instances must be 1 to 1,000,000") }
         guard populateRate > 0, idle >= 0 else { throw ValidationError("--populate-rate must be positive, --idle not negative") }
+        guard (restAfterMs ?? 0) >= 0 else { throw ValidationError("--rest-after-ms must be 0 (never) or more") }
+        guard !(restAfterMs != nil && attach != nil) else { throw ValidationError("--rest-after-ms sets up a cluster the bench starts; an attached cluster has its own") }
         guard (0...(1 << 20) - 1).contains(eventSize) else { throw ValidationError("--event-size must be 0 to 1048575 bytes") }
         guard ["binary", "json"].contains(codec) else { throw ValidationError("--codec must be binary or json") }
         guard ["synced", "relaxed"].contains(durability) else { throw ValidationError("--durability must be synced or relaxed") }
