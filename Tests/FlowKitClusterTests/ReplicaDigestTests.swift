@@ -220,10 +220,28 @@ import Testing
 }
 
 extension ReplicaDigestTests {
-    static func counters(_ count: Int) -> ReplicaSet {
+    /// Starts a round at `now` and hashes its slices while the clock stands still at `now` (a
+    /// spread round would hand out one slice and wait); returns how many slices there were, each
+    /// at most a restore's slice.
+    static func hashRoundBackToBack(_ replicas: ReplicaSet, now: UInt64) -> Int {
+        replicas.startDigestRound(now: now, spreadOver: 1_000_000)
+        var slices = 0
+        while true {
+            let jobs = replicas.nextDigestSlice(now: now)
+            if jobs.isEmpty { break }
+            #expect(jobs.count <= DigestBook.restoreSlice)
+            let (results, micros) = ReplicaSet.hash(jobs)
+            replicas.finishDigestJobs(results, hashingMicros: micros)
+            slices += 1
+        }
+        return slices
+    }
+
+    /// `count` counters, each changed once, none hashed yet; on the wall clock or `clock`.
+    static func counters(_ count: Int, clock: @escaping () -> UInt64 = WallClock.micros) -> ReplicaSet {
         var registry = FlowRegistry()
         registry.register(CounterFlow.self, as: "counter")
-        let replicas = ReplicaSet(registry: registry, logger: Logger(label: "test"))
+        let replicas = ReplicaSet(registry: registry, context: .passive(logger: Logger(label: "test")), logger: Logger(label: "test"), clock: clock)
         for key in 0..<count {
             replicas.apply(
                 Entry(
@@ -240,24 +258,14 @@ extension ReplicaDigestTests {
     /// budget, and an exact digest meanwhile hashes none of it on the owner's thread; once hashed,
     /// the combined digest is the source's. A small restore is hashed at once, as before.
     @Test func aLargeRestoreIsHashedElsewhereBackToBack() throws {
-        let count = DigestBook.hashedNowAtMost + 1_000
+        let count = DigestBook.defaultHashedNowAtMost + 1_000
         let source = Self.counters(count)
         let restored = Self.counters(0)
         try restored.importStates(source.exportStates())
         _ = restored.combinedDigest(exact: true)
         #expect(!restored.digestsAreCurrent && restored.isHashingARestore, "an exact digest hashed the restore on the owner's thread")
 
-        restored.startDigestRound(now: 1_000, spreadOver: 1_000_000)
-        var slices = 0
-        while true {
-            // The clock stands still: a spread round would hand out one slice and wait.
-            let jobs = restored.nextDigestSlice(now: 1_000)
-            if jobs.isEmpty { break }
-            #expect(jobs.count <= DigestBook.restoreSlice)
-            let (results, micros) = ReplicaSet.hash(jobs)
-            restored.finishDigestJobs(results, hashingMicros: micros)
-            slices += 1
-        }
+        let slices = Self.hashRoundBackToBack(restored, now: 1_000)
         // (The exact digest above hashed what the budget allowed on the owner's thread.)
         #expect(slices > 1 && slices <= (count + DigestBook.restoreSlice - 1) / DigestBook.restoreSlice)
         #expect(restored.digestsAreCurrent && !restored.isHashingARestore)

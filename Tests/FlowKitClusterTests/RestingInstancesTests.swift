@@ -80,7 +80,7 @@ import Testing
     /// A restored set holds its instances at rest; they are hashed from their records, woken by
     /// their next entry, and the set's digest, snapshot and fences are the source's throughout.
     @Test func aRestoredSetRestsUntilUsedAndAgreesWithItsSource() throws {
-        let count = DigestBook.hashedNowAtMost + 500
+        let count = DigestBook.defaultHashedNowAtMost + 500
         let source = ReplicaDigestTests.counters(count)
         var instances = source.exportStates()
         instances[7].ownership.fence = 42

@@ -20,6 +20,8 @@ actor CoordinatorReplica {
     private let signals: AsyncStream<Void>
     /// A task waits for the digest round's next slice to be due (``hashNextSlice()``).
     private var sliceScheduled = false
+    /// ``applied`` when the last digest round started: the same at the next means the log is idle.
+    private var appliedAtLastRound: UInt64 = 0
 
     /// - Parameter restAfter: ``CoordinatorConfiguration/restAfter``.
     init(registry: FlowRegistry, applied: UInt64, dedupWindow: Int = 65_536, restAfter: Duration? = .microseconds(Int64(ReplicaSet.restAfter)), logger: Logger) {
@@ -87,7 +89,11 @@ actor CoordinatorReplica {
     /// The digests computed since the last call, to compare with the nodes' (elsewhere), and how
     /// many instances the replica holds; starts a round of hashing what changed since, a slice at
     /// a time on the background thread, spread over `span` (most of the time until the next call).
+    /// Idle since the last call, it settles every digest (``ReplicaSet/settleDigests()``), as a
+    /// node does: the backlog a load left is hashed outside the budget, not over minutes.
     func takeChangedDigests(spreadOver span: Duration) -> (changed: [Address: ChangedDigest], instances: Int) {
+        if applied == appliedAtLastRound { _ = replicas.settleDigests() }
+        appliedAtLastRound = applied
         let changed = replicas.takeChanged(hashing: false)
         replicas.startDigestRound(now: WallClock.micros(), spreadOver: UInt64(max(0, span.microseconds)))
         hashNextSlice()

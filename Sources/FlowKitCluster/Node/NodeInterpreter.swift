@@ -145,16 +145,19 @@ final class NodeInterpreter<IO: NodeIO> {
             runningEffects: replicas.runningEffects,
             pendingSubmissions: machine.pendingSubmissions,
             waitingBehindGap: machine.waitingBehindGap,
-            // Exact once caught up, the moment digests are compared. While the node catches up, the
-            // digest stays within its hashing budget instead, so that someone polling the status
-            // of a replaying node does not slow the replay down (it cost a third of it).
-            digest: replicas.combinedDigest(exact: machine.applied >= machine.knownHead).description,
+            // Settled once caught up, the moment digests are compared: exact, unless many changed
+            // instances wait, which are then hashed off the loop (``DigestBook/settle(held:)``).
+            // While the node catches up, the digest stays within its hashing budget instead, so
+            // that someone polling the status of a replaying node does not slow the replay down
+            // (it cost a third of it).
+            digest: (machine.applied >= machine.knownHead ? replicas.settleDigests() : replicas.combinedDigest(exact: false)).description,
             flows: machine.info.flows,
             rejected: counters.rejections,
             entriesSkipped: replicas.skippedEntries,
             coordinator: machine.currentEndpoints,
             staleSubmissions: counters.staleSubmissions.load,
-            instancesAtRest: replicas.restingCount
+            instancesAtRest: replicas.restingCount,
+            instancesUnhashed: replicas.unhashedCount
         )
     }
 
@@ -164,7 +167,7 @@ final class NodeInterpreter<IO: NodeIO> {
         updateGauges()
         let plan = machine.planReport()
         if plan.hashEverythingNow {
-            _ = replicas.combinedDigest(exact: true)
+            _ = replicas.settleDigests()
         } else if plan.hashChangesNow {
             _ = replicas.combinedDigest(exact: false)
         }

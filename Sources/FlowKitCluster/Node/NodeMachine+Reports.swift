@@ -20,8 +20,9 @@ extension NodeMachine {
         /// Far behind: the report carries no digests and claims none is current.
         var catchingUp: Bool
         /// Idle at the head (nothing applied since the last report), nothing competes with
-        /// hashing: every digest is brought up to date now, so the report describes the state
-        /// exactly instead of catching up at the budget's pace for seconds after a load stops.
+        /// hashing: every digest is brought up to date (settled: at once if few changed, else off
+        /// the loop outside the budget), so the reports describe the state exactly soon after a
+        /// load stops instead of catching up at the budget's pace for seconds.
         var hashEverythingNow: Bool
         /// At the head, but it moved since the last report (a timer ticking): what changed is
         /// hashed now, within the hashing budget, so the report describes its applied seq

@@ -25,4 +25,7 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     /// Of ``instances``, those at rest: kept as compact records until their next use (restored
     /// from a snapshot, or unchanged for `rest-after-ms`). Absent from older nodes.
     public var instancesAtRest: Int?
+    /// Of ``instances``, those whose latest change ``digest`` does not hold yet: 0 once the digest
+    /// is exact at ``applied``. Absent from older nodes.
+    public var instancesUnhashed: Int?
 }

@@ -13,10 +13,8 @@ final class DigestBook {
     /// round over a million changed instances (a population, a restore) cost a million moves per
     /// slice of 32, on the owner's thread.
     private var undigested: Deque<any FlowReplica> = []
-    /// Digests not reported yet (``takeChanged(hashing:held:)``), oldest first. A queue: a table by
-    /// address took a node that restored a million 12 s of its loop. An instance recorded again is
-    /// queued again; the entry its newer digest supersedes is skipped when taken (a record's has none).
-    private var fresh: Deque<(replica: (any FlowReplica)?, address: Address, changed: ChangedDigest)> = []
+    /// Digests not reported yet (``takeChanged(hashing:held:)``).
+    private var fresh = FreshDigests()
     /// The digest of every instance, combined order-independently and kept up to date as instances
     /// change, so a process with many instances need not rehash them all to report.
     private var combined = DigestAccumulator()
@@ -43,10 +41,13 @@ final class DigestBook {
     /// hashes none on the owner's thread while more than ``hashedNowAtMost`` wait (a restored
     /// million hashed there took a joining node's loop 10 s, heartbeats and clients included).
     private var restoring: Bool { resting.unhashed > 0 || !recordsElsewhere.isEmpty }
-    /// The most records an exact digest hashes on the owner's thread after a restore.
-    static let hashedNowAtMost = 4_096
-    /// Instances a slice of a restore's hashing, or of those going to rest, holds.
-    static let restoreSlice = 256
+    /// Whether the changed instances go out slice after slice, outside the budget, until none is
+    /// left (``settle(held:)`` found more waiting than the owner's thread hashes at once): the
+    /// backlog a load leaves when it stops. A million populated instances hashed on a node's loop
+    /// when the population ended held it 8 s, its reports and clients with it.
+    private(set) var settling = false
+    /// The most changed instances or records ``settle(held:)`` hashes on the owner's thread.
+    var hashedNowAtMost = DigestBook.defaultHashedNowAtMost
     /// The owner's clock (µs), for the hashing budget: the wall clock in a process, the simulated
     /// one in a simulation, a test's own in a test.
     private let clock: () -> UInt64
@@ -67,12 +68,13 @@ final class DigestBook {
     /// Forgets every digest: the instances were replaced.
     func reset() {
         combined = DigestAccumulator()
-        fresh = []
+        fresh = FreshDigests()
         undigested = []
         hashingElsewhere = []
         recordsElsewhere = []
         candidates.removeAll()
         roundLeft = 0
+        settling = false
         generation += 1
     }
 
@@ -89,20 +91,8 @@ final class DigestBook {
     ///   off its thread, through ``takeDigestJobs(limit:held:)``, passes `false`).
     func takeChanged(hashing: Bool, held: [String: any FlowReplica]) -> [Address: ChangedDigest] {
         if hashing { refreshDigests(all: false, held: held) }
-        var taken: [Address: ChangedDigest] = [:]
-        taken.reserveCapacity(min(fresh.count, Self.reportedAtOnce))
-        while taken.count < Self.reportedAtOnce, let next = fresh.popFirst() {
-            // A newer digest of the instance is queued after this one.
-            if let replica = next.replica, replica.digested?.seq != next.changed.seq { continue }
-            taken[next.address] = next.changed
-        }
-        return taken
+        return fresh.take(atMost: Self.reportedAtOnce)
     }
-
-    /// The most digests one report carries (about 1.5 MB): a node that restored a snapshot of a
-    /// million instances sent all of their digests in one report of about 50 MB, which the
-    /// coordinator then compared in one go. A million go in about thirty reports.
-    static let reportedAtOnce = 32_768
 
     /// The combined digest as last computed, without hashing anything now.
     var lastCombinedDigest: StateDigest { combined.digest }
@@ -119,13 +109,29 @@ final class DigestBook {
         return combined.digest
     }
 
+    /// Brings the combined digest up to date with every change, as a status or an idle report asks:
+    /// at once when at most ``hashedNowAtMost`` instances or records wait; otherwise none of them
+    /// on the owner's thread, and the owner's digest rounds hash them elsewhere, slice after slice
+    /// and outside the budget, until none is left. Returns the combined digest as it stands.
+    func settle(held: [String: any FlowReplica]) -> StateDigest {
+        if waiting <= hashedNowAtMost {
+            refreshDigests(all: true, held: held)
+        } else if !undigested.isEmpty {
+            settling = true
+        }
+        return combined.digest
+    }
+
+    /// The instances and records whose latest change the combined digest does not hold yet.
+    var waiting: Int { undigested.count + hashingElsewhere.count + resting.unhashed + recordsElsewhere.count }
+
     /// Rehashes the instances changed since their digests were last computed: with `all`, every
     /// one, those out in jobs too (until a job is back, its digests are from before); otherwise
     /// as many as the digest budget allows now, oldest change first (the rest are not walked).
     /// A restore's records count only with `all`, and only while few wait.
     private func refreshDigests(all: Bool, held: [String: any FlowReplica]) {
         budget.refill(now: clock())
-        if all, resting.unhashed <= Self.hashedNowAtMost {
+        if all, resting.unhashed <= hashedNowAtMost {
             for waiting in recordsElsewhere + resting.takeUnhashed(limit: .max) {
                 guard let address = try? Address(parsing: waiting.address), let digest = try? recordHash(address, waiting.state)?() else { continue }
                 record(waiting, address: address, digest: digest, term: DigestAccumulator.Term(address, digest))
@@ -166,7 +172,7 @@ final class DigestBook {
         replica.digested = DigestedState(seq: seq, term: term)
         // The same digest again (a job back after a status query hashed it) is queued or sent already.
         guard !known else { return }
-        fresh.append((replica, replica.address, ChangedDigest(seq: seq, digest: digest)))
+        fresh.append(replica, replica.address, ChangedDigest(seq: seq, digest: digest))
         if seq == replica.lastSeq { candidates.note(replica, seq: seq, at: clock()) }
     }
 
@@ -174,7 +180,7 @@ final class DigestBook {
     private func record(_ record: RestingInstances.Unhashed, address: Address, digest: StateDigest, term: DigestAccumulator.Term) {
         guard resting.setTerm(term, at: record.place, lastSeq: record.lastSeq) else { return }
         combined.toggle(term)
-        fresh.append((nil, address, ChangedDigest(seq: record.lastSeq, digest: digest)))
+        fresh.append(nil, address, ChangedDigest(seq: record.lastSeq, digest: digest))
     }
 
     /// Starts a round of hashing elsewhere: every instance changed since its last digest is hashed
@@ -189,7 +195,7 @@ final class DigestBook {
     func startDigestRound(now: UInt64, spreadOver span: UInt64) {
         roundLeft = undigested.count + resting.unhashed
         let slices = (roundLeft + Self.digestSlice - 1) / Self.digestSlice
-        sliceSpacing = slices > 1 && !restoring ? span / UInt64(slices) : 0
+        sliceSpacing = slices > 1 && !restoring && !settling ? span / UInt64(slices) : 0
         nextSliceAt = now
     }
 
@@ -200,8 +206,8 @@ final class DigestBook {
     func nextDigestSlice(now: UInt64, held: [String: any FlowReplica]) -> [DigestJob] {
         guard hashingElsewhere.isEmpty, recordsElsewhere.isEmpty else { return [] }
         guard roundLeft > 0 else { return takeRestJobs(now: now, held: held) }
-        guard now >= nextSliceAt else { return [] }
-        let slice = min(roundLeft, restoring ? Self.restoreSlice : Self.digestSlice)
+        guard now >= nextSliceAt || settling else { return [] }
+        let slice = min(roundLeft, restoring || settling ? Self.restoreSlice : Self.digestSlice)
         let jobs = takeDigestJobs(limit: slice, held: held)
         roundLeft = jobs.isEmpty ? 0 : roundLeft - slice
         nextSliceAt = now.addingReportingOverflow(sliceSpacing).overflow ? .max : now + sliceSpacing
@@ -217,13 +223,6 @@ final class DigestBook {
         hashingElsewhere.isEmpty && recordsElsewhere.isEmpty && roundLeft > 0 ? nextSliceAt : nil
     }
 
-    /// Instances hashed elsewhere at a time: taking their states and folding the digests back in
-    /// happen on the owner's thread, a few microseconds each, and a thousand at once held a node's
-    /// messages up for a millisecond. Slices of 128 still held the loop a few hundred µs, eight
-    /// times a second; slices of 32 (a thousand instances a round: 32 slices, 25 ms apart) took the
-    /// p99 at 20,000 events a second down by 7-9 % in interleaved runs.
-    static let digestSlice = 32
-
     /// Hands out the states of the `limit` instances changed longest ago to hash elsewhere, so the
     /// owner's thread, which applies entries and answers clients, never stalls hashing (a node did
     /// for up to 50 ms at a time, the budget's burst, and that was its p99). Nothing while jobs
@@ -236,7 +235,7 @@ final class DigestBook {
         budget.refill(now: clock())
         guard hashingElsewhere.isEmpty, recordsElsewhere.isEmpty else { return [] }
         if resting.unhashed > 0 { return takeRecordJobs(limit: limit) }
-        guard budget.hasRoom, !undigested.isEmpty else { return [] }
+        guard budget.hasRoom || settling, !undigested.isEmpty else { return [] }
         // A copy of the few taken: a slice of the deque alive across the removal would copy it all.
         let taken = Array(undigested.prefix(limit))
         var jobs: [DigestJob] = []
@@ -282,7 +281,8 @@ final class DigestBook {
         let records = recordsElsewhere
         hashingElsewhere = []
         recordsElsewhere = []
-        if records.isEmpty, !results.contains(where: { $0.stateJSON != nil }) { budget.charge(hashingMicros) }
+        if records.isEmpty, !settling, !results.contains(where: { $0.stateJSON != nil }) { budget.charge(hashingMicros) }
+        if undigested.isEmpty { settling = false }
         var resting: [(replica: any FlowReplica, seq: UInt64, state: [UInt8])] = []
         for result in results where result.generation == generation {
             if !records.isEmpty {

@@ -39,17 +39,20 @@ import Logging
         self.init(registry: registry, context: .passive(logger: logger), logger: logger)
     }
 
-    /// - Parameter restAfter: How long an instance stays unchanged before it goes to rest (µs;
-    ///   nil: never), as ``RestingInstances`` says.
+    /// - Parameters:
+    ///   - restAfter: How long an instance stays unchanged before it goes to rest (µs; nil:
+    ///     never), as ``RestingInstances`` says.
+    ///   - hashedNowAtMost: ``DigestBook/hashedNowAtMost``.
     init(
         registry: FlowRegistry, context: ReplicaContext, logger: Logger, restAfter: UInt64? = ReplicaSet.restAfter,
-        clock: @escaping () -> UInt64 = WallClock.micros
+        hashedNowAtMost: Int = DigestBook.defaultHashedNowAtMost, clock: @escaping () -> UInt64 = WallClock.micros
     ) {
         self.registry = registry
         self.context = context
         self.logger = logger
         self.book = DigestBook(clock: clock, resting: resting)
         book.candidates.after = restAfter
+        book.hashedNowAtMost = hashedNowAtMost
         book.recordHash = { [unowned self] address, state in
             (flows[address.flow] ?? (try? registry.flow(for: address).replicas(context: context, owned: owned)))?.digestJob(stateJSON: state)
         }
@@ -152,10 +155,6 @@ import Logging
 
     // MARK: Digests (``DigestBook``)
 
-    typealias DigestJob = DigestBook.DigestJob
-    typealias DigestResult = DigestBook.DigestResult
-    static var digestSlice: Int { DigestBook.digestSlice }
-
     /// The digests computed since the last call, each with the seq of the state it describes.
     ///
     /// - Parameter hashing: Hash changed instances now, within the budget (an owner that hashes
@@ -166,7 +165,13 @@ import Logging
     var lastCombinedDigest: StateDigest { book.lastCombinedDigest }
 
     /// Whether every instance's digest describes its current state (none deferred, none in a job).
-    var digestsAreCurrent: Bool { book.digestsAreCurrent }
+    var digestsAreCurrent: Bool { book.digestsAreCurrent || (injectedBug == .settledWithChangesUnhashed && book.settling) }
+
+    /// ``DigestBook/settle(held:)``.
+    func settleDigests() -> StateDigest { book.settle(held: replicas) }
+
+    /// The instances and records whose latest change the combined digest does not hold yet.
+    var unhashedCount: Int { book.waiting }
 
     /// Whether a restored snapshot's instances are still being hashed (``DigestBook/isHashingARestore``).
     var isHashingARestore: Bool { book.isHashingARestore }
@@ -185,8 +190,6 @@ import Logging
 
     /// ``DigestBook/takeDigestJobs(limit:held:)``.
     func takeDigestJobs(limit: Int = .max) -> [DigestJob] { book.takeDigestJobs(limit: limit, held: replicas) }
-
-    static func hash(_ jobs: [DigestJob]) -> (results: [DigestResult], micros: UInt64) { DigestBook.hash(jobs) }
 
     /// ``DigestBook/finishDigestJobs(_:hashingMicros:)``; puts the instances due to rest to rest.
     func finishDigestJobs(_ results: [DigestResult], hashingMicros: UInt64) {

@@ -5,10 +5,15 @@ import ZeroMQ
 extension ClusterSimulation {
     // MARK: Carrying out the machines' actions
 
+    /// What hashing one instance costs a node's hashing budget (simulated µs): nothing in a third
+    /// of the seeds; in the others as if the states were large, so that the budget runs out under
+    /// load, the digests lag, and settle once the load stops (``DigestBook/settle(held:)``).
+    var hashingMicrosPerInstance: UInt64 { [0, 2_000, 40_000][Int(seed % 3)] }
+
     /// A simulated node's hashing or wake-up (``SimulatedNodeIO``).
     func carryOut(_ work: SimulatedNodeWork, on node: SimulatedNode) {
         switch work {
-        case .hashed(let results): node.interpreter.hashed(results, micros: 0)
+        case .hashed(let results): node.interpreter.hashed(results, micros: UInt64(results.count) * hashingMicrosPerInstance)
         case .wake: node.interpreter.wake()
         }
     }

@@ -20,6 +20,7 @@ final class SimulatedNodeIO: NodeIO {
     }
 
     func report(_ message: NodeReportMessage, to index: Int) {
+        if message.report.digestSeq > 0 { simulation.history.noteCurrentDigest(message.report.digest, at: message.report.digestSeq, from: node.index) }
         send(message.frames, to: .coordinatorSubmit(index))
     }
 

@@ -263,8 +263,9 @@ final class SimulatedNode {
         // that names this process resumes them here.
         var context = ReplicaContext.passive(logger: logger)
         context.owner = EffectOwner(node: configuration.id, session: session)
-        // Instances go to rest after 100 ms unchanged, so that seeds put them to rest and wake them often.
-        let replicas = ReplicaSet(registry: registry, context: context, logger: logger, restAfter: 100_000) { [trace = simulation.trace] in
+        // Instances go to rest after 100 ms unchanged, and any changed instance is
+        // settled off the thread, so that seeds rest, wake and settle instances often.
+        let replicas = ReplicaSet(registry: registry, context: context, logger: logger, restAfter: 100_000, hashedNowAtMost: 0) { [trace = simulation.trace] in
             trace.clock.load(ordering: .relaxed)
         }
         replicas.injectedBug = bug

@@ -25,7 +25,9 @@ package struct SimulationFailure: Sendable, CustomStringConvertible {
 /// - at the end, each node runs exactly the effects of its own entries that no cancel ordered
 ///   after them stopped;
 /// - no divergence alarm: the digests the nodes report (hashed in slices, as the processes hash
-///   them) agree wherever two describe the same instance after the same entry.
+///   them) agree wherever two describe the same instance after the same entry;
+/// - a combined digest a node's report claims current (`digestSeq`, which monitors compare) is
+///   that of the log replayed to that seq.
 ///
 /// With replicated coordinators, the log is the one the leader holds at the end, and also:
 /// - no coordinator acknowledged or published while the election service named another leader
@@ -78,7 +80,16 @@ struct SimulationChecks {
         }
         let head = UInt64(log.count)
         let reference = ReplicaSet(registry: SimulationFlow.registry, logger: Logger(label: "reference", factory: { _ in SwiftLogNoOpLogHandler() }))
-        for entry in log { reference.apply(entry, runEffects: false) }
+        for entry in log {
+            reference.apply(entry, runEffects: false)
+            guard let claims = simulation.history.currentDigests[entry.seq] else { continue }
+            let digest = "\(reference.combinedDigest(exact: true))"
+            for (claimed, nodes) in claims.sorted(by: { $0.key < $1.key }) where claimed != digest {
+                failures.append(
+                    SimulationFailure(check: "a current digest describes its seq", detail: "node(s) \(nodes.sorted()) reported \(claimed) current at seq \(entry.seq); the log's is \(digest)")
+                )
+            }
+        }
         let digest = reference.combinedDigest(exact: true)
         for case let node? in simulation.nodes {
             if node.machine.applied != head {

@@ -24,6 +24,13 @@ struct SimulationHistory {
 
     /// The tokens of effect-starting events sent to each address, for cancels to name.
     private(set) var work: [String: [String]] = [:]
+    /// The combined digests nodes' reports claimed current (`digestSeq`), by seq, with the nodes
+    /// that claimed each: the digest of the log's state at that seq, as monitors read them.
+    private(set) var currentDigests: [UInt64: [String: Set<Int>]] = [:]
+
+    mutating func noteCurrentDigest(_ digest: String, at seq: UInt64, from node: Int) {
+        currentDigests[seq, default: [:]][digest, default: []].insert(node)
+    }
 
     mutating func noteEmit(request: UInt64, token: String, node: Int, address: String, startsWork: Bool) {
         emits[request] = Emit(token: token, node: node)

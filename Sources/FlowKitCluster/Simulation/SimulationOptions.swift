@@ -93,6 +93,9 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// A node puts an instance to rest with the state its encoding found, even when an entry
     /// changed the instance while the state was encoded off its thread.
     case restedWithAStaleState = "rested-with-a-stale-state"
+    /// A node's reports claim its digests current while a backlog of changed instances is still
+    /// being hashed off its thread (``DigestBook/settle(held:)``).
+    case settledWithChangesUnhashed = "settled-with-changes-unhashed"
 
     /// Whether the bug lives among replicated coordinators (a run with several).
     package var needsReplicatedCoordinators: Bool {
@@ -100,7 +103,7 @@ package enum InjectedBug: String, Sendable, CaseIterable {
         case .commitWithoutStandbys, .fenceOnlyOnTimer, .reportReceivedAsDurable, .installWithoutStates: true
         case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode,
             .noFencing, .noTakeover, .servedSnapshotUnderTheReplicaSeq, .wokenWithoutItsDigest,
-            .restedWithAStaleState:
+            .restedWithAStaleState, .settledWithChangesUnhashed:
             false
         }
     }

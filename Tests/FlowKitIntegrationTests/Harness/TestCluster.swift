@@ -147,11 +147,14 @@ final class TestCluster: Sendable {
     // MARK: Finding the binary
 
     /// The `flowkit` binary (or another of the package's executables, `name`): `$FLOWKIT_BINARY`
-    /// (for `flowkit`), else next to this test binary (SwiftPM puts both in the same `debug`
-    /// directory, whatever the scratch path), else under the package root.
+    /// (for `flowkit`) or `$FLOWKIT_TESTBED_BINARY` (for `flowkit-testbed`), else next to this
+    /// test binary (SwiftPM puts both in the same `debug` directory, whatever the scratch path),
+    /// else under the package root.
     static func findBinary(named name: String = "flowkit") throws -> String {
         var candidates: [String] = []
-        if name == "flowkit", let explicit = ProcessInfo.processInfo.environment["FLOWKIT_BINARY"] { candidates.append(explicit) }
+        let environment = ProcessInfo.processInfo.environment
+        if name == "flowkit", let explicit = environment["FLOWKIT_BINARY"] { candidates.append(explicit) }
+        if name == "flowkit-testbed", let explicit = environment["FLOWKIT_TESTBED_BINARY"] { candidates.append(explicit) }
         if let me = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
             // …/debug/FlowKitPackageTests.xctest, or on some layouts a binary inside a bundle dir.
             var directory = (me as NSString).deletingLastPathComponent
