@@ -1,10 +1,12 @@
 @_spi(Wire) @testable import FlowKitCluster
+import Dispatch
 import Glibc
 import Synchronization
 import Testing
 
 /// The background threads run their jobs at their own priority, in the order they came: digests
-/// at `SCHED_IDLE`, snapshots and compaction at nice 19.
+/// at `SCHED_IDLE`, snapshots and compaction at nice 19; a job the idle thread has not started in
+/// time runs at nice 19.
 @Suite struct BackgroundWorkTests {
     private struct Scheduling: Equatable, Sendable {
         var policy: Int32
@@ -20,7 +22,8 @@ import Testing
         let background = BackgroundWork(name: "flowkit-bg-test", priority: .background)
         #expect(try await idle.run { Self.scheduling() } == Scheduling(policy: 5, nice: 19), "SCHED_IDLE")
         #expect(try await background.run { Self.scheduling() } == Scheduling(policy: SCHED_OTHER, nice: 19))
-        #expect(try await BackgroundWork.idle.run { Self.scheduling() }.policy == 5, "the digests' thread")
+        // The digests' thread has a floor (a busy test run may starve it past its patience).
+        #expect(BackgroundWork.idle.floor?.fallback === BackgroundWork.shared && BackgroundWork.shared.floor == nil)
         #expect(try await BackgroundWork.shared.run { Self.scheduling() }.policy == SCHED_OTHER, "the snapshots' thread")
     }
 
@@ -32,5 +35,28 @@ import Testing
         }
         _ = try await work.run { () }
         #expect(order.withLock { $0 } == Array(0..<20))
+    }
+
+    /// A job the idle thread does not start within its patience (here it is held by a job that
+    /// waits) runs on the floor's thread, at nice 19, once: not again when the idle thread frees.
+    @Test func aJobTheIdleThreadDoesNotStartInTimeRunsOnTheFloor() async throws {
+        let fallback = BackgroundWork(name: "flowkit-bg-test", priority: .background)
+        let idle = BackgroundWork(name: "flowkit-idle-test", priority: .idle, floor: .init(patience: .milliseconds(300), fallback: fallback))
+        let held = Mutex<Scheduling?>(nil)
+        let release = DispatchSemaphore(value: 0)
+        idle.start {
+            held.withLock { $0 = Self.scheduling() }
+            release.wait()
+        }
+        try await eventually("the first job started") { held.withLock { $0 } != nil }
+        let runs = Mutex<[Scheduling]>([])
+        idle.start { runs.withLock { $0.append(Self.scheduling()) } }
+        try await eventually("the second job ran elsewhere") { !runs.withLock { $0 }.isEmpty }
+        release.signal()
+        // Both threads run whatever came after in order; by then a second run would have happened.
+        _ = try await idle.run { () }
+        _ = try await fallback.run { () }
+        #expect(runs.withLock { $0 } == [Scheduling(policy: SCHED_OTHER, nice: 19)])
+        #expect(held.withLock { $0 }?.policy == 5 || held.withLock { $0 }?.policy == SCHED_OTHER)
     }
 }

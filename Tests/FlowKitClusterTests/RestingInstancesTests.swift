@@ -190,4 +190,44 @@ import Testing
         Self.hashEverySlice(withOwner, now: clock.now)
         #expect(withOwner.restingCount == 0 && withOwner.count == 1)
     }
+
+    /// A wave of instances due to rest at once goes at the rest budget's pace (a tenth of a thread,
+    /// 50 ms at once), not back to back: slices go out until the budget is spent, then none until
+    /// the time it has room again, which the set names so that its owner wakes then.
+    @Test func aWaveOfInstancesGoesToRestWithinItsBudget() throws {
+        var registry = FlowRegistry()
+        registry.register(CounterFlow.self, as: "counter")
+        let clock = TestClock()
+        let replicas = ReplicaSet(registry: registry, context: .passive(logger: Logger(label: "test")), logger: Logger(label: "test"), restAfter: 5_000_000) { clock.now }
+        let count = 4 * DigestBook.restoreSlice
+        for key in 0..<count { replicas.apply(Self.increment(key, seq: UInt64(key + 1)), runEffects: false) }
+        _ = replicas.combinedDigest(exact: true)
+        replicas.startDigestRound(now: clock.now, spreadOver: 0)
+        #expect(replicas.nextDigestSlice(now: clock.now).isEmpty && replicas.nextDigestSliceDue == nil, "none is due to rest yet")
+
+        // Each slice of the wave is charged 30 ms: two fit in the 50 ms the budget holds.
+        clock.now += 5_000_000
+        replicas.startDigestRound(now: clock.now, spreadOver: 0)
+        func restSlice() -> Bool {
+            let jobs = replicas.nextDigestSlice(now: clock.now)
+            guard !jobs.isEmpty else { return false }
+            #expect(jobs.allSatisfy { $0.encode != nil })
+            replicas.finishDigestJobs(ReplicaSet.hash(jobs).results, hashingMicros: 30_000)
+            return true
+        }
+        #expect(restSlice() && restSlice())
+        #expect(!restSlice(), "the wave went on past its budget")
+        #expect(replicas.restingCount == 2 * DigestBook.restoreSlice)
+        // 10 ms overdrawn at a tenth of a thread: room again 100 ms later, and not before.
+        let due = try #require(replicas.nextDigestSliceDue)
+        #expect(due == clock.now + 100_010)
+        clock.now = due - 10
+        #expect(!restSlice())
+        clock.now = due
+        #expect(restSlice() && !restSlice())
+        clock.now += 1_000_000
+        #expect(restSlice())
+        #expect(replicas.restingCount == count && replicas.nextDigestSliceDue == nil)
+        #expect(replicas.combinedDigest(exact: true) == ReplicaDigestTests.counters(count).combinedDigest(exact: true))
+    }
 }

@@ -31,7 +31,7 @@ final class DigestBook {
     private var roundLeft = 0
     private var nextSliceAt: UInt64 = 0
     private var sliceSpacing: UInt64 = 0
-    private var budget = HashingBudget()
+    private var budget = HashingBudget.digests()
     /// Instances that may go to rest once unchanged for ``RestCandidates/after`` µs.
     var candidates = RestCandidates(after: nil)
     /// Bumped when the instances are replaced (a snapshot): jobs of an earlier generation are stale.
@@ -40,7 +40,7 @@ final class DigestBook {
     /// meanwhile slices of them go out back to back, first, outside the budget, and an exact digest
     /// hashes none on the owner's thread while more than ``hashedNowAtMost`` wait (a restored
     /// million hashed there took a joining node's loop 10 s, heartbeats and clients included).
-    private var restoring: Bool { resting.unhashed > 0 || !recordsElsewhere.isEmpty }
+    var isHashingARestore: Bool { resting.unhashed > 0 || !recordsElsewhere.isEmpty }
     /// Whether the changed instances go out slice after slice, outside the budget, until none is
     /// left (``settle(held:)`` found more waiting than the owner's thread hashes at once): the
     /// backlog a load leaves when it stops. A million populated instances hashed on a node's loop
@@ -78,9 +78,6 @@ final class DigestBook {
         generation += 1
     }
 
-    /// Whether a restore's instances are still being hashed elsewhere, outside the budget.
-    var isHashingARestore: Bool { restoring }
-
     /// Whether records at rest are out being hashed (their places in the arena must stay put).
     var isHashingRecords: Bool { !recordsElsewhere.isEmpty }
 
@@ -98,7 +95,7 @@ final class DigestBook {
     var lastCombinedDigest: StateDigest { combined.digest }
 
     /// Whether every instance's digest describes its current state (none deferred, none in a job).
-    var digestsAreCurrent: Bool { undigested.isEmpty && hashingElsewhere.isEmpty && !restoring }
+    var digestsAreCurrent: Bool { undigested.isEmpty && hashingElsewhere.isEmpty && !isHashingARestore }
 
     /// The combined digest of every instance.
     ///
@@ -195,7 +192,7 @@ final class DigestBook {
     func startDigestRound(now: UInt64, spreadOver span: UInt64) {
         roundLeft = undigested.count + resting.unhashed
         let slices = (roundLeft + Self.digestSlice - 1) / Self.digestSlice
-        sliceSpacing = slices > 1 && !restoring && !settling ? span / UInt64(slices) : 0
+        sliceSpacing = slices > 1 && !isHashingARestore && !settling ? span / UInt64(slices) : 0
         nextSliceAt = now
     }
 
@@ -207,7 +204,7 @@ final class DigestBook {
         guard hashingElsewhere.isEmpty, recordsElsewhere.isEmpty else { return [] }
         guard roundLeft > 0 else { return takeRestJobs(now: now, held: held) }
         guard now >= nextSliceAt || settling else { return [] }
-        let slice = min(roundLeft, restoring || settling ? Self.restoreSlice : Self.digestSlice)
+        let slice = min(roundLeft, isHashingARestore || settling ? Self.restoreSlice : Self.digestSlice)
         let jobs = takeDigestJobs(limit: slice, held: held)
         roundLeft = jobs.isEmpty ? 0 : roundLeft - slice
         nextSliceAt = now.addingReportingOverflow(sliceSpacing).overflow ? .max : now + sliceSpacing
@@ -217,10 +214,10 @@ final class DigestBook {
     /// Whether the round is over: every slice handed out has come back and none is left.
     var isDigestRoundDone: Bool { roundLeft == 0 && hashingElsewhere.isEmpty && recordsElsewhere.isEmpty }
 
-    /// When the round's next slice is due (µs), while one is left and none is out: its owner asks
-    /// ``nextDigestSlice(now:held:)`` again then.
+    /// When the round's next slice is due (µs), or once it is over the next instances going to rest
+    /// (their budget was spent), while none is out: its owner asks ``nextDigestSlice(now:held:)`` then.
     var nextDigestSliceDue: UInt64? {
-        hashingElsewhere.isEmpty && recordsElsewhere.isEmpty && roundLeft > 0 ? nextSliceAt : nil
+        hashingElsewhere.isEmpty && recordsElsewhere.isEmpty ? (roundLeft > 0 ? nextSliceAt : candidates.resumesAt) : nil
     }
 
     /// Hands out the states of the `limit` instances changed longest ago to hash elsewhere, so the
@@ -249,8 +246,9 @@ final class DigestBook {
         return jobs
     }
 
-    /// Hands out the instances due to rest, each hashed again and encoded, outside the budget: an
-    /// instance rests once per change, so the work follows the changes.
+    /// Hands out the instances due to rest, each hashed again and encoded, within the rest budget
+    /// (not the digests'): an instance rests once per change, so the work follows the changes, and
+    /// a wave of them (a population's, a minute later) goes at a tenth of a thread.
     private func takeRestJobs(now: UInt64, held: [String: any FlowReplica]) -> [DigestJob] {
         var jobs: [DigestJob] = []
         for replica in candidates.takeDue(now: now, limit: Self.restoreSlice) where held[replica.address.description] === replica {
@@ -272,7 +270,9 @@ final class DigestBook {
     }
 
     /// Takes back what jobs found, each for the instance at its job's position (looked up by address,
-    /// a restored million took 2 s of a node's loop), charging the time to the budget (not a restore's).
+    /// a restored million took 2 s of a node's loop), charging the time to its budget: the rest
+    /// budget for instances going to rest, the digests' for a round's slice, none for a restore's
+    /// records or a settling.
     ///
     /// - Returns: The instances of a rest slice, with the seq their jobs found them at and their
     ///   states encoded there: the set puts those still unchanged to rest.
@@ -281,7 +281,7 @@ final class DigestBook {
         let records = recordsElsewhere
         hashingElsewhere = []
         recordsElsewhere = []
-        if records.isEmpty, !settling, !results.contains(where: { $0.stateJSON != nil }) { budget.charge(hashingMicros) }
+        if results.contains(where: { $0.stateJSON != nil }) { candidates.charge(hashingMicros) } else if records.isEmpty, !settling { budget.charge(hashingMicros) }
         if undigested.isEmpty { settling = false }
         var resting: [(replica: any FlowReplica, seq: UInt64, state: [UInt8])] = []
         for result in results where result.generation == generation {

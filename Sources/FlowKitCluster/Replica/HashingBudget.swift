@@ -1,23 +1,50 @@
-/// Microseconds of hashing periodic digests may spend now: a token bucket refilled at 1/20 of the
-/// time that passes (at most 5 % of a thread), holding at most 50 ms. A process with large or many
-/// changing instances (a ledger of every id) would otherwise spend its time rehashing them every
-/// report; instead the digests lag, and catch up once the load stops. (A bucket of a second let a
-/// replaying node spend a third of its replay hashing.)
+/// Microseconds of background work a kind of it may spend now: a token bucket refilled at
+/// 1/``share`` of the time that passes, holding at most ``burst``.
+///
+/// Two kinds have one each (``DigestBook``). Periodic digests: at most 5 % of a thread, 50 ms at
+/// once; a process with large or many changing instances (a ledger of every id) would otherwise
+/// spend its time rehashing them every report; instead the digests lag, and catch up once the load
+/// stops. (A bucket of a second let a replaying node spend a third of its replay hashing.) Putting
+/// instances to rest: at most 10 % of a thread; a million populated instances went to rest a minute
+/// later back to back, every process's background thread busy for tens of seconds at once.
 struct HashingBudget {
-    static let share: UInt64 = 20
-    static let burst: Int64 = 50_000
-    private var allowance: Int64 = HashingBudget.burst
+    /// The budget grows by a µs every `share` µs that pass.
+    let share: UInt64
+    /// The most it holds (µs).
+    let burst: Int64
+    private var allowance: Int64
     private var lastRefill: UInt64 = 0
+
+    init(share: UInt64, burst: Int64) {
+        self.share = share
+        self.burst = burst
+        allowance = burst
+    }
+
+    /// The periodic digests' budget: 5 % of a thread.
+    static func digests() -> HashingBudget { HashingBudget(share: 20, burst: 50_000) }
+
+    /// The budget for putting instances to rest: 10 % of a thread.
+    static func resting() -> HashingBudget { HashingBudget(share: 10, burst: 50_000) }
 
     /// Whether any is left.
     var hasRoom: Bool { allowance > 0 }
 
+    /// When some will be left again (µs, after `now`, which the last refill was at).
+    func roomAt(now: UInt64) -> UInt64 {
+        hasRoom ? now : now + UInt64(1 - allowance) * share
+    }
+
     /// Refills it for the time since the last refill.
     mutating func refill(now: UInt64) {
-        if lastRefill != 0, now > lastRefill {
-            allowance = min(allowance + Int64((now - lastRefill) / Self.share), Self.burst)
+        guard lastRefill != 0, now > lastRefill else {
+            lastRefill = now
+            return
         }
-        lastRefill = now
+        // What a refill does not make a whole µs of carries over: refills a few µs apart would lose it.
+        let gained = (now - lastRefill) / share
+        allowance = min(allowance + Int64(gained), burst)
+        lastRefill += gained * share
     }
 
     mutating func charge(_ micros: UInt64) {

@@ -21,13 +21,25 @@ import ZeroMQ
 /// hashing at all. A thread of its own, not a policy switched per job: an unprivileged thread may
 /// enter `SCHED_IDLE` but not leave it (`RLIMIT_NICE`), and snapshots must not wait behind digests.
 ///
+/// `SCHED_IDLE` has no floor: on a machine kept busy by anything else (a compiler at nice 19 will
+/// do), the thread waits minutes, a node's digests never settle and the divergence alarm goes quiet
+/// (a test of a million instances timed out beside a release build that way). So a job ``idle`` has
+/// not started within ``Floor/patience`` runs on ``shared`` instead, which at nice 19 still gets
+/// its small share.
+///
 /// Each is a thread of its own (not a pool thread, which would keep the low priority for whatever
 /// it ran next), named for `top -H` and `perf`; its jobs run one at a time, in the order they came.
 @_spi(Wire) public final class BackgroundWork: Sendable {
     /// The process's background thread, at nice 19, started on first use: snapshots, compaction.
     public static let shared = BackgroundWork(name: "flowkit-bg", priority: .background)
     /// The process's idle thread, at `SCHED_IDLE`, started on first use: digests.
-    public static let idle = BackgroundWork(name: "flowkit-idle", priority: .idle)
+    public static let idle = BackgroundWork(name: "flowkit-idle", priority: .idle, floor: Floor(patience: .seconds(2), fallback: shared))
+
+    /// Where a job goes that this thread has not started within `patience`.
+    struct Floor: Sendable {
+        let patience: Duration
+        let fallback: BackgroundWork
+    }
 
     /// How a thread's jobs give way to the rest of the process and the machine.
     public enum Priority: Sendable {
@@ -41,8 +53,10 @@ import ZeroMQ
 
     private let jobs = Mutex<[@Sendable () -> Void]>([])
     private let ready = DispatchSemaphore(value: 0)
+    let floor: Floor?
 
-    init(name: String, priority: Priority) {
+    init(name: String, priority: Priority, floor: Floor? = nil) {
+        self.floor = floor
         IOThread.start(name: name) { [self] in serve(at: priority) }
     }
 
@@ -66,10 +80,26 @@ import ZeroMQ
     /// `SCHED_IDLE` from `<linux/sched.h>`, which Glibc's headers do not export without `_GNU_SOURCE`.
     private static let schedIdle: Int32 = 5
 
-    /// Runs `body` on the thread, not waiting for it.
+    /// Runs `body` on the thread (or the floor's, if this one has not started it in time), not
+    /// waiting for it.
     public func start(_ body: @escaping @Sendable () -> Void) {
+        guard let floor else { return enqueue(body) }
+        let claim = Claim()
+        enqueue { if claim.take() { body() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(Int(floor.patience.microseconds))) {
+            if claim.take() { floor.fallback.start(body) }
+        }
+    }
+
+    private func enqueue(_ body: @escaping @Sendable () -> Void) {
         jobs.withLock { $0.append(body) }
         ready.signal()
+    }
+
+    /// A job's one run: the first of its two threads to take it runs it.
+    private final class Claim: Sendable {
+        private let taken = Atomic<Bool>(false)
+        func take() -> Bool { !taken.exchange(true, ordering: .acquiringAndReleasing) }
     }
 
     /// Runs `body` on the thread and returns its result.

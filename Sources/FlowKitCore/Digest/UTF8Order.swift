@@ -21,3 +21,41 @@ extension String {
         return utf8.lexicographicallyPrecedes(other.utf8)
     }
 }
+
+/// Positions of `count` texts in the order of their UTF-8 bytes (``Swift/String/utf8Precedes(_:)``),
+/// sorted without touching a string: each text's bytes are copied once into one buffer, and the
+/// sort compares plain values, an 8-byte big-endian prefix first, then `memcmp` of the rest.
+/// Sorting positions by comparing the strings themselves retained and released both at each of
+/// the twenty million comparisons a million take: in a node's snapshot of a million instances,
+/// the sort was a third of the CPU (perf), most of it `swift_retain`.
+///
+/// - Parameter text: The text at a position, asked once for each.
+package func utf8Order(count: Int, _ text: (Int) -> String) -> [Int] {
+    struct Key {
+        var prefix: UInt64
+        var start: Int
+        var length: Int
+        var position: Int
+    }
+    var bytes: [UInt8] = []
+    var keys: [Key] = []
+    keys.reserveCapacity(count)
+    for position in 0..<count {
+        let start = bytes.count
+        bytes.append(contentsOf: text(position).utf8)
+        var prefix: UInt64 = 0
+        for index in 0..<8 { prefix = prefix << 8 | UInt64(start + index < bytes.count ? bytes[start + index] : 0) }
+        keys.append(Key(prefix: prefix, start: start, length: bytes.count - start, position: position))
+    }
+    bytes.withUnsafeBufferPointer { buffer in
+        keys.sort { lhs, rhs in
+            // Texts shorter than 8 bytes are padded with zero bytes, which sort first, as a prefix does.
+            if lhs.prefix != rhs.prefix { return lhs.prefix < rhs.prefix }
+            if lhs.length <= 8 || rhs.length <= 8 { return lhs.length < rhs.length }
+            let common = min(lhs.length, rhs.length) - 8
+            let order = memcmp(buffer.baseAddress! + lhs.start + 8, buffer.baseAddress! + rhs.start + 8, common)
+            return order == 0 ? lhs.length < rhs.length : order < 0
+        }
+    }
+    return keys.map(\.position)
+}

@@ -157,5 +157,8 @@ extension String {
                 #expect(lhs.utf8Precedes(rhs) == lhs.utf8.lexicographicallyPrecedes(rhs.utf8), "\(lhs) vs \(rhs)")
             }
         }
+        // The snapshots' sort (positions, from the bytes copied once) puts them in the same order.
+        let bytes = texts.map { Array($0.utf8) }
+        #expect(utf8Order(count: texts.count) { texts[$0] }.map { bytes[$0] } == bytes.sorted { $0.lexicographicallyPrecedes($1) })
     }
 }
