@@ -4,7 +4,8 @@ import Foundation
 /// After the load stops: did every node converge, and is every acknowledged event there exactly once?
 ///
 /// 1. Wait (bounded) until every node has applied the coordinator's head, has no submission
-///    pending and (with effects) no effect running, and the head has stopped moving.
+///    pending, no instance waiting to be hashed and (with effects) no effect running, and the head
+///    has stopped moving.
 /// 2. Every node's combined digest must be equal.
 /// 3. Every instance's `count` on every node must lie between the events acknowledged to the bench
 ///    and those plus the ones whose outcome is unknown (sent, never answered or timed out). Below is
@@ -106,13 +107,15 @@ struct EndCheck {
             if let statuses = try? await target.statuses() {
                 last = statuses
                 let head = max(target.head.head, statuses.map(\.knownHead).max() ?? 0)
-                let caughtUp = statuses.allSatisfy { $0.applied >= head && $0.pendingSubmissions == 0 }
+                // A digest describes every instance only once none waits to be hashed: a node that
+                // settles a backlog (a step's instances) answers with the digest as it stands.
+                let caughtUp = statuses.allSatisfy { $0.applied >= head && $0.pendingSubmissions == 0 && ($0.instancesUnhashed ?? 0) == 0 }
                 let idle = !effects || statuses.allSatisfy { $0.runningEffects == 0 }
                 if caughtUp, idle, previousHead == head { return statuses }
                 previousHead = head
             }
             if ContinuousClock.now >= deadline {
-                let state = last.map { $0.map { "\($0.name) applied \($0.applied) pending \($0.pendingSubmissions) effects \($0.runningEffects)" }.joined(separator: ", ") } ?? "no status"
+                let state = last.map { $0.map { "\($0.name) applied \($0.applied) pending \($0.pendingSubmissions) effects \($0.runningEffects) unhashed \($0.instancesUnhashed ?? 0)" }.joined(separator: ", ") } ?? "no status"
                 problems.append("not converged within \(timeout): head \(target.head.head); \(state)")
                 return last
             }
