@@ -111,7 +111,9 @@ import Testing
             seq: 7, epoch: 3, kind: .event, codec: .json, origin: 1, session: 1, submission: 5, submittedAt: 0, committedAt: 0,
             address: "counter/a", payload: []
         )
-        var restarted = Sequencer(epoch: 4, durableHead: 7)
+        var history = EpochHistory()
+        history.note(seq: 1, epoch: 3)
+        var restarted = Sequencer(epoch: 4, durableHead: 7, history: history)
         restarted.recover(old)
         #expect(restarted.order(submission(5), origin: 1, session: 1, now: 0) == .duplicate(seq: 7, epoch: 3))
         guard case .ordered(let entry) = restarted.order(submission(6), origin: 1, session: 1, now: 0) else {
@@ -132,5 +134,20 @@ import Testing
         #expect(history.epoch(of: 9) == 2)
         #expect(history.epoch(of: 10) == 7)
         #expect(history.epoch(of: 1_000) == 7)
+    }
+
+    /// A cut forgets the epochs of the entries it drops, so the next epoch's entries after it
+    /// start a run of their own at the right seq.
+    @Test func epochHistoryForgetsWhatACutDrops() {
+        var history = EpochHistory()
+        for (seq, epoch) in [(1, 1), (5, 2), (9, 3)] as [(UInt64, UInt32)] { history.note(seq: seq, epoch: epoch) }
+        history.cut(after: 6)
+        history.note(seq: 7, epoch: 4)
+        #expect(history.epoch(of: 6) == 2)
+        #expect(history.epoch(of: 7) == 4)
+        #expect(history.epoch(of: 9) == 4)
+        #expect(history.end(ofEpochAtMost: 3, logEnd: 12) == 6)
+        history.cut(after: 0)
+        #expect(history == EpochHistory())
     }
 }

@@ -63,7 +63,9 @@ import Testing
     @Test func aDuplicateOfADurableEntryIsAnsweredAtOnceUnderTheEpochThatOrderedIt() throws {
         var dedup = DedupTable()
         dedup.record(.init(origin: 1, session: 9), submission: 1, seq: 4)
-        var old = Sequencer(epoch: 3, durableHead: 4, dedup: dedup)
+        var history = EpochHistory()
+        history.note(seq: 4, epoch: 2)
+        var old = Sequencer(epoch: 3, durableHead: 4, dedup: dedup, history: history)
         old.recover(Entry(seq: 4, epoch: 2, kind: .event, codec: .json, origin: 1, session: 9, submission: 1, submittedAt: 0, committedAt: 0, address: "counter/a", payload: []))
         var intake = intake(old)
         var answers = SubmissionIntake.Answers()
@@ -159,7 +161,9 @@ extension SubmissionIntakeTests {
     /// duplicate acknowledged once committed, under the term that ordered it (the entry's own
     /// epoch, which EMITTED then reports), not the new leader's.
     @Test func aDuplicateNotYetCommittedIsAcknowledgedUnderTheTermThatOrderedIt() throws {
-        var sequencer = Sequencer(epoch: 8, durableHead: 5)
+        var history = EpochHistory()
+        history.note(seq: 1, epoch: 7)
+        var sequencer = Sequencer(epoch: 8, durableHead: 5, history: history)
         for seq in 1...5 as ClosedRange<UInt64> {
             sequencer.recover(Entry(
                 seq: seq, epoch: 7, kind: .event, codec: .json, origin: 1, session: 9, submission: seq, submittedAt: 0, committedAt: 0,

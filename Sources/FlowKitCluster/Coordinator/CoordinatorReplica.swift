@@ -12,6 +12,9 @@ actor CoordinatorReplica {
     /// coordinator that starts from one (its log compacted, or installed from the leader's) still
     /// knows a retry of what was ordered before.
     private(set) var sessions: DedupTable
+    /// Restored from a snapshot written before snapshots kept the sessions: they are known only
+    /// from the log.
+    private var sessionsBeforeRestoreUnknown = false
     private let dedupWindow: Int
     /// Committed entries not applied yet, in commit order.
     private let queued = Mutex<[Entry]>([])
@@ -84,6 +87,14 @@ actor CoordinatorReplica {
         applied = seq
         sessions = DedupTable(window: dedupWindow)
         sessions.restore(remembered)
+        sessionsBeforeRestoreUnknown = remembered.isEmpty && seq > 0
+    }
+
+    /// The first seq of a log starting at `firstSeq` that a coordinator starting to lead must read
+    /// to know every session: the first its replica has not applied (``sessions`` noted the rest),
+    /// or the log's first after a snapshot that kept no sessions.
+    func firstUnlearned(inLogFrom firstSeq: UInt64) -> UInt64 {
+        sessionsBeforeRestoreUnknown ? firstSeq : max(firstSeq, applied + 1)
     }
 
     /// The digests computed since the last call, to compare with the nodes' (elsewhere), and how

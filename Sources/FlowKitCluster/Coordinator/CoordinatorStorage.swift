@@ -47,13 +47,14 @@ struct CoordinatorStorage {
         return max(log.firstSeq, snapshot.seq + 1)
     }
 
-    /// What a coordinator reads of its log when it starts to lead, in one pass: every retained
-    /// entry teaches the duplicate table, and those after the replica's last applied seq up to
-    /// `committed` bring the replica up to date. Entries no message can carry are applied as
+    /// What a coordinator reads of its log when it starts to lead, in one pass: every entry from
+    /// `firstSeq` on teaches the duplicate table, and those after the replica's last applied seq
+    /// up to `committed` bring the replica up to date. Entries no message can carry are applied as
     /// their quarantined stand-ins, as they are served.
     ///
     /// - Parameters:
-    ///   - firstSeq: The log's first retained seq.
+    ///   - firstSeq: The first seq to read: the first the replica's sessions do not know
+    ///     (``CoordinatorReplica/firstUnlearned(inLogFrom:)``).
     ///   - read: The records from a seq on, a batch at a time; none past the log's end.
     /// - Returns: How many entries the replica applied, the seqs of those quarantined, and each
     ///   taken-over instance's last takeover (the replica's, and those of the log's uncommitted

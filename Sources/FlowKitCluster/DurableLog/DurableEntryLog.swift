@@ -5,9 +5,20 @@ import Logging
 /// with `fdatasync` (or relaxed), recovered after a crash to the last record that is whole.
 final class DurableEntryLog: EntryLog {
     private let log: SegmentLog
+    private(set) var epochs = EpochHistory()
 
+    /// Opens the log and learns the epochs of what it holds, reading each record's header.
     init(directory: String, options: SegmentLog.Options, logger: Logger) throws {
         log = try SegmentLog(directory: directory, options: options, logger: logger)
+        var seq = firstSeq
+        while seq <= lastSeq {
+            let records = try log.read(from: seq, maxCount: 65_536, maxBytes: 64 << 20)
+            guard let last = records.last else { break }
+            for record in records {
+                epochs.note(seq: record.seq, epoch: Entry.peekEpoch(record.payload) ?? 0)
+            }
+            seq = last.seq + 1
+        }
     }
 
     var lastSeq: UInt64 { log.lastSeq ?? (log.nextSeq.map { $0 - 1 } ?? 0) }
@@ -15,10 +26,17 @@ final class DurableEntryLog: EntryLog {
 
     func append(_ records: [(seq: UInt64, record: [UInt8])]) throws {
         try log.append(records.map { LogRecord(seq: $0.seq, payload: $0.record) })
+        epochs.note(records)
     }
 
     func commit() throws {
-        try log.commit()
+        do {
+            try log.commit()
+        } catch {
+            // Rolled back to the last commit: the entries appended since never happened.
+            epochs.cut(after: lastSeq)
+            throw error
+        }
     }
 
     func read(from seq: UInt64, maxCount: Int, maxBytes: Int) throws -> [[UInt8]] {
@@ -35,10 +53,12 @@ final class DurableEntryLog: EntryLog {
 
     func removeSuffix(after seq: UInt64) throws {
         try log.removeSuffix(after: seq)
+        epochs.cut(after: seq)
     }
 
     func reset(after seq: UInt64) throws {
         try log.reset(nextSeq: seq + 1)
+        epochs = EpochHistory()
     }
 
     func close() {

@@ -7,6 +7,9 @@ protocol EntryLog: AnyObject {
     var firstSeq: UInt64 { get }
     /// The newest seq held; 0 when nothing was ever written.
     var lastSeq: UInt64 { get }
+    /// The epoch of every entry held, kept as the log is written, cut and reset: a coordinator
+    /// that starts leading reads no entry its replica already applied.
+    var epochs: EpochHistory { get }
 
     /// Appends encoded entry records with consecutive seqs after ``lastSeq``.
     func append(_ records: [(seq: UInt64, record: [UInt8])]) throws
@@ -29,6 +32,7 @@ protocol EntryLog: AnyObject {
 final class MemoryEntryLog: EntryLog {
     private var records: [[UInt8]] = []
     private(set) var firstSeq: UInt64 = 1
+    private(set) var epochs = EpochHistory()
     private var uncommitted = 0
 
     var lastSeq: UInt64 { firstSeq + UInt64(records.count) - 1 }
@@ -39,6 +43,7 @@ final class MemoryEntryLog: EntryLog {
             records.append(record)
             uncommitted += 1
         }
+        epochs.note(batch)
     }
 
     func commit() throws { uncommitted = 0 }
@@ -64,6 +69,7 @@ final class MemoryEntryLog: EntryLog {
             throw ProtocolError(.internalError, "cannot keep the log up to \(seq): it starts at \(firstSeq)")
         }
         records.removeLast(Int(lastSeq - seq))
+        epochs.cut(after: seq)
     }
 
     func reset(after seq: UInt64) throws {
@@ -71,6 +77,7 @@ final class MemoryEntryLog: EntryLog {
         records = []
         uncommitted = 0
         firstSeq = seq + 1
+        epochs = EpochHistory()
     }
 
     func removePrefix(through seq: UInt64) throws {

@@ -21,13 +21,19 @@
     /// The last seq the log holds durably.
     private(set) var durableHead: UInt64
     private(set) var dedup: DedupTable
-    /// Where each earlier epoch began, learnt from the log, so a duplicate is acknowledged with the
+    /// Where each earlier epoch began, as the log keeps it, so a duplicate is acknowledged with the
     /// epoch that ordered it, not the current one.
-    private var history = EpochHistory()
+    private let history: EpochHistory
     /// The first seq this epoch orders: everything from here on is the current epoch's.
     private let firstSeqOfEpoch: UInt64
 
     public init(epoch: UInt32, durableHead: UInt64, dedup: DedupTable = DedupTable()) {
+        self.init(epoch: epoch, durableHead: durableHead, dedup: dedup, history: EpochHistory())
+    }
+
+    /// - Parameter history: The epochs of the log's entries (``EntryLog/epochs``).
+    init(epoch: UInt32, durableHead: UInt64, dedup: DedupTable = DedupTable(), history: EpochHistory) {
+        self.history = history
         self.epoch = epoch
         self.head = durableHead
         self.durableHead = durableHead
@@ -113,37 +119,6 @@
 
     /// Re-learns a durable entry while recovering from the log, so retries of it stay duplicates.
     mutating func recover(_ entry: Entry) {
-        history.note(seq: entry.seq, epoch: entry.epoch)
         dedup.note(entry)
-    }
-}
-
-/// The epochs of a log: the first seq of each run of entries one epoch ordered, oldest first. It
-/// grows by one per coordinator restart, not per entry.
-struct EpochHistory: Sendable {
-    private var starts: [(seq: UInt64, epoch: UInt32)] = []
-
-    /// Notes the epoch of the next entry in seq order.
-    mutating func note(seq: UInt64, epoch: UInt32) {
-        if starts.last?.epoch != epoch { starts.append((seq, epoch)) }
-    }
-
-    /// The epoch of `seq`, if an entry at or before it was noted.
-    func epoch(of seq: UInt64) -> UInt32? {
-        // The last start at or before seq: a binary search over the starts.
-        var low = 0
-        var high = starts.count
-        while low < high {
-            let middle = (low + high) / 2
-            if starts[middle].seq <= seq { low = middle + 1 } else { high = middle }
-        }
-        return low == 0 ? nil : starts[low - 1].epoch
-    }
-
-    /// The last seq of the latest run of entries whose epoch is at most `epoch`, in a log that
-    /// ends at `logEnd`; 0 if every entry is of a later epoch. Epochs only grow along a log.
-    func end(ofEpochAtMost epoch: UInt32, logEnd: UInt64) -> UInt64 {
-        guard let index = starts.lastIndex(where: { $0.epoch <= epoch }) else { return 0 }
-        return index + 1 < starts.count ? starts[index + 1].seq - 1 : logEnd
     }
 }

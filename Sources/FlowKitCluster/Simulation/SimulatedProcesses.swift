@@ -41,6 +41,8 @@ final class SimulatedCoordinator {
     var lastLeader: LeaderRecord?
     /// The last seq applied to the replica.
     var applied: UInt64 = 0
+    /// The log's epochs when this incarnation started (the injected bug ``InjectedBug/epochsOfTheLogAtStart``).
+    let epochsAtStart: EpochHistory
     /// The latest FETCH of each standby, held while there is nothing new, as the sync server holds them.
     var heldFetches: [String: (peer: RouterEnvelope, request: FetchRequest, since: UInt64)] = [:]
     /// Requests to the election service without an answer yet, by id.
@@ -71,6 +73,7 @@ final class SimulatedCoordinator {
         self.logger = logger
         self.replica = replica
         self.disk = disk
+        self.epochsAtStart = disk.log.epochs
     }
 
     /// Starts a coordinator that runs alone on `disk`, as ``Coordinator`` does: a new epoch, and
@@ -110,8 +113,9 @@ final class SimulatedCoordinator {
     }
 
     /// Starts ordering in `record`'s epoch from everything its log holds, alone or as the leader
-    /// of `group`, as ``Coordinator``'s `lead(_:in:group:deposed:)` does: one pass over the log
-    /// rebuilds the duplicate table and brings the replica up to the commit point; replicated, the
+    /// of `group`, as ``Coordinator``'s `lead(_:in:group:deposed:)` does: one pass over what the
+    /// replica has not applied completes the duplicate table and brings the replica up to the
+    /// commit point, the log's epochs as it kept them; replicated, the
     /// deposed leader lags from the start and the set of coordinators in sync is the one the
     /// election service holds.
     func lead(
@@ -120,13 +124,16 @@ final class SimulatedCoordinator {
         landWrites()
         _ = copy?.follow(nil, now: now)
         let committed = copy?.committed ?? disk.log.lastSeq
-        var sequencer = Sequencer(epoch: record.epoch, durableHead: disk.log.lastSeq, dedup: await replica.sessions)
+        // The bug: the log's epochs as they were when this incarnation started, not as it kept them.
+        let epochs = bug == .epochsOfTheLogAtStart ? epochsAtStart : disk.log.epochs
+        var sequencer = Sequencer(epoch: record.epoch, durableHead: disk.log.lastSeq, dedup: await replica.sessions, history: epochs)
         let recovered = try await CoordinatorStorage.recover(
-            &sequencer, replica: replica, from: disk.log.firstSeq, committed: committed, quarantine: quarantine
+            &sequencer, replica: replica, from: await replica.firstUnlearned(inLogFrom: disk.log.firstSeq), committed: committed,
+            quarantine: quarantine
         ) { [disk] seq in try disk.log.read(from: seq, maxCount: 10_000, maxBytes: 16 << 20) }
         applied = await replica.applied
         if bug == .forgetDuplicatesOnRestart {
-            sequencer = Sequencer(epoch: record.epoch, durableHead: disk.log.lastSeq, dedup: DedupTable(window: configuration.dedupWindow))
+            sequencer = Sequencer(epoch: record.epoch, durableHead: disk.log.lastSeq, dedup: DedupTable(window: configuration.dedupWindow), history: epochs)
         }
         let progress = group.map { group in
             ReplicationProgress(

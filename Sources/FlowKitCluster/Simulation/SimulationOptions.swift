@@ -81,6 +81,10 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// Replicated: a standby's FETCH reports what it received as durable, before its sync is
     /// done: a power loss in between loses entries the leader acknowledged.
     case reportReceivedAsDurable = "report-received-as-durable"
+    /// Replicated: a coordinator that starts leading takes its log's epochs from when its process
+    /// started (an index read when the log opened and never kept up): it misjudges where a
+    /// standby's log stops agreeing with its own.
+    case epochsOfTheLogAtStart = "epochs-of-the-log-at-start"
     /// Replicated: a standby behind the leader's retained log installs the leader's snapshot into
     /// its log but none of its states into its replica.
     case installWithoutStates = "install-without-states"
@@ -100,7 +104,7 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// Whether the bug lives among replicated coordinators (a run with several).
     package var needsReplicatedCoordinators: Bool {
         switch self {
-        case .commitWithoutStandbys, .fenceOnlyOnTimer, .reportReceivedAsDurable, .installWithoutStates: true
+        case .commitWithoutStandbys, .fenceOnlyOnTimer, .reportReceivedAsDurable, .installWithoutStates, .epochsOfTheLogAtStart: true
         case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode,
             .noFencing, .noTakeover, .servedSnapshotUnderTheReplicaSeq, .wokenWithoutItsDigest,
             .restedWithAStaleState, .settledWithChangesUnhashed:
