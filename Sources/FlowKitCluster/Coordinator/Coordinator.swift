@@ -108,10 +108,13 @@ public final class Coordinator: Sendable {
         let saved = storage.snapshots.map {
             SavedSnapshots(store: $0, maxReplay: configuration.snapshotEvery + configuration.retainEntries, compactor: compactor)
         }
+        var mayAct: (@Sendable () -> Bool)?
+        if let election = group?.election { mayAct = { election.mayLead() } }
         let syncServer = SyncServer(
             socket: sockets.sync, writer: parts.writer, source: role, counters: parts.counters, quarantine: parts.quarantine,
             maxRangeCount: configuration.maxRangeCount, logger: logger, snapshots: SnapshotEncoding(replica: parts.replica, saved: saved),
-            written: group?.written, feed: group?.feed, reported: group?.reported, trace: configuration.trace
+            written: group?.written, feed: group?.feed, reported: group?.reported, trace: configuration.trace,
+            mayAct: mayAct
         )
         var ready: Logger.Metadata = [
             "flowkit.submit": "\(sockets.endpoints.submit)", "flowkit.publish": "\(sockets.endpoints.publish)", "flowkit.sync": "\(sockets.endpoints.sync)",
@@ -144,7 +147,9 @@ public final class Coordinator: Sendable {
                 }
             }
             tasks.addTask { await parts.replica.run() }
-            tasks.addTask { await syncServer.run() }
+            // Replicated, on the sync socket's own thread: a held FETCH is answered there the
+            // moment the ordering loop says a group is durable, with no pool thread between.
+            tasks.addTask(executorPreference: group == nil ? nil : syncLoop) { await syncServer.run() }
             // Timed by the loop, on its thread: a heartbeat costs the idle coordinator one
             // wake-up, not a pool thread's and then the loop's.
             tasks.addTask(executorPreference: loop) { [configuration] in

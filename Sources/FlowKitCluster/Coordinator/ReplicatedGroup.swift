@@ -90,9 +90,11 @@ struct ReplicatedGroup: Sendable {
                 }
             }
         }
-        tasks.addTask { await standby.receive() }
+        // The copy and the reports run on the sync sockets' thread, where their messages arrive.
+        let syncLoop = fetches.loop
+        tasks.addTask(executorPreference: syncLoop) { await standby.receive() }
         // Standbys' durable ends, checked by the sync server against the feed, to the leading core.
-        tasks.addTask { [feed] in
+        tasks.addTask(executorPreference: syncLoop) { [feed] in
             for await _ in reports {
                 let reports = feed.takeReports()
                 if let core = role.core, !reports.isEmpty { await core.confirm(reports) }

@@ -47,6 +47,10 @@ struct SyncServer: Sendable {
     var fetchWait: Duration = .milliseconds(200)
     /// Notes when sampled entries leave in a FETCHED (`flowkit bench --trace`).
     var trace: HopTrace? = nil
+    /// Whether this coordinator's lease still holds: a FETCHED leaves only then, as a reply or a
+    /// publication does (``CoordinatorInterpreter``). A leader woken past its lease hands nothing
+    /// it ordered meanwhile to a standby, which may be about to lead. `nil`: it runs alone.
+    var mayAct: (@Sendable () -> Bool)? = nil
 
     private enum Event {
         case requests([Message])
@@ -165,6 +169,7 @@ struct SyncServer: Sendable {
             await refuse(request.frames, from: fetch.peer, error)
             return nil
         }
+        guard mayAct?() != false else { return nil }
         try? await socket.send(fetch.peer.reply(frames))
         trace?.note(records: sent, .leaderFetchedSent, at: WallClock.micros())
         return nil
@@ -187,6 +192,8 @@ struct SyncServer: Sendable {
         case .unavailable:
             answer = FetchedMessage(request: request.request, epoch: request.epoch, committed: 0, records: [])
         }
+        // Past the lease the FETCH is dropped: the standby asks again, of whoever leads by then.
+        guard mayAct?() != false else { return nil }
         try? await socket.send(fetch.peer.reply(answer.frames))
         trace?.note(records: answer.records, .leaderFetchedSent, at: WallClock.micros())
         return nil

@@ -30,6 +30,8 @@ actor CoordinatorStandby {
     private var isApplying = false
     /// The copy's write in flight, if any.
     private var inFlight: Task<Void, Never>?
+    /// The DEALER's loop thread: answers are read, and the next FETCH sent, with no thread between.
+    nonisolated let unownedExecutor: UnownedSerialExecutor
 
     init(
         copy: StandbyCopy, writer: LogWriter, socket: AsyncSocket, replica: CoordinatorReplica, quarantine: EntryQuarantine, applied: UInt64,
@@ -41,6 +43,7 @@ actor CoordinatorStandby {
         self.trace = trace
         self.writer = writer
         self.socket = socket
+        self.unownedExecutor = socket.loop.serialExecutor.asUnownedSerialExecutor()
         self.replica = replica
         self.applied = applied
         self.logger = logger

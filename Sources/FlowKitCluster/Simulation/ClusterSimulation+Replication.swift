@@ -117,7 +117,7 @@ extension ClusterSimulation {
             if records?.isEmpty == true, now - held.since < 200_000 { continue }
             coordinator.heldFetches[id] = nil
             let answer = FetchedMessage(request: request.request, epoch: request.epoch, committed: machine.committedHead, records: records ?? [])
-            sendSyncAnswer(answer.frames, to: held.peer, from: coordinator)
+            if coordinator.mayReplicate(bug: options.bug) { sendSyncAnswer(answer.frames, to: held.peer, from: coordinator) }
         }
     }
 
@@ -145,7 +145,7 @@ extension ClusterSimulation {
             sendSyncAnswer(ErrorReply(request: fetch.request, error: protocolError).frames, to: peer, from: coordinator)
             return true
         }
-        sendSyncAnswer(frames, to: peer, from: coordinator)
+        if coordinator.mayReplicate(bug: options.bug) { sendSyncAnswer(frames, to: peer, from: coordinator) }
         return true
     }
 

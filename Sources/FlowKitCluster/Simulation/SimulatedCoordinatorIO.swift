@@ -72,8 +72,8 @@ final class SimulatedCoordinatorIO: CoordinatorIO {
         return true
     }
 
-    /// A leader acknowledged or published: only the leader the election service names may.
-    private func noteActing(_ what: String) {
+    /// A leader acknowledged, published or replicated: only the leader the election service names may.
+    func noteActing(_ what: String) {
         let etcd = simulation.etcd
         guard coordinator.isReplicated, let epoch = coordinator.machine?.epoch, !etcd.names(coordinator.id, epoch: epoch) else { return }
         // Once per coordinator and term: the first act tells the story.
@@ -93,4 +93,14 @@ enum SimulatedCoordinatorWork {
     case decodeReport([[UInt8]], RouterEnvelope)
     /// Nodes' digests disagree.
     case diverged([DigestReferences.Divergence])
+}
+
+extension SimulatedCoordinator {
+    /// Whether a FETCHED may leave now, as a reply or publication may (``SyncServer``'s fencing);
+    /// noted as an act of the leader if it does.
+    func mayReplicate(bug: InjectedBug?) -> Bool {
+        guard bug == .replicatePastTheLease || io.mayAct() else { return false }
+        io.noteActing("answered a standby's FETCH")
+        return true
+    }
 }

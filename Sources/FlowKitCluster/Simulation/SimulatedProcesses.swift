@@ -22,7 +22,7 @@ final class SimulatedCoordinator {
     var interpreter: CoordinatorInterpreter<SimulatedCoordinatorIO>?
     var machine: CoordinatorMachine? { interpreter?.machine }
     unowned let simulation: ClusterSimulation
-    private lazy var io = SimulatedCoordinatorIO(simulation: simulation, coordinator: self)
+    lazy var io = SimulatedCoordinatorIO(simulation: simulation, coordinator: self)
     /// Its log lines go to the simulation's trace; its counts are the simulation's, across runs.
     private var sink: ObservationSink { ObservationSink(logger: logger, counters: simulation.coordinatorCounters, trace: nil) }
     let replica: CoordinatorReplica

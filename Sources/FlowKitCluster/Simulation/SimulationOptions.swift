@@ -81,6 +81,9 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// Replicated: a standby's FETCH reports what it received as durable, before its sync is
     /// done: a power loss in between loses entries the leader acknowledged.
     case reportReceivedAsDurable = "report-received-as-durable"
+    /// Replicated: a leader answers its standbys' FETCHes without checking its lease: woken past
+    /// it, it hands what it ordered meanwhile to a standby that is about to lead.
+    case replicatePastTheLease = "replicate-past-the-lease"
     /// Replicated: a coordinator that starts leading takes its log's epochs from when its process
     /// started (an index read when the log opened and never kept up): it misjudges where a
     /// standby's log stops agreeing with its own.
@@ -104,7 +107,7 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// Whether the bug lives among replicated coordinators (a run with several).
     package var needsReplicatedCoordinators: Bool {
         switch self {
-        case .commitWithoutStandbys, .fenceOnlyOnTimer, .reportReceivedAsDurable, .installWithoutStates, .epochsOfTheLogAtStart: true
+        case .commitWithoutStandbys, .fenceOnlyOnTimer, .reportReceivedAsDurable, .installWithoutStates, .epochsOfTheLogAtStart, .replicatePastTheLease: true
         case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode,
             .noFencing, .noTakeover, .servedSnapshotUnderTheReplicaSeq, .wokenWithoutItsDigest,
             .restedWithAStaleState, .settledWithChangesUnhashed:
