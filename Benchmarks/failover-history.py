@@ -34,7 +34,7 @@ import time
 import zmq
 
 # The client protocol's version (docs/PROTOCOL.md, the header).
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 zmq_context = zmq.Context()
 
 

@@ -21,7 +21,7 @@ import time
 
 import zmq
 
-VERSION = 3
+VERSION = 4
 EMIT, EMITTED, QUERY, STATE, ERROR = 0x30, 0x31, 0x32, 0x33, 0x7F
 ENTRIES, HEARTBEAT = 0x10, 0x11
 RANGE_REQUEST, RANGE = 0x20, 0x21
@@ -58,14 +58,14 @@ def records(frame):
 
 
 def decode_entry(record):
-    """Section 4.1: the 50-byte fixed part, the address short-string, then the payload."""
-    (seq, epoch, kind, codec, origin, session, submission, submitted_at, committed_at) = \
-        struct.unpack_from(">QIBBIQQQQ", record, 0)
-    (address_length,) = struct.unpack_from(">H", record, 50)
-    address = record[52:52 + address_length].decode("utf-8")
-    payload = record[52 + address_length:]
+    """Section 4.1: the 52-byte fixed part, the address short-string, then the payload."""
+    (seq, epoch, kind, codec, version, origin, session, submission, submitted_at, committed_at) = \
+        struct.unpack_from(">QIBBHIQQQQ", record, 0)
+    (address_length,) = struct.unpack_from(">H", record, 52)
+    address = record[54:54 + address_length].decode("utf-8")
+    payload = record[54 + address_length:]
     return {
-        "seq": seq, "epoch": epoch, "kind": kind, "codec": codec, "origin": origin,
+        "seq": seq, "epoch": epoch, "kind": kind, "codec": codec, "version": version, "origin": origin,
         "session": session, "submission": submission, "submittedAt": submitted_at,
         "committedAt": committed_at, "address": address, "payload": payload,
     }

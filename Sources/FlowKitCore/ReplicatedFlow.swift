@@ -24,6 +24,11 @@ public protocol ReplicatedFlow: Flow where State: Codable, Event: Codable {
     /// by default the type's name without its `Flow` suffix, in kebab case (`CounterFlow` is
     /// `counter`, `ChatRoomFlow` is `chat-room`).
     static var flowName: String { get }
+    /// The version of the shape of the flow's events and state: 1 unless the flow says otherwise.
+    /// Every entry records the version of the flow that submitted it; a process that meets an
+    /// entry of a version above its own stops applying rather than read it with its own types
+    /// (docs/VERSIONING.md). Raise it in the release that changes either shape.
+    static var version: Int { get }
     /// The effects an instance in `state` should have running, started again on a surviving node
     /// when the node that ran them dies (a *takeover*): a timer whose state says it is active
     /// returns its ticking effect; a countdown, the rest of its countdown.
@@ -45,6 +50,7 @@ extension ReplicatedFlow {
     public static func resume(_ state: State) -> Effect<Event> { .none }
     public static var sampleEvents: [Event] { [] }
     public static var flowName: String { defaultFlowName(forType: String(describing: Self.self)) }
+    public static var version: Int { 1 }
 }
 
 /// `CounterFlow` → `counter`, `ChatRoomFlow` → `chat-room`, `HTTPProxyFlow` → `http-proxy`:

@@ -14,7 +14,9 @@
 ///   offset size field
 ///   0      8    magic        "FKLOGSEG"
 ///   8      4    version      1
-///   12     4    flags        0
+///   12     4    payloadFormat  the format of the records' payloads, numbered by the log's user
+///                              (SegmentLog.Options.payloadFormat); 0 in segments written before
+///                              it was recorded, when the field was reserved and always 0
 ///   16     8    firstSeq     seq of the first record (equals the file name)
 ///   24     4    headerCRC    CRC of bytes 0..<24
 ///   28     4    reserved     0
@@ -33,6 +35,8 @@
 ///
 /// Invariants
 ///   - Segment k+1 starts at the seq after segment k's last record (a segment may be empty).
+///   - Every record of a segment has the segment's payload format: a log opened with another
+///     format than its last segment's starts a new segment before its first append.
 ///   - Every segment but the last is complete and synced: it is fdatasync'ed before the next
 ///     segment file is created. Only the last segment can end in a torn (partial) record.
 ///   - Recovery truncates the last segment after its last valid record; damage anywhere else
@@ -61,19 +65,19 @@ enum LogFormat {
         return UInt64(digits)
     }
 
-    static func encodeSegmentHeader(firstSeq: UInt64) -> [UInt8] {
+    static func encodeSegmentHeader(firstSeq: UInt64, payloadFormat: UInt32) -> [UInt8] {
         var bytes = segmentMagic
         bytes.reserveCapacity(segmentHeaderSize)
         bytes.appendBigEndian(version)
-        bytes.appendBigEndian(UInt32(0))
+        bytes.appendBigEndian(payloadFormat)
         bytes.appendBigEndian(firstSeq)
         bytes.appendBigEndian(CRC32C.checksum(bytes))
         bytes.appendBigEndian(UInt32(0))
         return bytes
     }
 
-    /// Validates a segment header; returns its first seq or why it is invalid.
-    static func decodeSegmentHeader(_ bytes: UnsafeRawBufferPointer) -> Result<UInt64, HeaderProblem> {
+    /// Validates a segment header; returns its first seq and payload format, or why it is invalid.
+    static func decodeSegmentHeader(_ bytes: UnsafeRawBufferPointer) -> Result<(firstSeq: UInt64, payloadFormat: UInt32), HeaderProblem> {
         guard bytes.count >= segmentHeaderSize else { return .failure(.short(bytes.count)) }
         guard bytes.prefix(8).elementsEqual(segmentMagic) else { return .failure(.badMagic) }
         guard CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<24])) == bytes.loadBigEndian(UInt32.self, at: 24) else {
@@ -81,7 +85,7 @@ enum LogFormat {
         }
         let version = bytes.loadBigEndian(UInt32.self, at: 8)
         guard version == Self.version else { return .failure(.unsupportedVersion(version)) }
-        return .success(bytes.loadBigEndian(UInt64.self, at: 16))
+        return .success((bytes.loadBigEndian(UInt64.self, at: 16), bytes.loadBigEndian(UInt32.self, at: 12)))
     }
 
     enum HeaderProblem: Error, CustomStringConvertible {

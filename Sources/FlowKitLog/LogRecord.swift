@@ -4,6 +4,9 @@ public struct LogRecord: Sendable, Hashable {
     public var seq: UInt64
     /// The record's bytes, stored and returned unchanged.
     public var payload: [UInt8]
+    /// The format of `payload`, as read: the ``SegmentLog/Options/payloadFormat`` of the log that
+    /// wrote it. An append writes the log's own, whatever a record says.
+    public var payloadFormat: UInt32 = 0
 
     /// Creates a record.
     /// - Parameters:

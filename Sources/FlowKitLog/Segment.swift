@@ -6,6 +6,8 @@
 final class Segment {
     let firstSeq: UInt64
     let path: String
+    /// The format of its records' payloads (``SegmentLog/Options/payloadFormat``), from its header.
+    var payloadFormat: UInt32
     /// Bytes handed to the OS: header plus records (the log's write buffer is not included).
     var size: Int
     /// The last record assigned to this segment, including records still in the write buffer.
@@ -19,9 +21,10 @@ final class Segment {
     private(set) var indexOffsets: [Int] = []
     private var fd: Int32 = -1
 
-    init(firstSeq: UInt64, path: String, size: Int) {
+    init(firstSeq: UInt64, path: String, size: Int, payloadFormat: UInt32) {
         self.firstSeq = firstSeq
         self.path = path
+        self.payloadFormat = payloadFormat
         self.size = size
         self.zeroedThrough = size
     }

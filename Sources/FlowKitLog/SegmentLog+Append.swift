@@ -95,7 +95,11 @@ extension SegmentLog {
         let recordSize = LogFormat.recordHeaderSize + payload.count
         do {
             if let active = segments.last {
-                if active.lastSeq != nil, active.size + writeBuffer.count + recordSize > options.segmentBytes {
+                if active.payloadFormat != options.payloadFormat {
+                    // A segment's records share one format: what an older build wrote stays in
+                    // its segments, read as it was written.
+                    if active.lastSeq == nil { try restamp(active) } else { try roll(firstSeq: seq) }
+                } else if active.lastSeq != nil, active.size + writeBuffer.count + recordSize > options.segmentBytes {
                     try roll(firstSeq: seq)
                 }
             } else {
@@ -136,10 +140,10 @@ extension SegmentLog {
     func createSegment(firstSeq: UInt64) throws {
         let path = segmentPath(firstSeq: firstSeq)
         let fd = try fileSystem.openFile(path, create: true)
-        let segment = Segment(firstSeq: firstSeq, path: path, size: 0)
+        let segment = Segment(firstSeq: firstSeq, path: path, size: 0, payloadFormat: options.payloadFormat)
         segment.adopt(fd)
         segments.append(segment)
-        try LogFormat.encodeSegmentHeader(firstSeq: firstSeq).withUnsafeBytes { bytes in
+        try LogFormat.encodeSegmentHeader(firstSeq: firstSeq, payloadFormat: options.payloadFormat).withUnsafeBytes { bytes in
             try fileSystem.write(fd, bytes, at: 0, path: path)
         }
         segment.size = LogFormat.segmentHeaderSize
@@ -150,6 +154,18 @@ extension SegmentLog {
             fileSystem.preallocate(fd, size: options.segmentBytes, path: path)
             try fileSystem.sync(fd, path: path)
         }
+    }
+
+    /// Gives an empty last segment written with another payload format this log's: its header is
+    /// written again (one 32-byte write, synced) before any record goes in.
+    private func restamp(_ segment: Segment) throws {
+        precondition(segment.lastSeq == nil && writeBuffer.isEmpty, "only an empty segment changes its payload format")
+        let fd = try segment.descriptor(fileSystem)
+        try LogFormat.encodeSegmentHeader(firstSeq: segment.firstSeq, payloadFormat: options.payloadFormat).withUnsafeBytes { bytes in
+            try fileSystem.write(fd, bytes, at: 0, path: segment.path)
+        }
+        try fileSystem.sync(fd, path: segment.path)
+        segment.payloadFormat = options.payloadFormat
     }
 
     /// Hands the write buffer to the OS (`pwrite`), without syncing.

@@ -34,6 +34,11 @@ extension SegmentLog {
         public var preallocate: Bool
         /// A test hook that makes chosen file operations fail (disk full, I/O error).
         public var faultInjection: FaultInjection?
+        /// The format of the payloads this log writes, the log's user's to number: every segment
+        /// records the format of its records, and ``SegmentLog/read(from:maxCount:maxBytes:)``
+        /// returns it with each record, so a user whose payload layout changes reads what an older
+        /// build wrote. Segments written before it was recorded read as 0.
+        public var payloadFormat: UInt32 = 0
 
         /// Creates options.
         /// - Parameters:

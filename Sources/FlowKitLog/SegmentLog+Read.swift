@@ -52,7 +52,9 @@ extension SegmentLog {
                         throw corruptRead(segment, offset: record.offset, reason: "checksum mismatch in record seq \(cursor)")
                     }
                     if !records.isEmpty, bytes + record.payloadLength > maxBytes { return records }
-                    records.append(LogRecord(seq: cursor, payload: Array(scanner.payload(record, buffer: readBuffer))))
+                    var read = LogRecord(seq: cursor, payload: Array(scanner.payload(record, buffer: readBuffer)))
+                    read.payloadFormat = segment.payloadFormat
+                    records.append(read)
                     bytes += record.payloadLength
                     cursor += 1
                 }

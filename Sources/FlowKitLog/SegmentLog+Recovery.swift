@@ -54,7 +54,7 @@ extension SegmentLog {
     /// Validates one segment; returns nil if it was a half-created last segment and was removed.
     private func recoverSegment(firstSeq: UInt64, isLast: Bool) throws -> Segment? {
         let path = segmentPath(firstSeq: firstSeq)
-        let segment = Segment(firstSeq: firstSeq, path: path, size: 0)
+        let segment = Segment(firstSeq: firstSeq, path: path, size: 0, payloadFormat: 0)
         let fd = try segment.descriptor(fileSystem)
         let fileSize = try fileSystem.size(fd, path: path)
         var header = [UInt8](repeating: 0, count: LogFormat.segmentHeaderSize)
@@ -80,10 +80,10 @@ extension SegmentLog {
                     + "Restore the file from a replica or backup; refusing to open",
                 path: path
             )
-        case .success(let headerSeq) where headerSeq != firstSeq:
-            throw LogError(.corrupt, "segment header says first seq \(headerSeq) but the file name says \(firstSeq); was it renamed?", path: path)
-        case .success:
-            break
+        case .success(let header) where header.firstSeq != firstSeq:
+            throw LogError(.corrupt, "segment header says first seq \(header.firstSeq) but the file name says \(firstSeq); was it renamed?", path: path)
+        case .success(let header):
+            segment.payloadFormat = header.payloadFormat
         }
 
         var scanner = RecordScanner(

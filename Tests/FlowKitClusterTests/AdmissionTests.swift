@@ -44,7 +44,8 @@ import Testing
 
         /// The SUBMIT the coordinator receives from a node that skipped the node's own check.
         var submitFrames: [[UInt8]] {
-            let record: [UInt8] = Wire.u64(1) + [kind.rawValue, codec] + Wire.u64(0) + Wire.u64(0) + Wire.shortString(address) + payload
+            let version: UInt16 = kind == .event ? 1 : 0
+            let record: [UInt8] = Wire.u64(1) + [kind.rawValue, codec] + Wire.u16(version) + Wire.u64(0) + Wire.u64(0) + Wire.shortString(address) + payload
             return [[0x46, 0x4B, WireHeader.version, 0x01] + Wire.u32(7) + Wire.u64(99), Wire.u32(UInt32(record.count)) + record]
         }
     }
@@ -143,12 +144,17 @@ import Testing
     /// coordinator, the last wall before the log.
     static let coordinatorOnly: [(String, [UInt8])] = {
         let address = Wire.shortString("counter/a")
-        let kind4: [UInt8] = Wire.u64(1) + [4, 1] + Wire.u64(0) + address
-        let typed: [UInt8] = Wire.u64(1) + [2, 2] + Wire.u64(0) + address
-        let cancelAllCodec2: [UInt8] = Wire.u64(1) + [3, 2] + Wire.u64(0) + address
-        let longID: [UInt8] = Wire.u64(1) + [2, 1] + Wire.u64(0) + address + [UInt8](repeating: 0x61, count: 65_536)
+        // submission, kind, codec, version, submitted-at, term, address, payload.
+        func record(_ kind: UInt8, _ codec: UInt8, version: UInt16 = 0) -> [UInt8] {
+            Wire.u64(1) + [kind, codec] + Wire.u16(version) + Wire.u64(0) + Wire.u64(0) + address
+        }
+        let kind4 = record(4, 1)
+        let typed = record(2, 2)
+        let cancelAllCodec2 = record(3, 2)
+        let longID = record(2, 1) + [UInt8](repeating: 0x61, count: 65_536)
         return [
-            ("kind 4, the coordinator's own", kind4), ("a cancel with codec 3", Wire.u64(1) + [2, 3] + Wire.u64(0) + address + Array("timer".utf8)),
+            ("kind 4, the coordinator's own", kind4), ("a cancel with codec 3", record(2, 3) + Array("timer".utf8)),
+            ("an event without its flow's version", record(1, 1) + Array(#"{"increment":{}}"#.utf8)),
             ("a typed cancel without a type", typed + Wire.shortString("") + Array("timer".utf8)),
             ("a typed cancel whose type runs past the payload", typed + Wire.u16(50) + Array("timer".utf8)),
             ("a typed cancel without a text", typed + Wire.shortString("M.CancelID")),
@@ -163,7 +169,7 @@ import Testing
     /// node builds one, so only the coordinator's wall sees it.
     @Test func typedCancelsAreAdmittedAtTheCoordinator() throws {
         let target = CancelTarget.typed(type: "MyApp.TimerFlow.CancelID", description: "timer")
-        let record: [UInt8] = Wire.u64(1) + [2, 2] + Wire.u64(0) + Wire.u64(0) + Wire.shortString("counter/a") + target.payload
+        let record: [UInt8] = Wire.u64(1) + [2, 2] + Wire.u16(0) + Wire.u64(0) + Wire.u64(0) + Wire.shortString("counter/a") + target.payload
         let frames = [[0x46, 0x4B, WireHeader.version, 0x01] + Wire.u32(7) + Wire.u64(99), Wire.u32(UInt32(record.count)) + record]
         guard case .admitted(let admitted) = Self.atTheCoordinator(frames) else {
             Issue.record("refused: \(Self.atTheCoordinator(frames))")
@@ -172,6 +178,28 @@ import Testing
         #expect(admitted.codec == .binary && admitted.payload == target.payload)
         #expect(try CancelTarget(codec: admitted.codec, payload: admitted.payload) == target)
         #expect(try CancelTarget(codec: .json, payload: Array("timer".utf8)) == .described("timer"))
+    }
+
+    /// An event written by a newer version of its flow than the coordinator's build reads is not
+    /// ordered: the coordinator could neither check it nor apply it. The node retries it once the
+    /// coordinators are upgraded.
+    @Test func anEventOfANewerVersionIsRefusedUntilTheCoordinatorReadsIt() {
+        let event = Array(#"{"increment":{}}"#.utf8)
+        func submit(version: UInt16) -> [[UInt8]] {
+            let record: [UInt8] = Wire.u64(1) + [1, 1] + Wire.u16(version) + Wire.u64(0) + Wire.u64(0) + Wire.shortString("counter/a") + event
+            return [[0x46, 0x4B, WireHeader.version, 0x01] + Wire.u32(7) + Wire.u64(99), Wire.u32(UInt32(record.count)) + record]
+        }
+        guard case .refused(let error) = Self.atTheCoordinator(submit(version: 2)) else {
+            Issue.record("an event of version 2 was admitted by a build that reads version 1")
+            return
+        }
+        #expect(error.code == .versionUnreadable)
+        #expect(error.message.contains(#"flow "counter" at version 2"#) && error.message.contains("up to version 1"), "\(error.message)")
+        guard case .admitted(let admitted) = Self.atTheCoordinator(submit(version: 1)) else {
+            Issue.record("an event of version 1 was refused")
+            return
+        }
+        #expect(admitted.version == 1)
     }
 
     @Test(arguments: coordinatorOnly)
@@ -204,7 +232,7 @@ import Testing
     }
 
     static let validRecord: [UInt8] = {
-        let record = Wire.u64(1) + [1, 1] + Wire.u64(0) + Wire.u64(0) + Wire.shortString("counter/a") + Array(#"{"increment":{}}"#.utf8)
+        let record = Wire.u64(1) + [1, 1] + Wire.u16(1) + Wire.u64(0) + Wire.u64(0) + Wire.shortString("counter/a") + Array(#"{"increment":{}}"#.utf8)
         return Wire.u32(UInt32(record.count)) + record
     }()
 

@@ -305,4 +305,34 @@ import ZeroMQ
         #expect(words(moved).first == "switch to inproc://bs" && machine.choice.currentIndex == 1)
         #expect(try submitted(moved).count == 1)
     }
+
+    /// An entry written by a newer version of a flow than the node's build: the node applies what
+    /// comes before it, nothing from it on, says so once, and names it in every report, from which
+    /// the coordinator raises the alarm.
+    @Test func aNodeStopsAtAnEntryOfANewerVersionAndSaysSo() {
+        var machine = connected(head: 0)
+        var newer = entry(2)
+        newer.version = 2
+        #expect(words(machine.receivePublished([published([entry(1), newer, entry(3)])], now: 10)) == ["apply [1]"])
+        #expect(machine.unreadable == UnreadableEntry(seq: 2, flow: "counter", version: 2, reads: 1))
+        #expect(machine.applied == 1)
+        _ = machine.tick(now: 20)
+        _ = machine.tick(now: 30)
+        let critical = machine.takeObservations().filter { observation in
+            if case .log(.critical, let message, _) = observation { "\(message)".contains("entry 2 of flow \"counter\" is at version 2") } else { false }
+        }
+        #expect(critical.count == 1, "said once")
+
+        var membership = Membership(timeout: 10 * second, stallTimeout: 10 * second, forgetAfter: 100 * second)
+        _ = membership.hello(node: 1, session: 77, info: NodeInfo(name: "node-1", clientEndpoint: "inproc://c", flows: ["counter"], pid: 1), peer: [1], now: 0)
+        var report = NodeReport(name: "node-1", digest: "", digests: [:], instances: 1, runningEffects: 0, effectsLost: 0, pendingSubmissions: 0, connected: true)
+        report.unreadable = machine.unreadable
+        membership.report(NodeReportMessage(node: 1, applied: 1, time: 0, report: report), head: 3, now: 1)
+        #expect(membership.takeNewUnreadable().map(\.unreadable.seq) == [2])
+        membership.report(NodeReportMessage(node: 1, applied: 1, time: 0, report: report), head: 3, now: 2)
+        #expect(membership.takeNewUnreadable().isEmpty, "alarmed once")
+        let status = membership.status(epoch: 3, head: 3, firstSeq: 1, entriesPerSecond: 0, now: 2)
+        #expect(status.nodes.first?.unreadable?.seq == 2)
+        #expect(status.problems.contains { $0.hasPrefix("node-1 must be upgraded: entry 2 of flow \"counter\"") })
+    }
 }

@@ -12,16 +12,35 @@ import Testing
     @Test func entryRecordsRoundTripAndHaveTheDocumentedLayout() throws {
         let bytes = Self.entry.encoded
         #expect(try Entry(decoding: bytes) == Self.entry)
-        // seq is the first 8 bytes, big-endian; the address follows the 50-byte fixed part.
+        // seq is the first 8 bytes, big-endian; the version follows kind and codec; the address
+        // follows the 52-byte fixed part.
         #expect(Array(bytes[0..<8]) == [0, 0, 0, 0, 0, 0, 0, 42])
-        #expect(Array(bytes[50..<52]) == [0, 14])
-        #expect(String(decoding: bytes[52..<66], as: UTF8.self) == "counter/room-1")
-        #expect(Array(bytes[66...]) == Self.entry.payload)
+        #expect(Array(bytes[12..<16]) == [1, 1, 0, 1], "kind 1, codec 1, version 1")
+        #expect(Array(bytes[52..<54]) == [0, 14])
+        #expect(String(decoding: bytes[54..<68], as: UTF8.self) == "counter/room-1")
+        #expect(Array(bytes[68...]) == Self.entry.payload)
+    }
+
+    /// A record in the layout before versions (protocol 3, log segments of payload format 0) reads
+    /// in today's: an event as version 1, anything else as 0, every other field as it was.
+    @Test func recordsWrittenBeforeVersionsReadAsVersionOne() throws {
+        for (kind, version) in [(EntryKind.event, 1 as UInt16), (.cancel, 0), (.takeover, 0)] {
+            var entry = Self.entry
+            entry.kind = kind
+            entry.version = version
+            var old = entry.encoded
+            old.removeSubrange(Entry.versionOffset..<Entry.versionOffset + 2)
+            #expect(old.count == entry.encoded.count - 2)
+            #expect(try Entry(decoding: Entry.RecordLayout.unversioned.upgrade(old)) == entry)
+            #expect(Entry.RecordLayout.versioned.upgrade(entry.encoded) == entry.encoded)
+        }
+        // Too short to hold the fields: decoding says so rather than the upgrade guessing.
+        #expect(throws: ProtocolError.self) { try Entry(decoding: Entry.RecordLayout.unversioned.upgrade([0, 1, 2])) }
     }
 
     @Test func everyMessageRoundTrips() throws {
         let submission = Submission(
-            submission: 9, kind: .cancel, codec: .json, submittedAt: 5, address: "timer/t", payload: Array("timer".utf8)
+            submission: 9, kind: .cancel, codec: .json, version: 0, submittedAt: 5, address: "timer/t", payload: Array("timer".utf8)
         )
         let submit = SubmitMessage(origin: 1, session: 77, submissions: [submission, submission])
         #expect(try SubmitMessage(frames: submit.frames) == submit)

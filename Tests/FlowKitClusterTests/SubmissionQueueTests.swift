@@ -7,7 +7,7 @@ import Testing
     private func queue(adding count: Int, payloadBytes: Int = 4, now: UInt64 = 0) -> SubmissionQueue {
         var queue = SubmissionQueue(capacity: 100)
         for _ in 0..<count {
-            _ = queue.add(kind: .event, codec: .json, address: "counter/a", payload: Array(repeating: 1, count: payloadBytes), waiter: .effect, now: now)
+            _ = queue.add(kind: .event, codec: .json, version: 1, address: "counter/a", payload: Array(repeating: 1, count: payloadBytes), waiter: .effect, now: now)
         }
         return queue
     }
@@ -18,7 +18,7 @@ import Testing
         var queue = queue(adding: 3)
         #expect(ids(queue.due(now: 10, retryAfter: retry)) == [1, 2, 3])
         #expect(queue.due(now: 20, retryAfter: retry).isEmpty)
-        _ = queue.add(kind: .event, codec: .json, address: "counter/a", payload: [], waiter: .effect, now: 30)
+        _ = queue.add(kind: .event, codec: .json, version: 1, address: "counter/a", payload: [], waiter: .effect, now: 30)
         #expect(ids(queue.due(now: 30, retryAfter: retry)) == [4])
         #expect(ids(queue.due(now: 1_010, retryAfter: retry)) == [1, 2, 3])
         #expect(ids(queue.due(now: 1_030, retryAfter: retry)) == [4])
@@ -34,7 +34,7 @@ import Testing
         #expect(ids(queue.due(now: 5_000, retryAfter: retry)) == [1, 3])
         #expect(queue.count == 2)
         // Acknowledged before it was ever sent.
-        _ = queue.add(kind: .event, codec: .json, address: "counter/a", payload: [], waiter: .effect, now: 0)
+        _ = queue.add(kind: .event, codec: .json, version: 1, address: "counter/a", payload: [], waiter: .effect, now: 0)
         _ = queue.acknowledge(5)
         #expect(queue.due(now: 5_001, retryAfter: retry).isEmpty)
     }
@@ -76,7 +76,7 @@ import Testing
         let client = RouterEnvelope(identity: [7], delimited: false)
         for request in 1...3 as ClosedRange<UInt64> {
             _ = queue.add(
-                kind: .event, codec: .json, address: "counter/a", payload: [], waiter: .client(peer: client, request: request, wait: .ordered, deadline: 500),
+                kind: .event, codec: .json, version: 1, address: "counter/a", payload: [], waiter: .client(peer: client, request: request, wait: .ordered, deadline: 500),
                 now: 0
             )
         }
@@ -103,7 +103,7 @@ import Testing
     @Test func aClientWhoseEmitWasNeverSentHearsTheCoordinatorIsUnreachable() {
         var queue = SubmissionQueue(capacity: 10)
         let client = RouterEnvelope(identity: [7], delimited: false)
-        _ = queue.add(kind: .event, codec: .json, address: "counter/a", payload: [], waiter: .client(peer: client, request: 1, wait: .ordered, deadline: 5), now: 0)
+        _ = queue.add(kind: .event, codec: .json, version: 1, address: "counter/a", payload: [], waiter: .client(peer: client, request: 1, wait: .ordered, deadline: 5), now: 0)
         let expired = queue.expireWaiters(now: 5, timeout: .seconds(5))
         #expect(expired.map(\.error.message) == ["the coordinator is unreachable; the entry was not submitted"])
         #expect(queue.count == 0, "never sent, it can never be ordered")

@@ -53,7 +53,7 @@ extension ClusterProcessTests {
             let submit = try await RawDealer(endpoint: endpoints.submit, logger: cluster.logger)
             defer { Task { await submit.close() } }
             try await submit.sayHello(node: 900, session: 77)
-            let wedge = Self.frameLimit - 16 - 4 - 28 - "kv/wedge".utf8.count
+            let wedge = Self.frameLimit - 16 - 4 - 30 - "kv/wedge".utf8.count
             for (index, size) in [wedge, 5 << 20, (1 << 20) + 4_096, Self.maxEvent + 1].enumerated() {
                 let frames = Self.submit(UInt64(index + 1), address: "kv/wedge", payload: Self.kvEvent(bytes: size))
                 if index == 0 { #expect(frames[1].count == Self.frameLimit - 16) }
@@ -108,7 +108,9 @@ extension ClusterProcessTests {
             // an ordinary one.
             var logger = Logger(label: "test")
             logger.logLevel = .error
-            let log = try SegmentLog(directory: cluster.directory + "/coordinator-data/log", logger: logger)
+            var options = SegmentLog.Options()
+            options.payloadFormat = Entry.logPayloadFormat
+            let log = try SegmentLog(directory: cluster.directory + "/coordinator-data/log", options: options, logger: logger)
             let large = Entry(
                 seq: before.seq + 1, epoch: before.epoch, kind: .event, codec: .json, origin: 1, session: 5, submission: 1,
                 submittedAt: 1, committedAt: 1, address: "kv/huge", payload: Self.kvEvent(bytes: Self.frameLimit)

@@ -19,6 +19,8 @@ struct Admission: Sendable {
     struct Admitted: Equatable {
         var kind: EntryKind
         var codec: PayloadCodec
+        /// The version of the flow that wrote an event's payload; 0 for a cancel.
+        var version: UInt16
         /// The address as text, exactly as it parsed.
         var address: String
         /// Events in the flow's wire codec; a cancel id as UTF-8.
@@ -45,16 +47,21 @@ struct Admission: Sendable {
         }
     }
 
-    /// A submission from a SUBMIT, as the coordinator would order it.
+    /// A submission from a SUBMIT, as the coordinator would order it: at the version the node
+    /// wrote it in, which this process must be able to read.
     func admit(_ submission: Submission) throws -> Admitted {
-        try admit(kind: submission.kind, codec: submission.codec, address: submission.address, payload: submission.payload)
+        try admit(
+            kind: submission.kind, codec: submission.codec, version: submission.version, address: submission.address, payload: submission.payload
+        )
     }
 
     /// Checks one submission's content.
     ///
+    /// - Parameter version: The flow version an event was written in; `nil` for this process's
+    ///   own (a node admitting what it submits).
     /// - Returns: The submission as it is to be ordered.
     /// - Throws: ``ProtocolError`` naming the first rule it breaks.
-    func admit(kind: EntryKind, codec: PayloadCodec, address: String, payload: [UInt8]) throws -> Admitted {
+    func admit(kind: EntryKind, codec: PayloadCodec, version: UInt16? = nil, address: String, payload: [UInt8]) throws -> Admitted {
         // The payload's shape first, then the address, then what needs the flow: the order a node
         // meets them in, as its decoder checks a CANCEL's id before the rule sees the address.
         switch kind {
@@ -73,10 +80,15 @@ struct Admission: Sendable {
             throw ProtocolError(.malformed, "entry kind 5 moves effects off a node that went down; only the coordinator orders it")
         }
         let flow = try self.flow(at: address)
-        guard kind == .event else { return Admitted(kind: kind, codec: codec, address: address, payload: payload) }
+        guard kind == .event else { return Admitted(kind: kind, codec: codec, version: 0, address: address, payload: payload) }
+        let written = version ?? flow.version
+        guard written >= 1 else { throw ProtocolError(.malformed, "an event carries its flow's version, 1 or more; got 0") }
+        guard written <= flow.version else {
+            throw ProtocolError.versionUnreadable(flow: flow.name, version: written, reads: flow.version)
+        }
         let normalised = try flow.normalise(payload, codec: codec)
         try limits.checkEventSize(normalised.count)
-        return Admitted(kind: kind, codec: flow.wireCodec, address: address, payload: normalised)
+        return Admitted(kind: kind, codec: flow.wireCodec, version: written, address: address, payload: normalised)
     }
 
     /// The registered flow of a valid address. A plainly valid one is checked in place and its

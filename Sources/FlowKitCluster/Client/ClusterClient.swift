@@ -215,6 +215,7 @@ public final class ClusterClient: Sendable {
             let registration = TypedFlowRegistration<F>(
                 name: name,
                 codecs: EventCodecs<F.Event>(wire: .json),
+                version: UInt16(clamping: F.version),
                 initialState: { _ in F.initialState },
                 makeFlow: { F() },
                 resume: F.resume

@@ -74,7 +74,9 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding, LogFollowing 
         if let start {
             try replica.restore(stateJSON: start.json, lastSeq: start.lastSeq, ownership: .init(), decoder: JSONDecoder())
         }
-        follower = LogFollower(applied: start?.applied ?? startApplied)
+        follower = LogFollower(
+            applied: start?.applied ?? startApplied, versions: ReadableVersions(flow: registration.name, version: registration.version)
+        )
     }
 
     /// Starts reading the sockets. Separate from `init`, which cannot hand `self` to tasks.

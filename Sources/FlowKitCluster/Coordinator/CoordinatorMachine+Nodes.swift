@@ -115,6 +115,11 @@ extension CoordinatorMachine {
             observations.log(.error, "STALLED: \(message)")
             actions.append(publish(Alarm(kind: .nodeStalled, message: message, seq: stalled.applied)))
         }
+        for (member, unreadable) in oversight.membership.takeNewUnreadable() {
+            let message = "\(member.info.name) (node \(member.id)) stopped applying: \(unreadable)"
+            observations.log(.error, "VERSION UNREADABLE: \(message)")
+            actions.append(publish(Alarm(kind: .versionUnreadable, message: message, seq: unreadable.seq)))
+        }
         if let quarantine = oversight.unannouncedQuarantine {
             oversight.unannouncedQuarantine = nil
             actions.append(publish(quarantine))

@@ -25,6 +25,11 @@ actor CoordinatorReplica {
     private var sliceScheduled = false
     /// ``applied`` when the last digest round started: the same at the next means the log is idle.
     private var appliedAtLastRound: UInt64 = 0
+    private let versions: ReadableVersions
+    /// The entry after ``applied`` this build cannot read (a standby older than its leader): the
+    /// replica applies nothing from it on, until the coordinator runs a build that reads it.
+    private(set) var unreadable: UnreadableEntry?
+    private let logger: Logger
 
     /// - Parameter restAfter: ``CoordinatorConfiguration/restAfter``.
     init(registry: FlowRegistry, applied: UInt64, dedupWindow: Int = 65_536, restAfter: Duration? = .microseconds(Int64(ReplicaSet.restAfter)), logger: Logger) {
@@ -32,6 +37,8 @@ actor CoordinatorReplica {
             registry: registry, context: .passive(logger: logger), logger: logger, restAfter: restAfter.map { UInt64(max(0, $0.microseconds)) }
         )
         self.applied = applied
+        self.versions = ReadableVersions(registry)
+        self.logger = logger
         self.dedupWindow = dedupWindow
         self.sessions = DedupTable(window: dedupWindow)
         (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -65,6 +72,12 @@ actor CoordinatorReplica {
     /// Applies entries at once, during recovery, before the coordinator serves anyone.
     func applyNow(_ batch: [Entry]) {
         for entry in batch where entry.seq > applied {
+            guard unreadable == nil else { return }
+            if let wall = versions.unreadable(entry) {
+                unreadable = wall
+                logger.critical("the coordinator's replica stopped applying: \(wall)")
+                return
+            }
             replicas.apply(entry, runEffects: false)
             sessions.note(entry)
             applied = entry.seq

@@ -20,6 +20,8 @@ struct Membership {
         var stallAlarmed = false
         /// Whether the node's going down has been alarmed.
         var downAlarmed = false
+        /// Whether the entry it reported it cannot read has been alarmed.
+        var unreadableAlarmed = false
         /// The ROUTER identity of the connection that said its HELLO last: only that connection
         /// speaks for the node (nil until a HELLO).
         var peer: [UInt8]?
@@ -176,6 +178,21 @@ struct Membership {
         return found.sorted { $0.id < $1.id }
     }
 
+    /// Live nodes whose reports newly name an entry their build cannot read (``NodeReport/unreadable``).
+    mutating func takeNewUnreadable() -> [(member: Member, unreadable: UnreadableEntry)] {
+        var found: [(member: Member, unreadable: UnreadableEntry)] = []
+        for (id, member) in members {
+            guard let unreadable = member.report?.unreadable else {
+                members[id]!.unreadableAlarmed = false
+                continue
+            }
+            guard !member.unreadableAlarmed else { continue }
+            members[id]!.unreadableAlarmed = true
+            found.append((member, unreadable))
+        }
+        return found.sorted { $0.member.id < $1.member.id }
+    }
+
     /// The status published on `$status`.
     func status(
         epoch: UInt32, head: UInt64, firstSeq: UInt64, entriesPerSecond: Double, quarantined: Int = 0, owned: [EffectOwner: Int] = [:], now: UInt64
@@ -203,6 +220,7 @@ struct Membership {
                 )
                 node.session = member.session == 0 ? nil : String(member.session, radix: 16)
                 node.ownedInstances = owned[EffectOwner(node: member.id, session: member.session)] ?? 0
+                node.unreadable = member.report?.unreadable
                 return node
             },
             divergences: divergenceCount,

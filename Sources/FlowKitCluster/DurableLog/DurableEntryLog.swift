@@ -3,12 +3,17 @@ import Logging
 
 /// The coordinator's log on disk: a ``SegmentLog`` of entry records, checksummed, group-committed
 /// with `fdatasync` (or relaxed), recovered after a crash to the last record that is whole.
+///
+/// Its segments record the entry record layout they hold (``Entry/RecordLayout``): records an
+/// older build wrote are read in today's layout.
 final class DurableEntryLog: EntryLog {
     private let log: SegmentLog
     private(set) var epochs = EpochHistory()
 
     /// Opens the log and learns the epochs of what it holds, reading each record's header.
     init(directory: String, options: SegmentLog.Options, logger: Logger) throws {
+        var options = options
+        options.payloadFormat = Entry.logPayloadFormat
         log = try SegmentLog(directory: directory, options: options, logger: logger)
         var seq = firstSeq
         while seq <= lastSeq {
@@ -41,7 +46,16 @@ final class DurableEntryLog: EntryLog {
 
     func read(from seq: UInt64, maxCount: Int, maxBytes: Int) throws -> [[UInt8]] {
         do {
-            return try log.read(from: seq, maxCount: maxCount, maxBytes: maxBytes).map(\.payload)
+            return try log.read(from: seq, maxCount: maxCount, maxBytes: maxBytes).map { record in
+                guard record.payloadFormat != Entry.RecordLayout.current.rawValue else { return record.payload }
+                guard let layout = Entry.RecordLayout(rawValue: record.payloadFormat) else {
+                    throw ProtocolError(
+                        .internalError,
+                        "entry \(record.seq) is in record layout \(record.payloadFormat), which this build does not know (it knows up to \(Entry.RecordLayout.current.rawValue)); a newer build wrote this log"
+                    )
+                }
+                return layout.upgrade(record.payload)
+            }
         } catch let error as LogError where error.code == .compacted {
             throw ProtocolError(.notFound, "entries before \(firstSeq) were compacted; fetch a snapshot")
         }

@@ -33,6 +33,7 @@ struct EntryQuarantine: Sendable {
         var standIn = entry
         standIn.kind = .quarantined
         standIn.codec = .json
+        standIn.version = 0
         var size = ByteWriter(capacity: 8)
         size.write(UInt64(entry.payload.count))
         standIn.payload = size.bytes

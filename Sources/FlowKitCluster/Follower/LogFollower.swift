@@ -65,10 +65,11 @@ struct LogFollower {
         publicationGrace: UInt64 = 100_000,
         rangeSize: UInt32 = 10_000,
         maxRequestsInFlight: Int = 2,
-        maxEarly: Int = 100_000
+        maxEarly: Int = 100_000,
+        versions: ReadableVersions = .all
     ) {
         precondition(maxRequestsInFlight >= 1, "a follower needs at least one range request in flight")
-        stream = OrderedStream(applied: applied, maxEarly: maxEarly)
+        stream = OrderedStream(applied: applied, maxEarly: maxEarly, versions: versions)
         confirmedHead = applied
         self.retryAfter = retryAfter
         self.publicationGrace = publicationGrace
@@ -78,6 +79,8 @@ struct LogFollower {
 
     var applied: UInt64 { stream.applied }
     var knownHead: UInt64 { stream.knownHead }
+    /// The entry after ``applied`` when this process's build cannot read it (``OrderedStream/unreadable``).
+    var unreadable: UnreadableEntry? { stream.unreadable }
     var isJoining: Bool { snapshot != nil }
     var waitingCount: Int { stream.waitingCount + heldDuringSnapshot.count }
 

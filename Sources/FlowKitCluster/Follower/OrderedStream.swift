@@ -5,7 +5,8 @@
 /// so entries can arrive with gaps, and repaired ranges can overlap what the socket delivered.
 /// This state machine makes both harmless: an entry is released for applying only when every
 /// entry before it has been, duplicates are dropped, and ``missing`` says what to fetch from the
-/// coordinator's sync socket. It never skips a gap.
+/// coordinator's sync socket. It never skips a gap, and never releases an entry its process cannot
+/// read (``ReadableVersions``): it stops there for good.
 struct OrderedStream {
     /// The last seq released for applying.
     private(set) var applied: UInt64
@@ -18,11 +19,23 @@ struct OrderedStream {
     private var earliestWaiting: UInt64?
     /// The most entries kept ahead of a gap; beyond it, arrivals are dropped and fetched again.
     let maxEarly: Int
+    let versions: ReadableVersions
+    /// The entry after ``applied`` when this process cannot read it: nothing is released from
+    /// there on, and nothing is fetched.
+    private(set) var unreadable: UnreadableEntry?
 
-    init(applied: UInt64 = 0, maxEarly: Int = 100_000) {
+    init(applied: UInt64 = 0, maxEarly: Int = 100_000, versions: ReadableVersions = .all) {
         self.applied = applied
         self.knownHead = applied
         self.maxEarly = maxEarly
+        self.versions = versions
+    }
+
+    /// Whether `entry`, the next in order, may be released; notes the wall when it may not.
+    private mutating func mayRelease(_ entry: Entry) -> Bool {
+        guard unreadable == nil else { return false }
+        unreadable = versions.unreadable(entry)
+        return unreadable == nil
     }
 
     /// How many entries wait behind a gap.
@@ -36,15 +49,17 @@ struct OrderedStream {
         var drained = false
         for entry in entries {
             knownHead = max(knownHead, entry.seq)
-            if entry.seq == applied + 1 {
+            if entry.seq == applied + 1, mayRelease(entry) {
                 ready.append(entry)
                 applied = entry.seq
-                while let next = early.removeValue(forKey: applied + 1) {
+                while let next = early[applied + 1], mayRelease(next) {
+                    early[applied + 1] = nil
                     ready.append(next)
                     applied = next.seq
                     drained = true
                 }
-            } else if entry.seq > applied + 1, early.count < maxEarly {
+            } else if entry.seq > applied, early.count < maxEarly {
+                // An entry after a gap, or the unreadable one itself, which waits at the front.
                 // When full, later entries are dropped: the repair that fills the gap fetches them.
                 if early.updateValue(entry, forKey: entry.seq) == nil {
                     earliestWaiting = min(earliestWaiting ?? entry.seq, entry.seq)
@@ -64,7 +79,7 @@ struct OrderedStream {
 
     /// The entries to fetch before anything newer can be applied, or `nil` when nothing is missing.
     var missing: ClosedRange<UInt64>? {
-        guard knownHead > applied else { return nil }
+        guard knownHead > applied, unreadable == nil else { return nil }
         let end = earliestWaiting.map { $0 - 1 } ?? knownHead
         return end > applied ? (applied + 1)...end : nil
     }

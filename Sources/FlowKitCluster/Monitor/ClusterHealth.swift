@@ -11,6 +11,8 @@ extension ClusterStatus {
         for node in nodes {
             if !node.alive {
                 problems.append("\(node.name) is down: no report for \(node.lastSeenMillis) ms")
+            } else if let unreadable = node.unreadable {
+                problems.append("\(node.name) must be upgraded: \(unreadable)")
             } else if node.stalled {
                 problems.append("\(node.name) is stalled: it has applied nothing past \(node.applied), \(node.lag) behind the head \(head)")
             } else if node.applied + keepingUp < head {

@@ -172,7 +172,7 @@ final class NodeInterpreter<IO: NodeIO> {
             _ = replicas.combinedDigest(exact: false)
         }
         let changed = plan.catchingUp ? [:] : replicas.takeChanged(hashing: false)
-        let summary = NodeReport(
+        var summary = NodeReport(
             name: machine.configuration.name,
             digest: replicas.lastCombinedDigest.description,
             digests: [:],
@@ -183,6 +183,7 @@ final class NodeInterpreter<IO: NodeIO> {
             connected: machine.isConnected(now: io.now),
             digestSeq: !plan.catchingUp && replicas.digestsAreCurrent ? plan.applied : 0
         )
+        summary.unreadable = machine.unreadable
         let message = NodeReportMessage(
             node: machine.configuration.id, applied: plan.applied, time: io.now, report: summary, digests: ReportedDigest.list(changed)
         )

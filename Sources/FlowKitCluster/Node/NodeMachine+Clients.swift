@@ -58,7 +58,7 @@ extension NodeMachine {
 
     private mutating func queue(_ admitted: Admission.Admitted, waiter: SubmissionQueue.Waiter, term: UInt64 = 0, now: UInt64) {
         _ = submissions.add(
-            kind: admitted.kind, codec: admitted.codec, term: term, address: admitted.address, payload: admitted.payload, waiter: waiter,
+            kind: admitted.kind, codec: admitted.codec, version: admitted.version, term: term, address: admitted.address, payload: admitted.payload, waiter: waiter,
             now: now
         )
     }
@@ -235,6 +235,13 @@ extension NodeMachine {
     /// Logs, once, a node that has applied nothing for the stall timeout while behind the head:
     /// an entry it cannot get, or cannot apply, would otherwise hold it back in silence.
     private mutating func noteProgress(now: UInt64) {
+        if let unreadable = follower.unreadable, !unreadableLogged {
+            unreadableLogged = true
+            observations.log(.critical, 
+                "stopped applying: \(unreadable)",
+                ["flowkit.seq": "\(unreadable.seq)", "flowkit.flow": "\(unreadable.flow)", "flowkit.version": "\(unreadable.version)"]
+            )
+        }
         let applied = follower.applied
         if applied != progress.applied || applied >= follower.knownHead {
             if progress.logged {

@@ -53,7 +53,7 @@ extension NodeMachine {
             ["flowkit.head": "\(head)", "flowkit.applied": "\(follower.applied)"]
         )
         observations.count(\.logLossesSeen, 1)
-        follower = LogFollower(retryAfter: UInt64(configuration.retryInterval.microseconds))
+        follower = Self.follower(applied: 0, configuration: configuration, registry: admission.registry)
         link.applied(epoch: 0)
         dropHeldForRestore()
         return adopt(follower.startSnapshot(now: now), now: now)

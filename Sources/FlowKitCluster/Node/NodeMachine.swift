@@ -64,6 +64,8 @@ struct NodeMachine {
     /// When the applied seq last moved, or the node was last at the head; a node behind the head
     /// that has not moved for ``NodeConfiguration/stallTimeout`` logs that it is stalled.
     var progress: (applied: UInt64, at: UInt64, logged: Bool)
+    /// Whether the entry the node cannot read (``unreadable``) has been logged.
+    var unreadableLogged = false
     var lastReport: UInt64 = 0
     /// The applied seq the last report stated: a node that applied nothing since, at the head, is idle.
     var lastReportedApplied: UInt64 = 0
@@ -79,7 +81,7 @@ struct NodeMachine {
         self.configuration = configuration
         self.session = session
         self.info = info
-        self.follower = LogFollower(retryAfter: UInt64(configuration.retryInterval.microseconds))
+        self.follower = Self.follower(applied: 0, configuration: configuration, registry: registry)
         self.submissions = SubmissionQueue(capacity: configuration.maxPendingSubmissions)
         self.waiters = ClientWaiters(queryTimeout: configuration.queryTimeout)
         self.link = CoordinatorLink(
@@ -98,6 +100,8 @@ struct NodeMachine {
     mutating func takeObservations() -> [Observation] { observations.take() }
 
     var applied: UInt64 { follower.applied }
+    /// The entry after ``applied`` this build cannot read, where the node stopped (``LogFollower/unreadable``).
+    var unreadable: UnreadableEntry? { follower.unreadable }
     var epoch: UInt32 { link.epoch }
     func isConnected(now: UInt64) -> Bool { link.isConnected(now: now) }
 
@@ -135,7 +139,12 @@ struct NodeMachine {
 
     /// Follows the log from a local snapshot's seq, restored before the node started.
     mutating func resumeFollowing(from seq: UInt64) {
-        follower = LogFollower(applied: seq, retryAfter: UInt64(configuration.retryInterval.microseconds))
+        follower = Self.follower(applied: seq, configuration: configuration, registry: admission.registry)
+    }
+
+    /// A follower of the log from `applied`, which stops at an entry this build cannot read.
+    static func follower(applied: UInt64, configuration: NodeConfiguration, registry: FlowRegistry) -> LogFollower {
+        LogFollower(applied: applied, retryAfter: UInt64(configuration.retryInterval.microseconds), versions: ReadableVersions(registry))
     }
 
     // MARK: The ordered stream

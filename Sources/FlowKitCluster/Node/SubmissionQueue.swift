@@ -48,6 +48,7 @@ struct SubmissionQueue {
     mutating func add(
         kind: EntryKind,
         codec: PayloadCodec,
+        version: UInt16,
         term: UInt64 = 0,
         address: String,
         payload: [UInt8],
@@ -58,6 +59,7 @@ struct SubmissionQueue {
             submission: nextSubmission,
             kind: kind,
             codec: codec,
+            version: version,
             submittedAt: now,
             term: term,
             address: address,
@@ -88,8 +90,8 @@ struct SubmissionQueue {
     /// Takes in an ACK from the coordinator.
     ///
     /// Ordered and duplicate submissions leave the queue; so do refused ones, unless the refusal is
-    /// one to retry (the coordinator overloaded, its log unavailable, or it asks for a HELLO first):
-    /// those stay and go again,
+    /// one to retry (the coordinator overloaded, its log unavailable, it asks for a HELLO first, or
+    /// it runs an older build of the flow than this node's): those stay and go again,
     /// their reason noted for the client's error should its wait run out.
     ///
     /// - Returns: The outcome of each submission the ACK settled, in its order; submissions
@@ -106,7 +108,8 @@ struct SubmissionQueue {
                 let reason = item.reason ?? .internalError
                 // `helloFirst`: the coordinator does not know this connection yet; the node says
                 // HELLO and sends them again.
-                if reason == .overloaded || reason == .internalError || reason == .helloFirst {
+                // `versionUnreadable`: the coordinator is not upgraded yet.
+                if reason == .overloaded || reason == .internalError || reason == .helloFirst || reason == .versionUnreadable {
                     pending[item.submission]?.lastRefusal = reason
                     continue
                 }

@@ -73,6 +73,7 @@
                 epoch: epoch,
                 kind: submission.kind,
                 codec: submission.codec,
+                version: submission.kind == .event ? submission.version : 0,
                 origin: origin,
                 session: session,
                 submission: submission.submission,
@@ -89,7 +90,7 @@
     mutating func orderTakeover(_ takeover: Takeover, of address: String, now: UInt64) -> Entry {
         head += 1
         return Entry(
-            seq: head, epoch: epoch, kind: .takeover, codec: .binary, origin: 0, session: 0, submission: 0, submittedAt: now,
+            seq: head, epoch: epoch, kind: .takeover, codec: .binary, version: 0, origin: 0, session: 0, submission: 0, submittedAt: now,
             committedAt: now, address: address, payload: takeover.payload
         )
     }

@@ -24,6 +24,8 @@ public struct ClusterStatus: Codable, Sendable, Equatable {
         public var session: String?
         /// How many instances' effects this node process owns (may run), as the log says.
         public var ownedInstances: Int?
+        /// The entry the node stopped at because its build cannot read it (``Alarm/Kind/versionUnreadable``).
+        public var unreadable: UnreadableEntry?
 
         public init(
             id: UInt32, name: String, clientEndpoint: String, applied: UInt64, lag: UInt64, alive: Bool,
@@ -146,6 +148,9 @@ public struct Alarm: Codable, Sendable, Equatable {
         /// Replicated coordinators: commits wait for an in-sync standby that has fallen behind, and
         /// the in-sync set is at its minimum, so it cannot be left out.
         case commitsBlocked
+        /// A node met an entry written by a newer version of its flow than its build reads: it
+        /// stopped applying there (it neither skips nor guesses) until it is upgraded.
+        case versionUnreadable
     }
 
     public var kind: Kind

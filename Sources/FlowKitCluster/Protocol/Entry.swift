@@ -9,6 +9,10 @@ public struct Entry: Sendable, Equatable {
     public var epoch: UInt32
     public var kind: EntryKind
     public var codec: PayloadCodec
+    /// The version of the flow that wrote the payload (`ReplicatedFlow.version`) for an event; 0
+    /// for an entry without a payload of the flow's (a cancel, a takeover, a stand-in). Entries
+    /// written before versions were recorded read as version 1.
+    public var version: UInt16
     /// The node that submitted the entry: the only node that runs its effects.
     public var origin: UInt32
     /// The origin process's session; with `submission`, the key duplicates are dropped by.
@@ -27,6 +31,7 @@ public struct Entry: Sendable, Equatable {
         epoch: UInt32,
         kind: EntryKind,
         codec: PayloadCodec,
+        version: UInt16 = 1,
         origin: UInt32,
         session: UInt64,
         submission: UInt64,
@@ -39,6 +44,7 @@ public struct Entry: Sendable, Equatable {
         self.epoch = epoch
         self.kind = kind
         self.codec = codec
+        self.version = version
         self.origin = origin
         self.session = session
         self.submission = submission
@@ -49,7 +55,11 @@ public struct Entry: Sendable, Equatable {
     }
 
     /// The fixed part of the record, before the address.
-    static let fixedSize = 50
+    static let fixedSize = 52
+
+    /// Where the version field sits; records in the layout before it (``RecordLayout/unversioned``)
+    /// lack its two bytes.
+    static let versionOffset = 14
 
     /// The seq of an encoded entry record (its first field), without decoding the rest.
     static func peekSeq(_ record: [UInt8]) -> UInt64? {
@@ -68,6 +78,7 @@ public struct Entry: Sendable, Equatable {
         writer.write(epoch)
         writer.write(kind.rawValue)
         writer.write(codec.rawValue)
+        writer.write(version)
         writer.write(origin)
         writer.write(session)
         writer.write(submission)
@@ -89,6 +100,7 @@ public struct Entry: Sendable, Equatable {
         epoch = try reader.readUInt32("epoch")
         kind = try reader.readKind()
         codec = try reader.readCodec()
+        version = try reader.readUInt16("version")
         origin = try reader.readUInt32("origin")
         session = try reader.readUInt64("session")
         submission = try reader.readUInt64("submission")
@@ -102,6 +114,40 @@ public struct Entry: Sendable, Equatable {
     @_spi(Wire) public init(decoding record: [UInt8]) throws {
         var reader = ByteReader(record, context: "an entry record")
         try self.init(from: &reader)
+    }
+
+    /// The payload format (``SegmentLog/Options/payloadFormat``) of a coordinator's log written by
+    /// this build: its entry record layout.
+    @_spi(Wire) public static var logPayloadFormat: UInt32 { RecordLayout.current.rawValue }
+
+    /// The layouts an entry record has had, by the number a log segment records for its records.
+    enum RecordLayout: UInt32 {
+        /// Protocol 3 and before: no version field; every event reads as version 1.
+        case unversioned = 0
+        /// Protocol 4: a version (u16) after the codec.
+        case versioned = 1
+
+        static let current = Self.versioned
+
+        /// A record of this layout in the current one.
+        func upgrade(_ record: [UInt8]) -> [UInt8] {
+            switch self {
+            case .versioned:
+                return record
+            case .unversioned:
+                guard record.count >= Entry.versionOffset else { return record }  // short: decoding says so
+                // An event's payload is the flow's, written before versions: version 1. Nothing
+                // else carries one.
+                let isEvent = record[Entry.versionOffset - 2] == EntryKind.event.rawValue
+                var upgraded = [UInt8]()
+                upgraded.reserveCapacity(record.count + 2)
+                upgraded.append(contentsOf: record[..<Entry.versionOffset])
+                upgraded.append(0)
+                upgraded.append(isEvent ? 1 : 0)
+                upgraded.append(contentsOf: record[Entry.versionOffset...])
+                return upgraded
+            }
+        }
     }
 }
 

@@ -72,7 +72,7 @@
 @_spi(Wire) public enum WireHeader {
     public static let magic: (UInt8, UInt8) = (0x46, 0x4B)
     /// The protocol version this build speaks.
-    public static let version: UInt8 = 3
+    public static let version: UInt8 = 4
     public static let size = 4
 
     static func write(_ type: MessageType, into writer: inout ByteWriter) {

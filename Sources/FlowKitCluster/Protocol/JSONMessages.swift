@@ -246,6 +246,9 @@ public struct NodeReport: Codable, Sendable, Equatable {
     /// The seq `digest` describes exactly: `applied` when every instance's digest is current, 0
     /// while some lag (a busy node hashes within a budget). Digests compare only at the same seq.
     public var digestSeq: UInt64
+    /// The entry after `applied` when the node's build cannot read it: it applies nothing more
+    /// until it is upgraded. Absent when it reads everything it has met.
+    public var unreadable: UnreadableEntry?
 
     public init(
         name: String,

@@ -42,6 +42,9 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
         /// An effect's submission under an ownership term its instance's takeover ended: the
         /// effect moved to another node while this one was down, paused or cut off. Never retried.
         case staleOwner = 17
+        /// The entry's flow version is newer than this process's build of the flow reads
+        /// (`ReplicatedFlow.version`): the process must be upgraded first. Worth retrying once it is.
+        case versionUnreadable = 18
 
         public var description: String {
             switch self {
@@ -62,6 +65,7 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
             case .helloFirst: "hello first"
             case .forbidden: "forbidden"
             case .staleOwner: "stale owner"
+            case .versionUnreadable: "version unreadable"
             }
         }
 
@@ -85,4 +89,15 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     public var description: String { "\(code): \(message)" }
+}
+
+extension ProtocolError {
+    /// An event of `flow` at a version this process's build does not read: the same words at
+    /// every wall (a coordinator's admission, a node that stops applying).
+    static func versionUnreadable(flow: String, version: UInt16, reads: UInt16) -> ProtocolError {
+        ProtocolError(
+            .versionUnreadable,
+            "flow \"\(flow)\" at version \(version): this process reads it up to version \(reads); upgrade it (docs/VERSIONING.md)"
+        )
+    }
 }

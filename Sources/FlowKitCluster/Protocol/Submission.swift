@@ -4,6 +4,9 @@
     public var submission: UInt64
     public var kind: EntryKind
     public var codec: PayloadCodec
+    /// The version of the submitting node's flow (`ReplicatedFlow.version`) for an event; 0 for a
+    /// cancel. The entry ordered from it records it.
+    public var version: UInt16
     public var submittedAt: UInt64
     /// The ownership term of the effect that sent it (``EffectGroup``'s: the seq of the entry that
     /// started the effect, or of the takeover that moved it); 0 for a client's emit or cancel,
@@ -16,6 +19,7 @@
         submission: UInt64,
         kind: EntryKind,
         codec: PayloadCodec,
+        version: UInt16 = 1,
         submittedAt: UInt64,
         term: UInt64 = 0,
         address: String,
@@ -24,6 +28,7 @@
         self.submission = submission
         self.kind = kind
         self.codec = codec
+        self.version = version
         self.submittedAt = submittedAt
         self.term = term
         self.address = address
@@ -34,6 +39,7 @@
         writer.write(submission)
         writer.write(kind.rawValue)
         writer.write(codec.rawValue)
+        writer.write(version)
         writer.write(submittedAt)
         writer.write(term)
         writer.writeShortString(address)
@@ -45,6 +51,7 @@
         guard submission >= 1 else { throw ProtocolError(.malformed, "submission ids start at 1 in every session; got 0") }
         kind = try reader.readKind()
         codec = try reader.readCodec()
+        version = try reader.readUInt16("version")
         submittedAt = try reader.readUInt64("submitted-at")
         term = try reader.readUInt64("term")
         address = try reader.readShortString("address")

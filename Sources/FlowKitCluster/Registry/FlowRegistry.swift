@@ -35,7 +35,7 @@ public struct FlowRegistry: Sendable {
         withDependencies prepareDependencies: @escaping @Sendable (inout DependencyValues) -> Void = { _ in }
     ) {
         register(
-            type, as: name, codec: codec, initialState: { _ in F.initialState }, flow: { F() }, resume: F.resume,
+            type, as: name, codec: codec, version: F.version, initialState: { _ in F.initialState }, flow: { F() }, resume: F.resume,
             withDependencies: prepareDependencies
         )
         flows[name] = (flows[name] as? TypedFlowRegistration<F>)?.withSamples(F.sampleEvents)
@@ -60,6 +60,8 @@ public struct FlowRegistry: Sendable {
     ///   - type: The flow type.
     ///   - name: The flow's name in addresses.
     ///   - codec: How nodes encode this flow's events in submissions.
+    ///   - version: The version of the shape of its events and state (`ReplicatedFlow.version`),
+    ///     1 to 65,535: recorded with every entry this process submits.
     ///   - initialState: The state of a new instance, given its key.
     ///   - flow: Builds the flow for a new instance.
     ///   - resume: The effects an instance should have running, from its state, started on a
@@ -71,6 +73,7 @@ public struct FlowRegistry: Sendable {
         _ type: F.Type,
         as name: String,
         codec: PayloadCodec = .json,
+        version: Int = 1,
         initialState: @escaping @Sendable (_ key: String) -> F.State,
         flow: @escaping @Sendable () -> F,
         resume: @escaping @Sendable (_ state: F.State) -> Effect<F.Event> = { _ in .none },
@@ -86,8 +89,11 @@ public struct FlowRegistry: Sendable {
             codec == .json || codecs.supportsBinary,
             "flow \"\(name)\" is registered with the binary codec, but \(F.Event.self) does not conform to BinaryEventCodable"
         )
+        precondition(
+            (1...Int(UInt16.max)).contains(version), "flow \"\(name)\" declares version \(version); a version is 1 to \(UInt16.max)"
+        )
         flows[name] = TypedFlowRegistration<F>(
-            name: name, codecs: codecs, initialState: initialState, makeFlow: flow, resume: resume, prepareDependencies: prepareDependencies
+            name: name, codecs: codecs, version: UInt16(version), initialState: initialState, makeFlow: flow, resume: resume, prepareDependencies: prepareDependencies
         )
     }
 
@@ -120,6 +126,8 @@ protocol RegisteredFlow: Sendable {
     var typed: TypedFlowRegistration<Registered> { get }
     var name: String { get }
     var wireCodec: PayloadCodec { get }
+    /// The version of the flow's shape this process writes and reads up to (`ReplicatedFlow.version`).
+    var version: UInt16 { get }
 
     /// Decodes an event payload to check it, and returns it encoded with the wire codec.
     func normalise(_ payload: [UInt8], codec: PayloadCodec) throws -> [UInt8]
@@ -137,6 +145,8 @@ public struct FlowDescription: Codable, Sendable, Equatable {
     public var stateType: String
     /// How nodes encode its events in submissions (`json` or `binary`); clients may always send JSON.
     public var codec: String
+    /// The version of its events' and state's shape (`ReplicatedFlow.version`).
+    public var version: Int
     /// Sample events, one of each kind the flow lists (`ReplicatedFlow.sampleEvents`), as JSON.
     public var events: [String]
     /// The state of a new instance (key `example`), as JSON.
@@ -244,6 +254,7 @@ struct EventCodecs<Event: Codable & Sendable>: Sendable {
 struct TypedFlowRegistration<F: Flow>: RegisteredFlow where F.State: Codable, F.Event: Codable {
     let name: String
     let codecs: EventCodecs<F.Event>
+    let version: UInt16
     let initialState: @Sendable (String) -> F.State
     let makeFlow: @Sendable () -> F
     /// The effects an instance should have running, from its state (`ReplicatedFlow.resume(_:)`).
@@ -282,7 +293,7 @@ struct TypedFlowRegistration<F: Flow>: RegisteredFlow where F.State: Codable, F.
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return FlowDescription(
             name: name, eventType: String(reflecting: F.Event.self), stateType: String(reflecting: F.State.self), codec: "\(codecs.wire)",
-            events: samples, initialState: (try? String(decoding: encoder.encode(initialState("example")), as: UTF8.self)) ?? "?"
+            version: Int(version), events: samples, initialState: (try? String(decoding: encoder.encode(initialState("example")), as: UTF8.self)) ?? "?"
         )
     }
 }

@@ -16,7 +16,7 @@ struct FlowsCommand: AsyncParsableCommand {
             """
     )
 
-    @Flag(help: "Print the list as JSON: [{name, eventType, stateType, codec, events, initialState}].")
+    @Flag(help: "Print the list as JSON: [{name, eventType, stateType, codec, version, events, initialState}].")
     var json = false
 
     func run() async throws {
@@ -28,7 +28,7 @@ struct FlowsCommand: AsyncParsableCommand {
             return
         }
         for flow in flows {
-            printFlushed("\(flow.name)  (\(flow.eventType), \(flow.codec))")
+            printFlushed("\(flow.name)  (\(flow.eventType), \(flow.codec), version \(flow.version))")
             printFlushed("  events:  " + (flow.events.isEmpty ? "(no samples listed)" : flow.events.joined(separator: "  ")))
             printFlushed("  state:   " + flow.initialState)
         }

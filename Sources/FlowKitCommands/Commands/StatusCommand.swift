@@ -120,7 +120,7 @@ struct StatusCommand: AsyncParsableCommand {
             for line in MonitorView.describe(replication, now: Date()) { printFlushed(line) }
         }
         for node in status.nodes {
-            let state = !node.alive ? "DOWN   " : node.stalled ? "STALLED" : "alive  "
+            let state = !node.alive ? "DOWN   " : node.unreadable != nil ? "UPGRADE" : node.stalled ? "STALLED" : "alive  "
             let position = node.lag == 0 ? "at head" : "lag \(node.lag)"
             let digest = node.digestSeq == 0 ? "digest \(node.digest.prefix(16)) (not current)" : "digest \(node.digest.prefix(16)) at \(node.digestSeq)"
             printFlushed(

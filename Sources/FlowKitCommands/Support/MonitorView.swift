@@ -67,7 +67,7 @@ package struct MonitorView {
         var digestsAt: [UInt64: Set<String>] = [:]
         for node in nodes where node.alive && node.digestSeq > 0 { digestsAt[node.digestSeq, default: []].insert(node.digest) }
         for node in nodes {
-            let state = !node.alive ? "DOWN" : node.stalled ? "STALLED" : "alive"
+            let state = !node.alive ? "DOWN" : node.unreadable != nil ? "UPGRADE" : node.stalled ? "STALLED" : "alive"
             let differs = node.alive && node.digestSeq > 0 && (digestsAt[node.digestSeq]?.count ?? 0) > 1
             let digest = String(node.digest.prefix(16)) + (differs ? "  DIFFERS at this seq" : node.digestSeq == 0 ? "  (being hashed)" : "")
             top.append(

@@ -42,7 +42,9 @@ struct WallCase: Sendable {
     func submitFrames(session: UInt64, submission: UInt64) -> [[UInt8]] {
         var header: [UInt8] = [0x46, 0x4B, WireHeader.version, 0x01] + Self.u32(origin) + Self.u64(session)
         if trailingHeaderBytes { header.append(0) }
-        let record: [UInt8] = Self.u64(submissionZero ? 0 : submission) + [kind, codec] + Self.u64(1) + Self.u64(0) + Self.short(address) + payload
+        // The version a node writes: its flow's (1, here) for an event, 0 for a cancel.
+        let version: [UInt8] = [0, kind == EntryKind.event.rawValue ? 1 : 0]
+        let record: [UInt8] = Self.u64(submissionZero ? 0 : submission) + [kind, codec] + version + Self.u64(1) + Self.u64(0) + Self.short(address) + payload
         return [header, Self.u32(UInt32(record.count)) + record]
     }
 

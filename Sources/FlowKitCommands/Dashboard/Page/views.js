@@ -38,7 +38,7 @@ function renderNodes(nodes) {
     bar.className = "bar";
     bar.style.width = (node.lag === 0 ? 0 : Math.max(2, (node.lag / maxLag) * 120)) + "px";
     lag.append(String(node.lag), " ", bar);
-    const state = !node.alive ? "down" : node.stalled ? "stalled" : "alive";
+    const state = !node.alive ? "down" : node.unreadable ? "upgrade" : node.stalled ? "stalled" : "alive";
     cell(row, state, state === "alive" ? "good" : "bad");
     cell(row, node.instances);
     cell(row, node.runningEffects);
