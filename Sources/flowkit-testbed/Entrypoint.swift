@@ -13,7 +13,26 @@ enum Entrypoint {
         registry.register(TodosFlow.self, as: "todos")
         registry.register(DiceFlow.self, as: "dice")
         registry.register(TickersFlow.self, as: "tickers")
+        registry.register(NotesFlow.self, as: "notes")
         await FlowKitTools.main(registry: registry)
+    }
+}
+
+/// A flow whose version is the testbed build's: `FLOWKIT_TESTBED_BUILD=2` runs the release that
+/// raised it to 2, so one binary stands for a user's binary before and after a release (the shapes
+/// are the same; a release that changes them brings its migrations, docs/VERSIONING.md).
+struct NotesFlow: ReplicatedFlow {
+    struct State: Codable, Equatable, Sendable { var notes: [String] = [] }
+    enum Event: Codable, Equatable, Sendable { case add(String) }
+
+    static var initialState: State { State() }
+    static var version: Int { Int(ProcessInfo.processInfo.environment["FLOWKIT_TESTBED_BUILD"] ?? "") ?? 1 }
+
+    func reduce(into state: inout State, event: Event) -> Effect<Event> {
+        switch event {
+        case .add(let note): state.notes.append(note)
+        }
+        return .none
     }
 }
 

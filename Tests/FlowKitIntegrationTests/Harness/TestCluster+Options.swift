@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 extension TestCluster {
     /// What a test changes about the processes a ``TestCluster`` starts.
@@ -33,6 +34,11 @@ extension TestCluster {
         /// namespace of its own on a private bridge (``TestCluster/lab``), so the test can cut
         /// links. Needs root and iproute2 (``NetworkNamespaces/available``).
         var networkLab = false
+        /// Variables set for every start of the coordinator (`FLOWKIT_TESTBED_BUILD`, say).
+        var coordinatorEnvironment: [String: String] = [:]
+        /// Variables set for node `id`'s starts, until ``TestCluster/setEnvironment(_:ofNode:)``
+        /// changes them.
+        var nodeEnvironment: [Int: [String: String]] = [:]
 
         init() {}
     }
@@ -43,6 +49,12 @@ extension TestCluster {
         if options.nodesWithDataDirectory.contains(id) { arguments += ["--data-dir", nodeDataDirectory(id)] }
         if options.nodeMetrics { arguments += ["--metrics", "127.0.0.1:0"] }
         return arguments
+    }
+
+    /// Sets the variables node `id` gets at its next start: a node restarted as another build of
+    /// the testbed, say.
+    func setEnvironment(_ environment: [String: String], ofNode id: Int) {
+        state.withLock { $0.nodeEnvironment[id] = environment }
     }
 
     /// Node `id`'s data directory, when ``Options/nodesWithDataDirectory`` names it.

@@ -43,6 +43,8 @@ final class TestCluster: Sendable {
         /// Every process started, dead ones included, for the logs.
         var history: [ChildProcess] = []
         var starts: [String: Int] = [:]
+        /// What each node's next start gets (``Options/nodeEnvironment``, then ``setEnvironment(_:ofNode:)``).
+        var nodeEnvironment: [Int: [String: String]] = [:]
     }
 
     let directory: String
@@ -197,7 +199,9 @@ final class TestCluster: Sendable {
         ]
         if durable { arguments += ["--data-dir", "\(directory)/coordinator-data"] }
         arguments += options.coordinatorArguments
-        let process = try ChildProcess.testChild(executable: binary, arguments: arguments, name: nextName("coordinator"), directory: directory)
+        let process = try ChildProcess.testChild(
+            executable: binary, arguments: arguments, name: nextName("coordinator"), directory: directory, environment: options.coordinatorEnvironment
+        )
         state.withLock { $0.history.append(process) }
         let line = try await process.waitForLine(prefix: "READY ", timeout: Self.readyTimeout)
         let fields = try Self.readyFields(line, from: process)
@@ -233,8 +237,10 @@ final class TestCluster: Sendable {
             if let others = state.withLock({ $0.replicated?.others(than: endpoints) }), !others.isEmpty {
                 arguments += ["--other-coordinators", others.map(\.submit).joined(separator: ",")]
             }
+            let environment = state.withLock { $0.nodeEnvironment[id] ?? options.nodeEnvironment[id] ?? [:] }
             let process = try ChildProcess.testChild(
-                executable: binary, arguments: arguments, name: nextName("node-\(id)"), directory: directory, namespace: lab?.namespace("n\(id)")
+                executable: binary, arguments: arguments, name: nextName("node-\(id)"), directory: directory, environment: environment,
+                namespace: lab?.namespace("n\(id)")
             )
             state.withLock { $0.history.append(process) }
             started.append((id, process, previous?.clientEndpoint))
