@@ -146,6 +146,12 @@ struct LogFollower {
         }
         let held = heldDuringSnapshot
         heldDuringSnapshot = []
+        // A state written by a newer version of its flow than this build reads: the snapshot is
+        // not restored, and the follower stops where it is, as before an entry it cannot read.
+        if let unreadable = pending.instances.lazy.compactMap({ [stream] in stream.versions.unreadable($0) }).first {
+            stream.stop(at: unreadable)
+            return []
+        }
         var ready = stream.reset(to: chunk.seq)
         confirmedHead = max(confirmedHead, chunk.seq)
         ready.append(contentsOf: stream.receive(held))

@@ -31,6 +31,11 @@ struct OrderedStream {
         self.versions = versions
     }
 
+    /// Stops for good before a snapshot this process cannot read: nothing more is released.
+    mutating func stop(at unreadable: UnreadableEntry) {
+        self.unreadable = self.unreadable ?? unreadable
+    }
+
     /// Whether `entry`, the next in order, may be released; notes the wall when it may not.
     private mutating func mayRelease(_ entry: Entry) -> Bool {
         guard unreadable == nil else { return false }

@@ -16,6 +16,7 @@ enum SnapshotChunking {
         var bytes = 0
         func add(_ record: SnapshotChunkMessage.Instance) {
             let size = record.state.count + record.address.utf8.count + 14 + (record.ownership.isEmpty ? 0 : 10 + 12 * record.ownership.owners.count)
+                + (record.stateVersion == 1 ? 0 : 3)
             if !chunk.isEmpty, bytes + size > maxChunkBytes {
                 chunks.append(chunk)
                 chunk = []
@@ -29,7 +30,7 @@ enum SnapshotChunking {
                 Array(instance.state[$0..<min($0 + maxChunkBytes, instance.state.count)])
             }
             if pieces.isEmpty { pieces = [[]] }
-            add(.init(address: instance.address, lastSeq: instance.lastSeq, state: pieces[0], ownership: instance.ownership))
+            add(.init(address: instance.address, lastSeq: instance.lastSeq, state: pieces[0], ownership: instance.ownership, stateVersion: instance.stateVersion))
             for piece in pieces.dropFirst() { add(.init(address: "", lastSeq: 0, state: piece)) }
         }
         chunks.append(chunk)

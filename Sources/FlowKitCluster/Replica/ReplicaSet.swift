@@ -9,6 +9,8 @@ import Logging
 /// until first used. Not thread-safe: its owner applies from one serial context.
 @_spi(Benchmarks) public final class ReplicaSet {
     private let registry: FlowRegistry
+    /// The version of each flow this build writes and reads.
+    private let versions: ReadableVersions
     private let context: ReplicaContext
     /// What each flow's replicas share (``FlowReplicas``), by flow name: made with the flow's
     /// first instance.
@@ -16,11 +18,11 @@ import Logging
     private let logger: Logger
     /// The replicas by address text, as entries carry it: the apply path finds an instance without
     /// parsing or validating its address again. One table: each instance's digest lives on it.
-    private var replicas: [String: any FlowReplica] = [:]
+    private(set) var replicas: [String: any FlowReplica] = [:]
     /// The instances at rest: a restored snapshot's, not used since.
     private let resting = RestingInstances()
     /// The digests of the instances, and the rounds that keep them current.
-    private let book: DigestBook
+    let book: DigestBook
     /// Entries whose payload did not decode, and quarantined ones; every replica skips the same ones.
     private(set) var skippedEntries = 0
     /// How many instances each process may run effects of.
@@ -48,6 +50,7 @@ import Logging
         hashedNowAtMost: Int = DigestBook.defaultHashedNowAtMost, clock: @escaping () -> UInt64 = WallClock.micros
     ) {
         self.registry = registry
+        self.versions = ReadableVersions(registry)
         self.context = context
         self.logger = logger
         self.book = DigestBook(clock: clock, resting: resting)
@@ -153,44 +156,6 @@ import Logging
         )
     }
 
-    // MARK: Digests (``DigestBook``)
-
-    /// The digests computed since the last call, each with the seq of the state it describes.
-    ///
-    /// - Parameter hashing: Hash changed instances now, within the budget (an owner that hashes
-    ///   off its thread, through ``takeDigestJobs(limit:)``, passes `false`).
-    func takeChanged(hashing: Bool = true) -> [Address: ChangedDigest] { book.takeChanged(hashing: hashing, held: replicas) }
-
-    /// The combined digest as last computed, without hashing anything now.
-    var lastCombinedDigest: StateDigest { book.lastCombinedDigest }
-
-    /// Whether every instance's digest describes its current state (none deferred, none in a job).
-    var digestsAreCurrent: Bool { book.digestsAreCurrent || (injectedBug == .settledWithChangesUnhashed && book.settling) }
-
-    /// ``DigestBook/settle(held:)``.
-    func settleDigests() -> StateDigest { book.settle(held: replicas) }
-
-    /// The instances and records whose latest change the combined digest does not hold yet.
-    var unhashedCount: Int { book.waiting }
-
-    /// Whether a restored snapshot's instances are still being hashed (``DigestBook/isHashingARestore``).
-    var isHashingARestore: Bool { book.isHashingARestore }
-
-    /// The combined digest of every instance (``DigestBook/combinedDigest(exact:held:)``).
-    func combinedDigest(exact: Bool = true) -> StateDigest { book.combinedDigest(exact: exact, held: replicas) }
-
-    /// ``DigestBook/startDigestRound(now:spreadOver:)``.
-    func startDigestRound(now: UInt64, spreadOver span: UInt64) { book.startDigestRound(now: now, spreadOver: span) }
-
-    /// ``DigestBook/nextDigestSlice(now:held:)``.
-    func nextDigestSlice(now: UInt64) -> [DigestJob] { book.nextDigestSlice(now: now, held: replicas) }
-
-    var isDigestRoundDone: Bool { book.isDigestRoundDone }
-    var nextDigestSliceDue: UInt64? { book.nextDigestSliceDue }
-
-    /// ``DigestBook/takeDigestJobs(limit:held:)``.
-    func takeDigestJobs(limit: Int = .max) -> [DigestJob] { book.takeDigestJobs(limit: limit, held: replicas) }
-
     /// ``DigestBook/finishDigestJobs(_:hashingMicros:)``; puts the instances due to rest to rest.
     func finishDigestJobs(_ results: [DigestResult], hashingMicros: UInt64) {
         for (replica, seq, state) in book.finishDigestJobs(results, hashingMicros: hashingMicros) {
@@ -224,12 +189,22 @@ import Logging
     /// thousand addresses took the coordinator's replica milliseconds to sort).
     func exportStateJobs() -> [StateJob] {
         var jobs = replicas.map { address, replica in
-            StateJob(address: address, lastSeq: replica.lastSeq, ownership: replica.ownership, encode: replica.stateJSONJob())
+            StateJob(
+                address: address, lastSeq: replica.lastSeq, ownership: replica.ownership, stateVersion: versions.stateVersion(at: address),
+                encode: replica.stateJSONJob()
+            )
         }
         jobs.reserveCapacity(jobs.count + resting.count)
+        // An instance at rest holds its state as this build wrote it, or as a snapshot it was
+        // restored from had it, which this build reads at its own version (``importStates(_:)``).
         resting.forEach { record in
             let state = record.state
-            jobs.append(StateJob(address: record.address, lastSeq: record.lastSeq, ownership: record.ownership, encode: { _ in state }))
+            jobs.append(
+                StateJob(
+                    address: record.address, lastSeq: record.lastSeq, ownership: record.ownership,
+                    stateVersion: versions.stateVersion(at: record.address), encode: { _ in state }
+                )
+            )
         }
         return jobs
     }
@@ -239,7 +214,13 @@ import Logging
     /// An instance rests as the snapshot has it (``RestingInstances``) until first used; the
     /// restore's hashing decodes it off the owner's thread. One whose effects this process may
     /// run is an object at once: they resume here.
+    ///
+    /// - Throws: ``UnreadableEntry`` for a state written by a newer version of its flow than this
+    ///   build reads, before anything is replaced.
     func importStates(_ instances: [SnapshotChunkMessage.Instance]) throws {
+        for instance in instances {
+            if let unreadable = versions.unreadable(instance) { throw unreadable }
+        }
         for replica in replicas.values { replica.shutDown() }
         replicas = [:]
         resting.removeAll()

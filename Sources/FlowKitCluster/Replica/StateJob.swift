@@ -7,6 +7,8 @@ extension ReplicaSet {
         var address: String
         var lastSeq: UInt64
         var ownership: SnapshotChunkMessage.Ownership
+        /// The version of the flow whose state it is, in this build (``ReadableVersions/stateVersion(at:)``).
+        var stateVersion: UInt16
         var encode: @Sendable (JSONEncoder) throws -> [UInt8]
     }
 
@@ -29,7 +31,9 @@ extension ReplicaSet {
         return order.compactMap { index in
             let job = jobs[index]
             guard let state = try? job.encode(encoder) else { return nil }
-            return SnapshotChunkMessage.Instance(address: job.address, lastSeq: job.lastSeq, state: state, ownership: job.ownership)
+            return SnapshotChunkMessage.Instance(
+                address: job.address, lastSeq: job.lastSeq, state: state, ownership: job.ownership, stateVersion: job.stateVersion
+            )
         }
     }
 }
