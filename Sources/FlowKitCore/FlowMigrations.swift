@@ -73,6 +73,18 @@ public struct FlowMigrations<F: Flow>: Sendable where F.Event: Codable, F.State:
         adding(state: version) { json in [try step(json)] }
     }
 
+    /// Version `version + 1` reads version `version`'s events as they were written: the release
+    /// changed only the state.
+    public func eventsUnchanged(from version: Int) -> Self {
+        adding(event: version) { [$0] }
+    }
+
+    /// Version `version + 1` reads version `version`'s state as it was written: the release changed
+    /// only the events.
+    public func stateUnchanged(from version: Int) -> Self {
+        adding(state: version) { [$0] }
+    }
+
     // MARK: Reading old versions
 
     /// The events an event `json` that version `version` wrote is in version `current`, through
@@ -89,6 +101,26 @@ public struct FlowMigrations<F: Flow>: Sendable where F.Event: Codable, F.State:
         let states = try run(stateSteps, from: version, json: json, to: current, what: "state")
         guard states.count == 1 else { throw FlowMigrationError("a state step returned \(states.count) states") }
         return try Self.decode(F.State.self, states[0], version: current, what: "state")
+    }
+
+    /// The versions a build at `current` reads: from the oldest its steps chain up from, to
+    /// `current` (just `current` without steps).
+    ///
+    /// - Throws: ``FlowMigrationError`` for a step repeated, one from `current` or later, one no
+    ///   chain to `current` reaches (a version between without a step), or a version with an event
+    ///   step and no state step or the other way round.
+    public func readableVersions(upTo current: Int) throws -> ClosedRange<Int> {
+        var oldest = current
+        while oldest > 1, eventSteps[oldest - 1] != nil || stateSteps[oldest - 1] != nil { oldest -= 1 }
+        try check(readingFrom: oldest, to: current)
+        let stranded = Set(eventSteps.keys).union(stateSteps.keys).filter { $0 < oldest }.sorted()
+        guard stranded.isEmpty else {
+            let versions = stranded.map(String.init).joined(separator: ", ")
+            throw FlowMigrationError(
+                "steps from version \(versions) lead nowhere: there is no step from version \(oldest - 1), so version \(current) is reached from \(oldest) only"
+            )
+        }
+        return oldest...current
     }
 
     /// Whether every version from `oldest` to `current` can be read: a step for each, none twice.

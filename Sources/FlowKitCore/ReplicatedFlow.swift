@@ -29,6 +29,10 @@ public protocol ReplicatedFlow: Flow where State: Codable, Event: Codable {
     /// entry of a version above its own stops applying rather than read it with its own types
     /// (docs/VERSIONING.md). Raise it in the release that changes either shape.
     static var version: Int { get }
+    /// How this build reads what older versions wrote: a step from each older version a log may
+    /// still hold, for its events and for its state (``FlowMigrations``). An entry or state of a
+    /// version no chain of steps reaches is never guessed at: the process stops before it.
+    static var migrations: FlowMigrations<Self> { get }
     /// The effects an instance in `state` should have running, started again on a surviving node
     /// when the node that ran them dies (a *takeover*): a timer whose state says it is active
     /// returns its ticking effect; a countdown, the rest of its countdown.
@@ -51,6 +55,7 @@ extension ReplicatedFlow {
     public static var sampleEvents: [Event] { [] }
     public static var flowName: String { defaultFlowName(forType: String(describing: Self.self)) }
     public static var version: Int { 1 }
+    public static var migrations: FlowMigrations<Self> { FlowMigrations() }
 }
 
 /// `CounterFlow` → `counter`, `ChatRoomFlow` → `chat-room`, `HTTPProxyFlow` → `http-proxy`:

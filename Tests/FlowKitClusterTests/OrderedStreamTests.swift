@@ -1,4 +1,5 @@
 @_spi(Wire) @testable import FlowKitCluster
+import FlowKitCore
 import FlowKitExamples
 import Testing
 
@@ -70,7 +71,8 @@ import Testing
     static let readsVersion2: ReadableVersions = {
         var registry = FlowRegistry()
         registry.register(
-            CounterFlow.self, as: "counter", version: 2, initialState: { _ in CounterFlow.initialState }, flow: { CounterFlow() }
+            CounterFlow.self, as: "counter", version: 2, migrations: FlowMigrations().eventsUnchanged(from: 1).stateUnchanged(from: 1),
+            initialState: { _ in CounterFlow.initialState }, flow: { CounterFlow() }
         )
         return ReadableVersions(registry)
     }()

@@ -1,4 +1,5 @@
 @_spi(Benchmarks) @_spi(Wire) @testable import FlowKitCluster
+import FlowKitCore
 import FlowKitExamples
 import Logging
 import Testing
@@ -8,8 +9,11 @@ import Testing
 @Suite struct StateVersionTests {
     static func registry(counterVersion: Int) -> FlowRegistry {
         var registry = FlowRegistry()
+        // Each release kept the shapes: every version reads every older one as it is.
+        let migrations = (1..<counterVersion).reduce(FlowMigrations<CounterFlow>()) { $0.eventsUnchanged(from: $1).stateUnchanged(from: $1) }
         registry.register(
-            CounterFlow.self, as: "counter", version: counterVersion, initialState: { _ in CounterFlow.initialState }, flow: { CounterFlow() }
+            CounterFlow.self, as: "counter", version: counterVersion, migrations: migrations, initialState: { _ in CounterFlow.initialState },
+            flow: { CounterFlow() }
         )
         return registry
     }

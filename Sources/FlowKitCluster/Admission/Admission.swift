@@ -83,12 +83,13 @@ struct Admission: Sendable {
         guard kind == .event else { return Admitted(kind: kind, codec: codec, version: 0, address: address, payload: payload) }
         let written = version ?? flow.version
         guard written >= 1 else { throw ProtocolError(.malformed, "an event carries its flow's version, 1 or more; got 0") }
-        guard written <= flow.version else {
-            throw ProtocolError.versionUnreadable(flow: flow.name, version: written, reads: flow.version)
+        guard (flow.oldestReadable...flow.version).contains(written) else {
+            throw ProtocolError.versionUnreadable(flow: flow.name, version: written, reads: flow.oldestReadable...flow.version)
         }
-        let normalised = try flow.normalise(payload, codec: codec)
+        // An older version's event is checked through the migrations and ordered as it was written.
+        let normalised = written == flow.version ? try flow.normalise(payload, codec: codec) : try flow.check(payload, codec: codec, version: written)
         try limits.checkEventSize(normalised.count)
-        return Admitted(kind: kind, codec: flow.wireCodec, version: written, address: address, payload: normalised)
+        return Admitted(kind: kind, codec: written == flow.version ? flow.wireCodec : codec, version: written, address: address, payload: normalised)
     }
 
     /// The registered flow of a valid address. A plainly valid one is checked in place and its

@@ -75,7 +75,7 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding, LogFollowing 
             try replica.restore(stateJSON: start.json, lastSeq: start.lastSeq, ownership: .init(), decoder: JSONDecoder())
         }
         follower = LogFollower(
-            applied: start?.applied ?? startApplied, versions: ReadableVersions(flow: registration.name, version: registration.version)
+            applied: start?.applied ?? startApplied, versions: ReadableVersions(flow: registration.name, reads: registration.oldestReadable...registration.version)
         )
     }
 

@@ -94,10 +94,11 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
 extension ProtocolError {
     /// An event of `flow` at a version this process's build does not read: the same words at
     /// every wall (a coordinator's admission, a node that stops applying).
-    static func versionUnreadable(flow: String, version: UInt16, reads: UInt16) -> ProtocolError {
-        ProtocolError(
+    static func versionUnreadable(flow: String, version: UInt16, reads: ClosedRange<UInt16>) -> ProtocolError {
+        let fix = version > reads.upperBound ? "upgrade it" : "give the flow a migration step from that version"
+        return ProtocolError(
             .versionUnreadable,
-            "flow \"\(flow)\" at version \(version): this process reads it up to version \(reads); upgrade it (docs/VERSIONING.md)"
+            "flow \"\(flow)\" at version \(version): this process reads \(UnreadableEntry.describe(reads)); \(fix) (docs/VERSIONING.md)"
         )
     }
 }

@@ -35,8 +35,8 @@ public struct FlowRegistry: Sendable {
         withDependencies prepareDependencies: @escaping @Sendable (inout DependencyValues) -> Void = { _ in }
     ) {
         register(
-            type, as: name, codec: codec, version: F.version, initialState: { _ in F.initialState }, flow: { F() }, resume: F.resume,
-            withDependencies: prepareDependencies
+            type, as: name, codec: codec, version: F.version, migrations: F.migrations, initialState: { _ in F.initialState }, flow: { F() },
+            resume: F.resume, withDependencies: prepareDependencies
         )
         flows[name] = (flows[name] as? TypedFlowRegistration<F>)?.withSamples(F.sampleEvents)
     }
@@ -62,6 +62,9 @@ public struct FlowRegistry: Sendable {
     ///   - codec: How nodes encode this flow's events in submissions.
     ///   - version: The version of the shape of its events and state (`ReplicatedFlow.version`),
     ///     1 to 65,535: recorded with every entry this process submits.
+    ///   - migrations: How it reads older versions' events and states (`ReplicatedFlow.migrations`):
+    ///     a registration whose steps do not chain up to `version` stops the process, naming the
+    ///     flow and the versions.
     ///   - initialState: The state of a new instance, given its key.
     ///   - flow: Builds the flow for a new instance.
     ///   - resume: The effects an instance should have running, from its state, started on a
@@ -74,6 +77,7 @@ public struct FlowRegistry: Sendable {
         as name: String,
         codec: PayloadCodec = .json,
         version: Int = 1,
+        migrations: FlowMigrations<F> = FlowMigrations(),
         initialState: @escaping @Sendable (_ key: String) -> F.State,
         flow: @escaping @Sendable () -> F,
         resume: @escaping @Sendable (_ state: F.State) -> Effect<F.Event> = { _ in .none },
@@ -92,8 +96,15 @@ public struct FlowRegistry: Sendable {
         precondition(
             (1...Int(UInt16.max)).contains(version), "flow \"\(name)\" declares version \(version); a version is 1 to \(UInt16.max)"
         )
+        let readable: ClosedRange<Int>
+        do {
+            readable = try migrations.readableVersions(upTo: version)
+        } catch {
+            preconditionFailure("cannot register flow \"\(name)\" at version \(version): \(error)")
+        }
         flows[name] = TypedFlowRegistration<F>(
-            name: name, codecs: codecs, version: UInt16(version), initialState: initialState, makeFlow: flow, resume: resume, prepareDependencies: prepareDependencies
+            name: name, codecs: codecs, version: UInt16(version), oldestReadable: UInt16(readable.lowerBound), migrations: migrations,
+            initialState: initialState, makeFlow: flow, resume: resume, prepareDependencies: prepareDependencies
         )
     }
 
@@ -128,9 +139,16 @@ protocol RegisteredFlow: Sendable {
     var wireCodec: PayloadCodec { get }
     /// The version of the flow's shape this process writes and reads up to (`ReplicatedFlow.version`).
     var version: UInt16 { get }
+    /// The oldest version this process reads, through its migrations; ``version`` without any.
+    var oldestReadable: UInt16 { get }
 
     /// Decodes an event payload to check it, and returns it encoded with the wire codec.
     func normalise(_ payload: [UInt8], codec: PayloadCodec) throws -> [UInt8]
+    /// Checks that an event payload an older `version` wrote reads through the migrations; returns
+    /// it as it is (it is ordered at its version).
+    func check(_ payload: [UInt8], codec: PayloadCodec, version: UInt16) throws -> [UInt8]
+    /// A snapshot's state that `version` wrote, as this build's state JSON.
+    func migrateState(_ json: [UInt8], from version: UInt16) throws -> [UInt8]
 
     var flowDescription: FlowDescription { get }
 }
@@ -153,108 +171,12 @@ public struct FlowDescription: Codable, Sendable, Equatable {
     public var initialState: String
 }
 
-/// How one flow's events are encoded, captured once at registration.
-struct EventCodecs<Event: Codable & Sendable>: Sendable {
-    let wire: PayloadCodec
-    private let encodeBinary: (@Sendable (Event) -> [UInt8])?
-    private let decodeBinary: (@Sendable ([UInt8]) throws -> Event)?
-
-    init(wire: PayloadCodec) {
-        self.wire = wire
-        if let binaryType = Event.self as? any BinaryEventCodable.Type {
-            (encodeBinary, decodeBinary) = Self.binaryCoders(binaryType)
-        } else {
-            encodeBinary = nil
-            decodeBinary = nil
-        }
-    }
-
-    /// The coders of an event type that is `Binary`, found once. `Binary` is `Event` itself (the
-    /// cast above found it), so a value of one is read as the other in place rather than cast: a
-    /// cast through `any BinaryEventCodable` per event looked the types up at run time each time.
-    private static func binaryCoders<Binary: BinaryEventCodable>(
-        _: Binary.Type
-    ) -> (@Sendable (Event) -> [UInt8], @Sendable ([UInt8]) throws -> Event) {
-        precondition(Binary.self == Event.self, "the binary coders of \(Event.self) must be its own")
-        return (
-            { event in withUnsafePointer(to: event) { $0.withMemoryRebound(to: Binary.self, capacity: 1) { $0.pointee.binaryEncoded() } } },
-            { bytes in
-                let event = try Binary(binaryEncoded: bytes)
-                return withUnsafePointer(to: event) { $0.withMemoryRebound(to: Event.self, capacity: 1) { $0.pointee } }
-            }
-        )
-    }
-
-    var supportsBinary: Bool { decodeBinary != nil }
-
-    func decode(_ payload: [UInt8], codec: PayloadCodec) throws -> Event {
-        do {
-            switch codec {
-            case .json:
-                return try JSONDecoder().decode(Event.self, from: Data(payload))
-            case .binary:
-                guard let decodeBinary else {
-                    throw ProtocolError(.unsupportedCodec, "\(Event.self) has no binary encoding; send JSON (codec 1)")
-                }
-                return try decodeBinary(payload)
-            }
-        } catch let error as ProtocolError {
-            throw error
-        } catch {
-            let reason = codec == .json ? Self.describeJSON(payload, error) : Self.describe(error)
-            throw ProtocolError(.undecodableEvent, "the \(codec) payload does not decode as \(String(reflecting: Event.self)) (\(reason))")
-        }
-    }
-
-    func encode(_ event: Event) -> [UInt8] {
-        if wire == .binary, let encodeBinary { return encodeBinary(event) }
-        // A Codable event of plain values always encodes.
-        return (try? Array(JSONEncoder().encode(event))) ?? []
-    }
-
-    /// Why a JSON payload is not an event, in the terms of the encoding Swift synthesizes for an
-    /// enum: an object with one key, the case's name. Foundation's own words for an unknown case
-    /// ("Invalid number of keys found, expected one") puzzle anyone who sent one key.
-    static func describeJSON(_ payload: [UInt8], _ error: any Error) -> String {
-        let atTop: Bool = switch error as? DecodingError {
-        case .typeMismatch(_, let context)?, .dataCorrupted(let context)?, .keyNotFound(_, let context)?, .valueNotFound(_, let context)?:
-            context.codingPath.isEmpty
-        default:
-            false
-        }
-        guard atTop, case .object(let object)? = try? JSONValue(parsing: payload) else {
-            return describe(error)
-        }
-        switch object.count {
-        case 1: return "no event case named \"\(object.keys.first!)\""
-        case 0: return "an event is a JSON object with one key, its case name; this object has none"
-        default:
-            let keys = object.keys.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
-            return "an event is a JSON object with one key, its case name; this object has \(object.count): \(keys)"
-        }
-    }
-
-    /// A decoding error in a sentence, with the path to the bad field.
-    static func describe(_ error: any Error) -> String {
-        guard let error = error as? DecodingError else { return "\(error)" }
-        func path(_ context: DecodingError.Context) -> String {
-            let keys = context.codingPath.map(\.stringValue).joined(separator: ".")
-            return keys.isEmpty ? "" : " at \(keys)"
-        }
-        switch error {
-        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context),
-            .dataCorrupted(let context):
-            return context.debugDescription + path(context)
-        @unknown default:
-            return "\(error)"
-        }
-    }
-}
-
 struct TypedFlowRegistration<F: Flow>: RegisteredFlow where F.State: Codable, F.Event: Codable {
     let name: String
     let codecs: EventCodecs<F.Event>
     let version: UInt16
+    var oldestReadable: UInt16 = 1
+    var migrations = FlowMigrations<F>()
     let initialState: @Sendable (String) -> F.State
     let makeFlow: @Sendable () -> F
     /// The effects an instance should have running, from its state (`ReplicatedFlow.resume(_:)`).
@@ -287,6 +209,34 @@ struct TypedFlowRegistration<F: Flow>: RegisteredFlow where F.State: Codable, F.
     }
 
     var typed: Self { self }
+
+    /// The events an entry's payload is in this build: itself when this version wrote it; through
+    /// the migrations when an older one did (JSON only: a binary codec keeps its own encoding
+    /// readable across versions).
+    func events(of payload: [UInt8], codec: PayloadCodec, version written: UInt16) throws -> SmallList<F.Event> {
+        guard written != version, codec == .json else { return SmallList(try codecs.decode(payload, codec: codec)) }
+        do {
+            return SmallList(contentsOf: try migrations.events(from: Int(written), json: payload, to: Int(version)))
+        } catch let error as FlowMigrationError {
+            throw ProtocolError(.undecodableEvent, "an event of flow \"\(name)\" at version \(written) does not read as version \(version): \(error)")
+        }
+    }
+
+    func check(_ payload: [UInt8], codec: PayloadCodec, version written: UInt16) throws -> [UInt8] {
+        guard written != version else { return try normalise(payload, codec: codec) }
+        _ = try events(of: payload, codec: codec, version: written)
+        return payload
+    }
+
+    func migrateState(_ json: [UInt8], from written: UInt16) throws -> [UInt8] {
+        guard written != version else { return json }
+        do {
+            let state = try migrations.state(from: Int(written), json: json, to: Int(version))
+            return Array(try ReplicaSet.stateEncoder().encode(state))
+        } catch let error as FlowMigrationError {
+            throw ProtocolError(.malformed, "a state of flow \"\(name)\" at version \(written) does not read as version \(version): \(error)")
+        }
+    }
 
     var flowDescription: FlowDescription {
         let encoder = JSONEncoder()

@@ -3,38 +3,44 @@
 /// (docs/VERSIONING.md, guarantee 3). Its replica stops at it, and says so, until the process runs
 /// a build that reads it.
 struct ReadableVersions: Sendable {
-    private let versions: [String: UInt16]
-    /// The lowest version registered: an entry at or below it is readable without a look-up (an
-    /// entry of version 1 always is).
+    /// Each flow's versions read: from the oldest its migrations reach to its own.
+    private let versions: [String: ClosedRange<UInt16>]
+    /// The lowest version registered: an entry of it is readable without a look-up when every
+    /// flow reads from version 1 (``allReadFromOne``).
     private let lowest: UInt16
+    /// Whether every flow reads every version up to its own (no flow above 1 without steps back).
+    private let allReadFromOne: Bool
     /// The highest version registered: when it is 1, every state this build writes is version 1
     /// without a look-up.
     private let highest: UInt16
 
     init(_ registry: FlowRegistry) {
-        var versions: [String: UInt16] = [:]
+        var versions: [String: ClosedRange<UInt16>] = [:]
         for name in registry.names {
-            if let flow = registry.flow(named: name) { versions[name] = flow.version }
+            if let flow = registry.flow(named: name) { versions[name] = flow.oldestReadable...flow.version }
         }
         self.versions = versions
-        lowest = versions.values.min() ?? .max
-        highest = versions.values.max() ?? 1
+        lowest = versions.values.map(\.upperBound).min() ?? .max
+        highest = versions.values.map(\.upperBound).max() ?? 1
+        allReadFromOne = versions.values.allSatisfy { $0.lowerBound == 1 }
     }
 
     /// One flow's versions: a client following one instance with its own build's types.
-    init(flow: String, version: UInt16) {
-        versions = [flow: version]
-        lowest = version
-        highest = version
+    init(flow: String, reads: ClosedRange<UInt16>) {
+        versions = [flow: reads]
+        lowest = reads.upperBound
+        highest = reads.upperBound
+        allReadFromOne = reads.lowerBound == 1
     }
 
     /// Reads every version: a follower of no registry of its own (a monitor), which decodes nothing.
     static let all = ReadableVersions(versions: [:])
 
-    private init(versions: [String: UInt16]) {
+    private init(versions: [String: ClosedRange<UInt16>]) {
         self.versions = versions
         lowest = .max
         highest = 1
+        allReadFromOne = true
     }
 
     private static func flow(of address: String) -> Substring? {
@@ -44,25 +50,25 @@ struct ReadableVersions: Sendable {
     /// The version this build writes the state of an instance at `address` in: its flow's.
     func stateVersion(at address: String) -> UInt16 {
         guard highest > 1, let flow = Self.flow(of: address) else { return 1 }
-        return versions[String(flow)] ?? 1
+        return versions[String(flow)]?.upperBound ?? 1
     }
 
     /// Why a snapshot's `instance` cannot be restored here (its state was written by a newer
     /// version of its flow), or nil when it can.
     func unreadable(_ instance: SnapshotChunkMessage.Instance) -> UnreadableEntry? {
-        guard instance.stateVersion > lowest, let flow = Self.flow(of: instance.address), let reads = versions[String(flow)],
-            instance.stateVersion > reads
+        guard instance.stateVersion > lowest || !allReadFromOne, let flow = Self.flow(of: instance.address), let reads = versions[String(flow)],
+            !reads.contains(instance.stateVersion)
         else { return nil }
-        return UnreadableEntry(seq: instance.lastSeq, flow: String(flow), version: Int(instance.stateVersion), reads: Int(reads), inSnapshot: true)
+        return UnreadableEntry(seq: instance.lastSeq, flow: String(flow), version: Int(instance.stateVersion), reads: reads, inSnapshot: true)
     }
 
     /// Why `entry` cannot be applied here, or nil when it can. An entry of a flow not registered
     /// here is the replica's to refuse, as ever.
     func unreadable(_ entry: Entry) -> UnreadableEntry? {
-        guard entry.version > lowest, let flow = Self.flow(of: entry.address),
-            let reads = versions[String(flow)], entry.version > reads
+        guard entry.version > lowest || (!allReadFromOne && entry.kind == .event), let flow = Self.flow(of: entry.address),
+            let reads = versions[String(flow)], !reads.contains(entry.version)
         else { return nil }
-        return UnreadableEntry(seq: entry.seq, flow: String(flow), version: Int(entry.version), reads: Int(reads))
+        return UnreadableEntry(seq: entry.seq, flow: String(flow), version: Int(entry.version), reads: reads)
     }
 }
 
@@ -77,20 +83,37 @@ public struct UnreadableEntry: Codable, Sendable, Equatable, Error, CustomString
     public var version: Int
     /// The newest version the process reads.
     public var reads: Int
+    /// The oldest version the process reads, through its migrations; absent when it is 1.
+    public var readsFrom: Int?
     /// A snapshot's state, not an entry; absent for an entry.
     public var inSnapshot: Bool?
 
-    public init(seq: UInt64, flow: String, version: Int, reads: Int, inSnapshot: Bool? = nil) {
+    public init(seq: UInt64, flow: String, version: Int, reads: Int, readsFrom: Int? = nil, inSnapshot: Bool? = nil) {
         self.seq = seq
         self.flow = flow
         self.version = version
         self.reads = reads
+        self.readsFrom = readsFrom
         self.inSnapshot = inSnapshot
+    }
+
+    init(seq: UInt64, flow: String, version: Int, reads range: ClosedRange<UInt16>, inSnapshot: Bool? = nil) {
+        self.init(
+            seq: seq, flow: flow, version: version, reads: Int(range.upperBound), readsFrom: range.lowerBound == 1 ? nil : Int(range.lowerBound),
+            inSnapshot: inSnapshot
+        )
     }
 
     public var description: String {
         let what = inSnapshot == true ? "a snapshot's state of flow \"\(flow)\" (after entry \(seq))" : "entry \(seq) of flow \"\(flow)\""
-        return "\(what) is at version \(version) and this build reads up to version \(reads): "
-            + "it applies nothing from there on until it runs a build that reads it (docs/VERSIONING.md)"
+        let range = UInt16(clamping: readsFrom ?? 1)...UInt16(clamping: reads)
+        let fix = version > reads ? "until it runs a build that reads it" : "until it runs a build with a migration step from that version"
+        return "\(what) is at version \(version) and this build reads \(Self.describe(range)): it applies nothing from there on \(fix) (docs/VERSIONING.md)"
+    }
+
+    /// `up to version 2`; `versions 2 to 3` or `version 2 only` when the oldest is not 1.
+    static func describe(_ reads: ClosedRange<UInt16>) -> String {
+        if reads.lowerBound == 1 { return "up to version \(reads.upperBound)" }
+        return reads.count == 1 ? "version \(reads.lowerBound) only" : "versions \(reads.lowerBound) to \(reads.upperBound)"
     }
 }

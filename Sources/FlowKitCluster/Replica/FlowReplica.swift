@@ -145,14 +145,15 @@ final class TypedReplica<F: Flow>: FlowReplica where F.State: Codable, F.Event: 
         defer { lastSeq = entry.seq }
         switch entry.kind {
         case .event:
-            let event = try registration.codecs.decode(entry.payload, codec: entry.codec)
+            // An older version's event reads through the flow's migrations, as none, one or several.
+            let events = try registration.events(of: entry.payload, codec: entry.codec, version: entry.version)
             let stamp = EntryStamp(seq: entry.seq, epoch: entry.epoch, committedAt: entry.committedAt)
-            if let sampler = flow.sampler, sampler.takesSample() { check(event, stamp: stamp, seq: entry.seq, sampler: sampler) }
-            let outline = instance.applyEntry(event, stamp: stamp, mode: runEffects ? .origin : .replica, term: entry.seq, runtime: makeRuntime)
-            note(outline, owner: EffectOwner(node: entry.origin, session: entry.session))
-            if outline.hasWork {
-                let origin = EffectOwner(node: entry.origin, session: entry.session)
-                if !ownership.owners.contains(origin) { setOwners(ownership.owners + [origin]) }
+            let origin = EffectOwner(node: entry.origin, session: entry.session)
+            for event in events {
+                if let sampler = flow.sampler, sampler.takesSample() { check(event, stamp: stamp, seq: entry.seq, sampler: sampler) }
+                let outline = instance.applyEntry(event, stamp: stamp, mode: runEffects ? .origin : .replica, term: entry.seq, runtime: makeRuntime)
+                note(outline, owner: origin)
+                if outline.hasWork, !ownership.owners.contains(origin) { setOwners(ownership.owners + [origin]) }
             }
         case .cancel:
             let target = try CancelTarget(codec: entry.codec, payload: entry.payload)

@@ -214,12 +214,20 @@ import Logging
     /// An instance rests as the snapshot has it (``RestingInstances``) until first used; the
     /// restore's hashing decodes it off the owner's thread. One whose effects this process may
     /// run is an object at once: they resume here.
+    /// A state an older version wrote goes through its flow's migrations here, so what rests
+    /// and what a snapshot of this set holds is this build's.
     ///
-    /// - Throws: ``UnreadableEntry`` for a state written by a newer version of its flow than this
-    ///   build reads, before anything is replaced.
+    /// - Throws: ``UnreadableEntry`` for a state of a version this build does not read, and the
+    ///   migration's error for one that does not migrate, before anything is replaced.
     func importStates(_ instances: [SnapshotChunkMessage.Instance]) throws {
-        for instance in instances {
-            if let unreadable = versions.unreadable(instance) { throw unreadable }
+        var instances = instances
+        for index in instances.indices {
+            if let unreadable = versions.unreadable(instances[index]) { throw unreadable }
+            let written = instances[index].stateVersion
+            guard written != versions.stateVersion(at: instances[index].address) else { continue }
+            let flow = try registry.flow(for: try Address(parsing: instances[index].address))
+            instances[index].state = try flow.migrateState(instances[index].state, from: written)
+            instances[index].stateVersion = flow.version
         }
         for replica in replicas.values { replica.shutDown() }
         replicas = [:]

@@ -102,4 +102,17 @@ import Testing
         let ahead = #expect(throws: FlowMigrationError.self) { try Self.migrations.check(readingFrom: 1, to: 2) }
         #expect(ahead?.description == "a step from version 2, which is not older than the current version 2")
     }
+
+    /// The versions a build reads are those its steps chain up from; a registration whose steps
+    /// do not chain is refused with what is wrong.
+    @Test func theVersionsReadAreThoseTheStepsChainFrom() throws {
+        #expect(try Self.migrations.readableVersions(upTo: 3) == 1...3)
+        #expect(try FlowMigrations<CounterFlow>().readableVersions(upTo: 3) == 3...3)
+        let stranded = FlowMigrations<CounterFlow>().events(from: 1, json: { [$0] }).state(from: 1, json: { $0 })
+        let error = #expect(throws: FlowMigrationError.self) { try stranded.readableVersions(upTo: 3) }
+        #expect(error?.description.contains("steps from version 1 lead nowhere: there is no step from version 2") == true, "\(String(describing: error))")
+        let halfStep = FlowMigrations<CounterFlow>().events(from: 2, json: { [$0] })
+        let half = #expect(throws: FlowMigrationError.self) { try halfStep.readableVersions(upTo: 3) }
+        #expect(half?.description == "no state step from version 2")
+    }
 }
