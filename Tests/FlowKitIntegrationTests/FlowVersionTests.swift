@@ -1,4 +1,5 @@
 @_spi(Wire) import FlowKitCluster
+import FlowKit
 import FlowKitProcesses
 import Foundation
 import Testing
@@ -9,6 +10,17 @@ import Testing
 extension MultiProcessTests {
     @Suite("Flow versions") struct FlowVersionTests {
         struct Notes: Decodable { var notes: [String] }
+
+        /// The testbed's `notes` as a client of build 1 holds it (version 1).
+        struct NotesFlow: ReplicatedFlow {
+            struct State: Codable, Hashable, Sendable { var notes: [String] = [] }
+            enum Event: Codable, Hashable, Sendable { case add(String) }
+            static var initialState: State { State() }
+            func reduce(into state: inout State, event: Event) -> Effect<Event> {
+                if case .add(let note) = event { state.notes.append(note) }
+                return .none
+            }
+        }
 
         static func status(_ cluster: TestCluster) async throws -> [String: Any] {
             let endpoints = try #require(cluster.coordinatorEndpoints)
@@ -29,8 +41,17 @@ extension MultiProcessTests {
                 let old = try await cluster.client(2).emit(json: #"{"add":{"_0":"from build 1"}}"#, to: "notes/a", wait: .applied)
                 try await cluster.waitUntilApplied(old.seq)
 
+                // A client of build 1 follows the instance.
+                let handle = try await cluster.client(2).flow(NotesFlow.self, "a", as: "notes")
+                try await handle.waitUntilApplied(old.seq)
+                #expect(await handle.state.notes == ["from build 1"])
+
                 // Version 2, from the newer node: the older node stops before it.
                 let new = try await cluster.client(1).emit(json: #"{"add":{"_0":"from build 2"}}"#, to: "notes/a", wait: .applied)
+                // So does the client, and says why rather than timing out.
+                let refused = await #expect(throws: ProtocolError.self) { try await handle.waitUntilApplied(new.seq) }
+                #expect(refused?.code == .versionUnreadable && refused?.message.contains("entry \(new.seq) of flow \"notes\" is at version 2") == true)
+                await handle.close()
                 // The older node's own emits are still ordered; it applies none of them now.
                 let behind = try await cluster.client(2).emit(json: #"{"add":{"_0":"behind the wall"}}"#, to: "notes/a", wait: .ordered)
                 let stopped = try await eventually("node-2 names the entry it cannot read", timeout: .seconds(15)) {

@@ -212,10 +212,13 @@ public final class ClusterClient: Sendable {
             } catch let error as ProtocolError where error.code == .notFound {
                 start = nil  // no event yet: the initial state, at least as of status.applied
             }
+            let readable = try F.migrations.readableVersions(upTo: F.version)
             let registration = TypedFlowRegistration<F>(
                 name: name,
                 codecs: EventCodecs<F.Event>(wire: .json),
                 version: UInt16(clamping: F.version),
+                oldestReadable: UInt16(clamping: readable.lowerBound),
+                migrations: F.migrations,
                 initialState: { _ in F.initialState },
                 makeFlow: { F() },
                 resume: F.resume

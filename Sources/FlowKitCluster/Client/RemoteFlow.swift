@@ -45,6 +45,7 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding, LogFollowing 
     public private(set) var lastEmitError: (any Error)?
 
     private let client: ClusterClient
+    private let registration: TypedFlowRegistration<F>
     private let replica: TypedReplica<F>
     private let subscriber: AsyncSocket
     let syncSocket: AsyncSocket
@@ -66,6 +67,7 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding, LogFollowing 
         logger: Logger
     ) throws {
         self.client = client
+        self.registration = registration
         self.address = address.description
         self.replica = TypedReplica(registration: registration, address: address, context: .passive(logger: logger))
         self.subscriber = subscriber
@@ -171,10 +173,13 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding, LogFollowing 
 
     /// Returns once this handle has followed the log to `seq`.
     ///
-    /// - Throws: ``ClusterClientError`` with ``ClusterClientError/Code/timedOut`` after the client's timeout.
+    /// - Throws: ``ClusterClientError`` with ``ClusterClientError/Code/timedOut`` after the client's
+    ///   timeout; ``ProtocolError`` `versionUnreadable` when the log holds an entry of the flow
+    ///   written by a version this build does not read, before `seq`.
     public func waitUntilApplied(_ seq: UInt64) async throws {
         guard follower.applied < seq else { return }
         guard !isClosed else { throw ClusterClientError.closed }
+        if let unreadable = follower.unreadable { throw Self.error(unreadable) }
         let timeout = client.timeout
         let overdue = Task { [weak self] in
             try? await Task.sleep(for: timeout)
@@ -188,6 +193,11 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding, LogFollowing 
 
     private func timeOutWaiters(upTo seq: UInt64, after timeout: Duration) {
         resumeWaiters { $0 <= seq && $0 > follower.applied ? ClusterClientError.timedOut(timeout) : nil }
+    }
+
+    /// What a waiter behind an entry this build cannot read learns.
+    private static func error(_ unreadable: UnreadableEntry) -> ProtocolError {
+        ProtocolError(.versionUnreadable, "this handle stopped following the log: \(unreadable)")
     }
 
     private func failWaiters(_ error: any Error) {
@@ -210,7 +220,10 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding, LogFollowing 
         // then go on. Changes between are lost to subscribers, not to the state.
         guard let mine = instances.last(where: { $0.address == address }) else { return }
         do {
-            try replica.restore(stateJSON: mine.state, lastSeq: mine.lastSeq, ownership: mine.ownership, decoder: JSONDecoder())
+            // A state an older version wrote reads through the flow's migrations (the follower
+            // restores no snapshot with one this build cannot read).
+            let state = try registration.migrateState(mine.state, from: mine.stateVersion)
+            try replica.restore(stateJSON: state, lastSeq: mine.lastSeq, ownership: mine.ownership, decoder: JSONDecoder())
             notifySubscribers()
         } catch {
             logger.error("the snapshot's state does not decode", metadata: ["flowkit.address": "\(address)", "flowkit.error": "\(error)"])
@@ -218,6 +231,7 @@ public actor RemoteFlow<F: ReplicatedFlow>: StatefulFlowProviding, LogFollowing 
     }
 
     func followed(restored: Bool) {
+        if let unreadable = follower.unreadable { failWaiters(Self.error(unreadable)) }
         let applied = follower.applied
         if waiters.contains(where: { $0.seq <= applied }) {
             let ready = waiters.filter { $0.seq <= applied }
