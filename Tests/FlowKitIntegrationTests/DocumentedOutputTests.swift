@@ -45,7 +45,9 @@ import Testing
                           digest: String(repeating: "0", count: 32), instances: 3, runningEffects: 1, pendingSubmissions: 0, digestSeq: 9)],
             divergences: 0, quarantined: 0
         )
-        status.nodes[0].unreadable = UnreadableEntry(seq: 10, flow: "counter", version: 2, reads: 1, inSnapshot: true)
+        status.nodes[0].unreadable = UnreadableEntry(seq: 10, flow: "counter", version: 1, reads: 3, readsFrom: 2, inSnapshot: true)
+        status.nodes[0].instancesAtRest = 2
+        status.nodes[0].instancesUnhashed = 0
         status.replication = ReplicationStatus(
             leader: "c1", leaderSince: 1, written: 10, minInSync: 2,
             coordinators: [.init(id: "c1", role: "leader", inSync: true, durable: 10, lag: 0, lastFetchMillis: nil),

@@ -221,6 +221,8 @@ struct Membership {
                 node.session = member.session == 0 ? nil : String(member.session, radix: 16)
                 node.ownedInstances = owned[EffectOwner(node: member.id, session: member.session)] ?? 0
                 node.unreadable = member.report?.unreadable
+                node.instancesAtRest = member.report?.instancesAtRest
+                node.instancesUnhashed = member.report?.instancesUnhashed
                 return node
             },
             divergences: divergenceCount,

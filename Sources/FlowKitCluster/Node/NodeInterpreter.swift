@@ -184,6 +184,8 @@ final class NodeInterpreter<IO: NodeIO> {
             digestSeq: !plan.catchingUp && replicas.digestsAreCurrent ? plan.applied : 0
         )
         summary.unreadable = machine.unreadable
+        summary.instancesAtRest = replicas.restingCount
+        summary.instancesUnhashed = replicas.unhashedCount
         let message = NodeReportMessage(
             node: machine.configuration.id, applied: plan.applied, time: io.now, report: summary, digests: ReportedDigest.list(changed)
         )

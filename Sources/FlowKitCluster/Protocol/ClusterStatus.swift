@@ -26,6 +26,10 @@ public struct ClusterStatus: Codable, Sendable, Equatable {
         public var ownedInstances: Int?
         /// The entry the node stopped at because its build cannot read it (``Alarm/Kind/versionUnreadable``).
         public var unreadable: UnreadableEntry?
+        /// Of ``instances``, those at rest, as its last report said (``NodeReport/instancesAtRest``).
+        public var instancesAtRest: Int?
+        /// Of ``instances``, those whose latest change its digest did not hold yet, as its last report said.
+        public var instancesUnhashed: Int?
 
         public init(
             id: UInt32, name: String, clientEndpoint: String, applied: UInt64, lag: UInt64, alive: Bool,

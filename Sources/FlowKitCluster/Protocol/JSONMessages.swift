@@ -249,6 +249,10 @@ public struct NodeReport: Codable, Sendable, Equatable {
     /// The entry after `applied` when the node's build cannot read it: it applies nothing more
     /// until it is upgraded. Absent when it reads everything it has met.
     public var unreadable: UnreadableEntry?
+    /// Of `instances`, those at rest (compact records until their next use). Absent from older nodes.
+    public var instancesAtRest: Int?
+    /// Of `instances`, those whose latest change `digest` does not hold yet. Absent from older nodes.
+    public var instancesUnhashed: Int?
 
     public init(
         name: String,

@@ -110,6 +110,14 @@ struct StatusCommand: AsyncParsableCommand {
         return latest.value.withLock { $0 }
     }
 
+    /// ` (at rest 990, unhashed 3)`: what a node's instances are doing, when it said.
+    static func instancesDetail(_ node: ClusterStatus.Node) -> String {
+        var parts: [String] = []
+        if let resting = node.instancesAtRest { parts.append("at rest \(resting)") }
+        if let unhashed = node.instancesUnhashed, unhashed > 0 { parts.append("unhashed \(unhashed)") }
+        return parts.isEmpty ? "" : " (" + parts.joined(separator: ", ") + ")"
+    }
+
     private func print(_ status: ClusterStatus, problems: [String]) {
         printFlushed(
             "epoch \(status.epoch)  head \(status.head)  first seq \(status.firstSeq)  \(Int(status.entriesPerSecond)) entries/s  divergences \(status.divergences)"
@@ -124,7 +132,7 @@ struct StatusCommand: AsyncParsableCommand {
             let position = node.lag == 0 ? "at head" : "lag \(node.lag)"
             let digest = node.digestSeq == 0 ? "digest \(node.digest.prefix(16)) (not current)" : "digest \(node.digest.prefix(16)) at \(node.digestSeq)"
             printFlushed(
-                "\(node.name)  \(state)  applied \(node.applied)  \(position)  \(digest)  instances \(node.instances)  effects \(node.runningEffects) (owns \(node.ownedInstances ?? 0))  session \(node.session.map { String($0.prefix(8)) } ?? "-")  \(node.clientEndpoint)"
+                "\(node.name)  \(state)  applied \(node.applied)  \(position)  \(digest)  instances \(node.instances)\(Self.instancesDetail(node))  effects \(node.runningEffects) (owns \(node.ownedInstances ?? 0))  session \(node.session.map { String($0.prefix(8)) } ?? "-")  \(node.clientEndpoint)"
             )
         }
         if problems.isEmpty {
