@@ -42,9 +42,9 @@ import Testing
     @Test func largeStatesAreSplitIntoContinuationsAndJoinedAgain() throws {
         let instances = [
             SnapshotChunkMessage.Instance(address: "kv/a", lastSeq: 3, state: Self.record(10)),
-            // States are JSON, which never starts with a zero byte; its continuations may.
+            // States are JSON, which never starts with byte 0 or 1; its continuations may.
             SnapshotChunkMessage.Instance(
-                address: "kv/big", lastSeq: 9, state: Array((1...2_500).map { UInt8(truncatingIfNeeded: $0) }),
+                address: "kv/big", lastSeq: 9, state: Array((2...2_501).map { UInt8(truncatingIfNeeded: $0) }),
                 ownership: .init(owners: [EffectOwner(node: 2, session: 7)], fence: 8)
             ),
             SnapshotChunkMessage.Instance(address: "kv/empty", lastSeq: 4, state: []),

@@ -40,6 +40,31 @@ import Testing
         #expect(joined == [large])
     }
 
+    /// The fuzzer's find: a record with its blocks written out though empty (version 1, no
+    /// owners) and a state that starts with byte 0 decoded, but written again without the blocks
+    /// it read as an ownership block. A state starting with 0 or 1 is refused now.
+    @Test func aStateThatCouldReadAsABlockIsRefused() throws {
+        func record(_ blocks: [UInt8], state: [UInt8]) -> [[UInt8]] {
+            var body = ByteWriter(capacity: 64)
+            body.writeLengthPrefixed { writer in
+                writer.writeShortString("counter/a")
+                writer.write(7 as UInt64)
+                writer.write(contentsOf: blocks + state)
+            }
+            let header = SnapshotChunkMessage(request: 1, seq: 7, epoch: 1, chunk: 0, isLast: true, instances: []).frames[0]
+            return [header, body.bytes]
+        }
+        let emptyOwnership: [UInt8] = [0] + [UInt8](repeating: 0, count: 8) + [0] + [0, 0]
+        let cases: [(blocks: [UInt8], state: [UInt8])] = [([1, 0, 1] + emptyOwnership, [0, 0, 126]), (emptyOwnership, [1, 0, 2]), ([], [0, 1])]
+        for (blocks, state) in cases {
+            let error = #expect(throws: ProtocolError.self) { try SnapshotChunkMessage(frames: record(blocks, state: state)) }
+            #expect(error?.code == .malformed || error?.code == .truncated, "\(String(describing: error))")
+        }
+        // The same blocks before a JSON state decode, and survive a round trip.
+        let decoded = try SnapshotChunkMessage(frames: record([1, 0, 1] + emptyOwnership, state: Array("{}".utf8)))
+        #expect(try SnapshotChunkMessage(frames: decoded.frames) == decoded)
+    }
+
     @Test func aReplicaSetWritesItsFlowsVersionAndRestoresNoNewerState() throws {
         let newer = ReplicaSet(registry: Self.registry(counterVersion: 2), logger: Self.logger)
         newer.apply(

@@ -169,7 +169,13 @@
                 guard version >= 1 else { throw ProtocolError(.malformed, "a state's version is 1 or more; got 0") }
             }
             let ownership = address.isEmpty ? Ownership() : try Ownership(from: &record)
-            return Instance(address: address, lastSeq: lastSeq, state: record.readRest(), ownership: ownership, stateVersion: version)
+            let state = record.readRest()
+            // The blocks before a state are told from it by its first byte, which for JSON is never
+            // 0 or 1: a state that starts so would read as a block once written again.
+            if !address.isEmpty, let first = state.first, first <= Instance.versionMarker {
+                throw ProtocolError(.malformed, "a state is JSON, which never starts with byte \(first)")
+            }
+            return Instance(address: address, lastSeq: lastSeq, state: state, ownership: ownership, stateVersion: version)
         }
         if frames.count == 3 { sessions = try Self.sessions(from: frames[2]) }
     }
