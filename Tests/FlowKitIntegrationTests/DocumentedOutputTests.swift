@@ -48,13 +48,19 @@ import Testing
         status.nodes[0].unreadable = UnreadableEntry(seq: 10, flow: "counter", version: 1, reads: 3, readsFrom: 2, inSnapshot: true)
         status.nodes[0].instancesAtRest = 2
         status.nodes[0].instancesUnhashed = 0
+        status.nodes[0].flowVersions = ["counter": 2]
+        status.versions = ["counter": .init(agreed: 1, newest: 2, behind: ["node-2"])]
         status.replication = ReplicationStatus(
             leader: "c1", leaderSince: 1, written: 10, minInSync: 2,
             coordinators: [.init(id: "c1", role: "leader", inSync: true, durable: 10, lag: 0, lastFetchMillis: nil),
                            .init(id: "c2", role: "standby", inSync: true, durable: 10, lag: 0, lastFetchMillis: 12)]
         )
         let data = try JSONEncoder().encode(StatusOutput(status: status, problems: ["none, really"]))
-        let printed = Self.paths(of: try JSONSerialization.jsonObject(with: data))
+        // Keyed by flow name: `versions.<flow>.agreed`, and `flowVersions` one field.
+        let printed = Set(
+            Self.paths(of: try JSONSerialization.jsonObject(with: data)).filter { !$0.hasPrefix("nodes[].flowVersions.") }
+                .map { $0.replacingOccurrences(of: "versions.counter", with: "versions.<flow>") }
+        )
         let documented = try Self.documentedStatusFields()
         #expect(printed.subtracting(documented).isEmpty, "printed, not documented: \(printed.subtracting(documented).sorted())")
         #expect(documented.subtracting(printed).isEmpty, "documented, not printed: \(documented.subtracting(printed).sorted())")

@@ -4,8 +4,9 @@ import FlowKitProcesses
 import Foundation
 import Testing
 
-/// A node whose build is older than an entry in the log stops there, says so, and goes on once it
-/// runs a build that reads it (docs/VERSIONING.md, guarantee 3). The testbed's `notes` flow is at
+/// A newer version of a flow is ordered only once no live node runs an older one, and a node whose
+/// build is older than an entry in the log stops there, says so, and goes on once it runs a build
+/// that reads it (docs/VERSIONING.md, guarantees 3 and 4). The testbed's `notes` flow is at
 /// version 2 in `FLOWKIT_TESTBED_BUILD=2`, at 1 otherwise.
 extension MultiProcessTests {
     @Suite("Flow versions") struct FlowVersionTests {
@@ -30,7 +31,12 @@ extension MultiProcessTests {
             return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result)")
         }
 
-        @Test func aNodeOfAnOlderBuildStopsAtANewerEntryAndGoesOnOnceUpgraded() async throws {
+        /// The status's account of the `notes` flow's versions (`versions.notes`).
+        static func notesVersions(_ cluster: TestCluster) async throws -> [String: Any]? {
+            (try await Self.status(cluster)["versions"] as? [String: Any])?["notes"] as? [String: Any]
+        }
+
+        @Test func aNewerVersionWaitsForTheOlderNodeAndAnOlderNodeStopsAtANewerEntry() async throws {
             var options = TestCluster.Options()
             options.binary = "flowkit-testbed"
             let newer = ["FLOWKIT_TESTBED_BUILD": "2"]
@@ -42,35 +48,54 @@ extension MultiProcessTests {
                 try await cluster.waitUntilApplied(old.seq)
 
                 // A client of build 1 follows the instance.
-                let handle = try await cluster.client(2).flow(NotesFlow.self, "a", as: "notes")
+                let handle = try await cluster.client(1).flow(NotesFlow.self, "a", as: "notes")
                 try await handle.waitUntilApplied(old.seq)
                 #expect(await handle.state.notes == ["from build 1"])
 
-                // Version 2, from the newer node: the older node stops before it.
-                let new = try await cluster.client(1).emit(json: #"{"add":{"_0":"from build 2"}}"#, to: "notes/a", wait: .applied)
-                // So does the client, and says why rather than timing out.
+                // Version 2, from the newer node, waits while the older node is live (guarantee 4);
+                // the status says who holds it back.
+                let newerEmit = Task { try await cluster.client(1).emit(json: #"{"add":{"_0":"from build 2"}}"#, to: "notes/a", wait: .ordered) }
+                let waiting = try await eventually("the status names node-2 as holding version 2 back", timeout: .seconds(15)) {
+                    try await Self.notesVersions(cluster).flatMap { $0["behind"] as? [String] == ["node-2"] ? $0 : nil }
+                }
+                #expect(waiting["agreed"] as? Int == 1 && waiting["newest"] as? Int == 2, "\(waiting)")
+                let upgrading = try await Self.status(cluster)["problems"] as? [String] ?? []
+                #expect(upgrading.contains { $0.hasPrefix(#"flow "notes" is being upgraded: version 2 waits for node-2 (at 1)"#) }, "\(upgrading)")
+                #expect(try await cluster.client(1).query("notes/a").decode(Notes.self).notes == ["from build 1"], "not ordered while node-2 runs")
+
+                // The older node leaves: once it counts as down, the waiting event is ordered.
+                let node2 = try #require(cluster.node(2))
+                #expect(await node2.process.stop() == .exited(0))
+                let new = try await newerEmit.value
+                // The client of build 1 stops before it, and says why rather than timing out.
                 let refused = await #expect(throws: ProtocolError.self) { try await handle.waitUntilApplied(new.seq) }
                 #expect(refused?.code == .versionUnreadable && refused?.message.contains("entry \(new.seq) of flow \"notes\" is at version 2") == true)
                 await handle.close()
-                // The older node's own emits are still ordered; it applies none of them now.
+
+                // Restarted as build 1 against the newer log, node-2 stops before what it cannot
+                // read (guarantee 3): the entry, or the coordinator's snapshot, whose states are in
+                // the newer build's shape. It holds version 2 back again; its own emits are ordered.
+                try await cluster.startNodes([2])
                 let behind = try await cluster.client(2).emit(json: #"{"add":{"_0":"behind the wall"}}"#, to: "notes/a", wait: .ordered)
-                let stopped = try await eventually("node-2 names the entry it cannot read", timeout: .seconds(15)) {
+                let stopped = try await eventually("node-2 names what it cannot read", timeout: .seconds(15)) {
                     let nodes = try await Self.status(cluster)["nodes"] as? [[String: Any]] ?? []
-                    return nodes.first { $0["name"] as? String == "node-2" }?["unreadable"] as? [String: Any]
+                    return nodes.first { $0["name"] as? String == "node-2" && $0["alive"] as? Bool == true }?["unreadable"] as? [String: Any]
                 }
-                #expect(stopped["seq"] as? Int == Int(new.seq) && stopped["flow"] as? String == "notes", "\(stopped)")
-                #expect(stopped["version"] as? Int == 2 && stopped["reads"] as? Int == 1, "\(stopped)")
-                #expect(try await cluster.client(2).status().applied == old.seq, "it applied nothing from the newer entry on")
+                #expect(stopped["flow"] as? String == "notes" && stopped["version"] as? Int == 2 && stopped["reads"] as? Int == 1, "\(stopped)")
+                let applied = try await cluster.client(2).status().applied
+                #expect(applied < new.seq, "it applied nothing from the newer entry on: \(applied)")
                 let problems = try await Self.status(cluster)["problems"] as? [String] ?? []
-                #expect(problems.contains { $0.hasPrefix("node-2 must be upgraded: entry \(new.seq) of flow \"notes\" is at version 2") }, "\(problems)")
+                #expect(problems.contains { $0.hasPrefix("node-2 must be upgraded: ") && $0.contains(#"flow "notes""#) && $0.contains("version 2") }, "\(problems)")
+                #expect(try await Self.notesVersions(cluster)?["behind"] as? [String] == ["node-2"])
                 let log = (try? String(contentsOfFile: try #require(cluster.node(2)).process.stderrPath, encoding: .utf8)) ?? ""
                 #expect(log.components(separatedBy: "stopped applying").count == 2, "said once: \(log.suffix(2_000))")
                 let coordinatorLog = (try? String(contentsOfFile: try #require(cluster.coordinatorProcess).stderrPath, encoding: .utf8)) ?? ""
                 #expect(coordinatorLog.contains("VERSION UNREADABLE"), "\(coordinatorLog.suffix(2_000))")
 
-                // Upgraded, it replays the log from the start and converges with the other.
-                let node2 = try #require(cluster.node(2))
-                #expect(await node2.process.stop() == .exited(0))
+                // Upgraded, it replays the log from the start and converges with the other; the
+                // cluster agrees on version 2.
+                let restarted = try #require(cluster.node(2))
+                #expect(await restarted.process.stop() == .exited(0))
                 cluster.setEnvironment(newer, ofNode: 2)
                 try await cluster.startNodes([2])
                 try await cluster.waitUntilApplied(behind.seq, timeout: .seconds(30))
@@ -79,6 +104,12 @@ extension MultiProcessTests {
                     let notes = try await cluster.client(id).query("notes/a", minApplied: behind.seq).decode(Notes.self).notes
                     #expect(notes == ["from build 1", "from build 2", "behind the wall"], "node-\(id): \(notes)")
                 }
+                let agreed = try await eventually("the cluster agrees on version 2", timeout: .seconds(15)) {
+                    try await Self.notesVersions(cluster).flatMap { $0["agreed"] as? Int == 2 ? $0 : nil }
+                }
+                #expect(agreed["behind"] as? [String] == [], "\(agreed)")
+                let upgraded = try await cluster.client(2).emit(json: #"{"add":{"_0":"both at build 2"}}"#, to: "notes/a", wait: .applied)
+                #expect(upgraded.seq > behind.seq)
             }
         }
     }

@@ -48,10 +48,12 @@ struct Admission: Sendable {
     }
 
     /// A submission from a SUBMIT, as the coordinator would order it: at the version the node
-    /// wrote it in, which this process must be able to read.
-    func admit(_ submission: Submission) throws -> Admitted {
+    /// wrote it in, which this process must be able to read and the live nodes of its flow have
+    /// agreed on (checked before the payload is decoded).
+    func admit(_ submission: Submission, agreement: VersionAgreement = VersionAgreement(), now: UInt64 = 0) throws -> Admitted {
         try admit(
-            kind: submission.kind, codec: submission.codec, version: submission.version, address: submission.address, payload: submission.payload
+            kind: submission.kind, codec: submission.codec, version: submission.version, address: submission.address, payload: submission.payload,
+            agreement: agreement, now: now
         )
     }
 
@@ -61,7 +63,10 @@ struct Admission: Sendable {
     ///   own (a node admitting what it submits).
     /// - Returns: The submission as it is to be ordered.
     /// - Throws: ``ProtocolError`` naming the first rule it breaks.
-    func admit(kind: EntryKind, codec: PayloadCodec, version: UInt16? = nil, address: String, payload: [UInt8]) throws -> Admitted {
+    func admit(
+        kind: EntryKind, codec: PayloadCodec, version: UInt16? = nil, address: String, payload: [UInt8],
+        agreement: VersionAgreement = VersionAgreement(), now: UInt64 = 0
+    ) throws -> Admitted {
         // The payload's shape first, then the address, then what needs the flow: the order a node
         // meets them in, as its decoder checks a CANCEL's id before the rule sees the address.
         switch kind {
@@ -86,6 +91,7 @@ struct Admission: Sendable {
         guard (flow.oldestReadable...flow.version).contains(written) else {
             throw ProtocolError.versionUnreadable(flow: flow.name, version: written, reads: flow.oldestReadable...flow.version)
         }
+        try agreement.check(flow: flow.name, version: written, now: now)
         // An older version's event is checked through the migrations and ordered as it was written.
         let normalised = written == flow.version ? try flow.normalise(payload, codec: codec) : try flow.check(payload, codec: codec, version: written)
         try limits.checkEventSize(normalised.count)

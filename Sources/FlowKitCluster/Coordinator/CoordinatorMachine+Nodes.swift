@@ -18,8 +18,14 @@ struct NodeOversight {
             stallTimeout: UInt64(configuration.stallTimeout.microseconds),
             forgetAfter: UInt64(configuration.forgetDownNodesAfter.microseconds)
         )
+        // A new leader has heard from no node yet: newer versions wait until every live one has
+        // had the node timeout to say hello.
+        membership.holdVersionsBack(until: now + membership.timeout)
         lastStatus = (now, head)
     }
+
+    /// The version of each flow the live nodes agree on (``VersionAgreement``).
+    var versionAgreement: VersionAgreement { membership.agreement }
 }
 
 extension CoordinatorMachine {

@@ -127,7 +127,8 @@ struct CoordinatorMachine {
         let orderedBefore = intake.pending.entries.count
         let refusedBefore = answers.refusals.count
         intake.take(
-            message, from: peer, committed: committedHead, acknowledgeOrdered: acknowledgesOrdered(message), now: now, answers: &answers
+            message, from: peer, committed: committedHead, acknowledgeOrdered: acknowledgesOrdered(message),
+            agreement: oversight.versionAgreement, now: now, answers: &answers
         )
         for refusal in answers.refusals[refusedBefore...] {
             if refusal.code == .staleOwner { oversight.takeovers.staleRefused += 1 }

@@ -39,6 +39,9 @@ struct Membership {
     let forgetAfter: UInt64
     /// Divergences found so far (``noteDivergences(_:)``), for the status.
     private(set) var divergenceCount = 0
+    /// The version of each flow its live nodes agree on, brought up to date whenever a node says
+    /// hello, comes back or goes down (the intake reads it for every event above version 1).
+    private(set) var agreement = VersionAgreement()
 
     /// How many nodes are remembered; past it, the one heard from least recently is forgotten, so
     /// HELLOs with made-up node ids (a misconfigured or hostile peer) cannot grow the table.
@@ -54,6 +57,31 @@ struct Membership {
         self.stallTimeout = stallTimeout
         self.forgetAfter = forgetAfter
         self.memberCapacity = memberCapacity
+    }
+
+    /// Until `time` (µs), every flow counts as agreed at version 1 only: a new leader's, which has
+    /// not heard from every live node yet (``VersionAgreement/settlesAt``).
+    mutating func holdVersionsBack(until time: UInt64) {
+        agreement.settlesAt = time
+    }
+
+    /// For each flow some live node runs, the versions its live nodes write (what HELLO said).
+    func flowVersions(now: UInt64) -> [String: ClusterStatus.FlowVersions] {
+        var written: [String: [(node: String, version: UInt16)]] = [:]
+        for member in members.values.sorted(by: { $0.id < $1.id }) where member.session != 0 && isAlive(member, now: now) {
+            for flow in member.info.flows { written[flow, default: []].append((member.info.name, member.info.version(of: flow))) }
+        }
+        return written.mapValues { nodes in
+            let agreed = nodes.map(\.version).min()!
+            let newest = nodes.map(\.version).max()!
+            return ClusterStatus.FlowVersions(
+                agreed: agreed, newest: newest, behind: newest > agreed ? nodes.filter { $0.version == agreed }.map(\.node) : []
+            )
+        }
+    }
+
+    private mutating func updateAgreement(now: UInt64) {
+        agreement.flows = flowVersions(now: now)
     }
 
     /// Forgets the least recently seen members beyond the capacity, never `keeping`.
@@ -100,6 +128,7 @@ struct Membership {
         }
         members[node]!.peer = peer
         nodeByPeer[peer] = node
+        updateAgreement(now: now)
         return replaced
     }
 
@@ -124,6 +153,7 @@ struct Membership {
             info: NodeInfo(name: message.report.name, clientEndpoint: "", flows: [], pid: 0),
             lastSeen: now, progressAt: now
         )
+        let cameBack = !isAlive(member, now: now)
         if message.applied != member.applied || message.applied >= head {
             member.progressAt = now
             member.stallAlarmed = false
@@ -135,6 +165,7 @@ struct Membership {
         member.report = message.report
         members[message.node] = member
         evictBeyondCapacity(keeping: message.node)
+        if cameBack && member.session != 0 { updateAgreement(now: now) }
     }
 
     /// Counts divergences found, for the status.
@@ -165,6 +196,7 @@ struct Membership {
                 down.append(member)
             }
         }
+        if !down.isEmpty || !forgotten.isEmpty { updateAgreement(now: now) }
         return (down.sorted { $0.id < $1.id }, forgotten.sorted { $0.id < $1.id })
     }
 
@@ -197,7 +229,7 @@ struct Membership {
     func status(
         epoch: UInt32, head: UInt64, firstSeq: UInt64, entriesPerSecond: Double, quarantined: Int = 0, owned: [EffectOwner: Int] = [:], now: UInt64
     ) -> ClusterStatus {
-        ClusterStatus(
+        var status = ClusterStatus(
             epoch: epoch,
             head: head,
             firstSeq: firstSeq,
@@ -223,10 +255,14 @@ struct Membership {
                 node.unreadable = member.report?.unreadable
                 node.instancesAtRest = member.report?.instancesAtRest
                 node.instancesUnhashed = member.report?.instancesUnhashed
+                node.flowVersions = member.info.flowVersions
                 return node
             },
             divergences: divergenceCount,
             quarantined: quarantined
         )
+        let versions = flowVersions(now: now).filter { $0.value.newest > 1 }
+        status.versions = versions.isEmpty ? nil : versions
+        return status
     }
 }

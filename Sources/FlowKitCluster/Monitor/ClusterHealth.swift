@@ -27,6 +27,12 @@ extension ClusterStatus {
             let listed = atSeq.map { "\($0.name) \($0.digest.prefix(16))" }.joined(separator: ", ")
             problems.append("digests differ at seq \(seq): \(listed)")
         }
+        for (flow, versions) in (self.versions ?? [:]).sorted(by: { $0.key < $1.key }) where versions.newest > versions.agreed {
+            problems.append(
+                "flow \"\(flow)\" is being upgraded: version \(versions.newest) waits for \(versions.behind.joined(separator: ", ")) (at \(versions.agreed)); "
+                    + "the newer nodes' events are refused until then"
+            )
+        }
         if let replication {
             problems += replication.problems
         }

@@ -40,7 +40,8 @@ actor NodeCore {
             clientEndpoint: configuration.advertisedEndpoint ?? sockets.clientEndpoint,
             flows: registry.names,
             pid: ProcessInfo.processInfo.processIdentifier,
-            ackOrdered: false
+            ackOrdered: false,
+            flowVersions: registry.versionsAboveOne
         )
         self.startingMachine = NodeMachine(
             configuration: configuration, registry: registry, session: UInt64.random(in: 1...UInt64.max), info: info,

@@ -108,8 +108,9 @@ struct SubmissionQueue {
                 let reason = item.reason ?? .internalError
                 // `helloFirst`: the coordinator does not know this connection yet; the node says
                 // HELLO and sends them again.
-                // `versionUnreadable`: the coordinator is not upgraded yet.
-                if reason == .overloaded || reason == .internalError || reason == .helloFirst || reason == .versionUnreadable {
+                // `versionUnreadable`: the coordinator is not upgraded yet; `versionNotAgreed`:
+                // another node of the flow is not.
+                if [.overloaded, .internalError, .helloFirst, .versionUnreadable, .versionNotAgreed].contains(reason) {
                     pending[item.submission]?.lastRefusal = reason
                     continue
                 }
@@ -198,6 +199,15 @@ struct SubmissionQueue {
             return ProtocolError(.internalError, "the coordinator's log refused the write for \(timeout) (is its disk full?); \(retrying)")
         case .overloaded?:
             return ProtocolError(.overloaded, "the coordinator was overloaded for \(timeout); \(retrying)")
+        case .versionUnreadable?:
+            return ProtocolError(
+                .versionUnreadable, "the coordinator's build does not read this node's version of the flow (upgrade the coordinators first); \(retrying)"
+            )
+        case .versionNotAgreed?:
+            return ProtocolError(
+                .versionNotAgreed,
+                "a live node of the flow runs an older version than this node's, so the cluster has not agreed on it (see flowkit status); \(retrying)"
+            )
         default:
             guard wasSent else { return ProtocolError(.coordinatorUnavailable, "the coordinator is unreachable; the entry was not submitted") }
             return ProtocolError(.coordinatorUnavailable, "the coordinator did not acknowledge the entry within \(timeout); \(retrying)")

@@ -74,11 +74,13 @@ struct SubmissionIntake {
     ///   - acknowledgeOrdered: Whether the submitter hears of its ordered submissions in an ACK;
     ///     `false` for a node that learns of them from their entries. Duplicates and refusals are
     ///     always acknowledged.
+    ///   - agreement: The version of each flow the live nodes agree on: a newer event is refused.
     mutating func take(
         _ message: SubmitMessage,
         from peer: RouterEnvelope,
         committed: UInt64 = .max,
         acknowledgeOrdered: Bool = true,
+        agreement: VersionAgreement = VersionAgreement(),
         now: UInt64,
         answers: inout Answers
     ) {
@@ -87,7 +89,7 @@ struct SubmissionIntake {
             let admitted: Admission.Admitted
             do {
                 try checkRoom(now: now)
-                admitted = try admission.admit(submission)
+                admitted = try admission.admit(submission, agreement: agreement, now: now)
                 try checkFence(submission)
             } catch {
                 let refusal = error as? ProtocolError ?? ProtocolError(.malformed, "\(error)")

@@ -30,6 +30,8 @@ public struct ClusterStatus: Codable, Sendable, Equatable {
         public var instancesAtRest: Int?
         /// Of ``instances``, those whose latest change its digest did not hold yet, as its last report said.
         public var instancesUnhashed: Int?
+        /// The version its build writes of each flow not at version 1, as its HELLO said.
+        public var flowVersions: [String: UInt16]?
 
         public init(
             id: UInt32, name: String, clientEndpoint: String, applied: UInt64, lag: UInt64, alive: Bool,
@@ -68,6 +70,10 @@ public struct ClusterStatus: Codable, Sendable, Equatable {
     public var staleSubmissions: Int?
     /// With replicated coordinators: the leader's account of every coordinator's copy.
     public var replication: ReplicationStatus?
+    /// For each flow a live node writes at a version above 1, the version the cluster orders and
+    /// who holds a newer one back (docs/VERSIONING.md, "Rolling upgrade"); absent while every flow
+    /// is at version 1.
+    public var versions: [String: FlowVersions]?
 
     public init(
         epoch: UInt32, head: UInt64, firstSeq: UInt64, entriesPerSecond: Double, nodes: [Node], divergences: Int,

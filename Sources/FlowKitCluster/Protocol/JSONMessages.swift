@@ -69,14 +69,22 @@ enum JSONFrame {
     /// learns their seqs from their entries, as every FlowKit node does: its ACKs then carry only
     /// duplicates and refusals, and an event costs one message less. Absent means `true`.
     public var ackOrdered: Bool?
+    /// The version of each of ``flows`` that the node's build writes (`ReplicatedFlow.version`),
+    /// for the flows not at version 1: absent, or a flow left out, means 1. The coordinator orders
+    /// an event of a version only when every live node of its flow writes at least that version.
+    public var flowVersions: [String: UInt16]?
 
-    public init(name: String, clientEndpoint: String, flows: [String], pid: Int32, ackOrdered: Bool? = nil) {
+    public init(name: String, clientEndpoint: String, flows: [String], pid: Int32, ackOrdered: Bool? = nil, flowVersions: [String: UInt16]? = nil) {
         self.name = name
         self.clientEndpoint = clientEndpoint
         self.flows = flows
         self.pid = pid
         self.ackOrdered = ackOrdered
+        self.flowVersions = flowVersions
     }
+
+    /// The version the node writes `flow` at.
+    public func version(of flow: String) -> UInt16 { flowVersions?[flow] ?? 1 }
 }
 
 /// `WELCOME`, coordinator → node, the answer to `HELLO`.

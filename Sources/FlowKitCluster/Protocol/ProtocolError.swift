@@ -45,6 +45,10 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The entry's flow version is newer than this process's build of the flow reads
         /// (`ReplicatedFlow.version`): the process must be upgraded first. Worth retrying once it is.
         case versionUnreadable = 18
+        /// The event's flow version is newer than a live node running the flow reads: the cluster
+        /// has not agreed on it yet (a rolling upgrade is under way). Worth retrying once every
+        /// node of the flow runs that version.
+        case versionNotAgreed = 19
 
         public var description: String {
             switch self {
@@ -66,6 +70,7 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
             case .forbidden: "forbidden"
             case .staleOwner: "stale owner"
             case .versionUnreadable: "version unreadable"
+            case .versionNotAgreed: "version not agreed"
             }
         }
 

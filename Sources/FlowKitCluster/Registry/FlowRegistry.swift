@@ -116,6 +116,13 @@ public struct FlowRegistry: Sendable {
 
     func flow(named name: String) -> (any RegisteredFlow)? { flows[name] }
 
+    /// Each flow's version, for the flows not at version 1; `nil` when every flow is (what HELLO
+    /// carries, ``NodeInfo/flowVersions``).
+    var versionsAboveOne: [String: UInt16]? {
+        let versions = flows.compactMapValues { $0.version > 1 ? $0.version : nil }
+        return versions.isEmpty ? nil : versions
+    }
+
     /// The registration for an address, or an `unknownFlow` error that lists what is registered.
     func flow(for address: Address) throws -> any RegisteredFlow {
         guard let flow = flows[address.flow] else {

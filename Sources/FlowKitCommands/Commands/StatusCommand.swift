@@ -127,6 +127,7 @@ struct StatusCommand: AsyncParsableCommand {
         if let replication = status.replication {
             for line in MonitorView.describe(replication, now: Date()) { printFlushed(line) }
         }
+        for line in MonitorView.describe(status.versions ?? [:]) { printFlushed(line) }
         for node in status.nodes {
             let state = !node.alive ? "DOWN   " : node.unreadable != nil ? "UPGRADE" : node.stalled ? "STALLED" : "alive  "
             let position = node.lag == 0 ? "at head" : "lag \(node.lag)"

@@ -79,6 +79,10 @@ package struct MonitorView {
             top.append("")
             top.append(contentsOf: Self.describe(replication, now: Date()))
         }
+        if let versions = status?.versions {
+            top.append("")
+            top.append(contentsOf: Self.describe(versions))
+        }
         if !alarms.isEmpty {
             top.append("")
             top.append("ALARMS:")
@@ -258,6 +262,15 @@ package struct MonitorView {
             lines.append(line)
         }
         return lines
+    }
+
+    /// One line per flow written at a version above 1: the version the cluster orders and, during
+    /// an upgrade, the nodes holding the newer one back.
+    package static func describe(_ versions: [String: ClusterStatus.FlowVersions]) -> [String] {
+        versions.sorted { $0.key < $1.key }.map { flow, versions in
+            guard versions.newest > versions.agreed else { return "flow \(flow): version \(versions.agreed)" }
+            return "flow \(flow): version \(versions.agreed) agreed, \(versions.newest) UPGRADING: waits for \(versions.behind.joined(separator: ", "))"
+        }
     }
 
     private func pad(_ text: String, _ width: Int) -> String { Self.pad(text, width) }

@@ -15,6 +15,7 @@ function render() {
   $("leader").textContent = status && status.replication ? status.replication.leader : "one coordinator";
   renderNodes(status ? status.nodes : []);
   renderCoordinators(status && status.replication);
+  renderVersions(status && status.versions);
   renderRates();
 }
 
@@ -61,6 +62,22 @@ function renderCoordinators(replication) {
     cell(row, coordinator.inSync ? "yes" : "NO", coordinator.inSync ? "good" : "bad");
     cell(row, coordinator.durable);
     cell(row, coordinator.lag);
+  }
+}
+
+function renderVersions(versions) {
+  $("versions-section").hidden = !versions;
+  if (!versions) return;
+  const body = $("versions").tBodies[0];
+  body.replaceChildren();
+  for (const flow of Object.keys(versions).sort()) {
+    const version = versions[flow];
+    const row = body.insertRow();
+    row.dataset.flow = flow;
+    cell(row, flow);
+    cell(row, version.agreed);
+    cell(row, version.newest, version.newest > version.agreed ? "bad" : "good");
+    cell(row, version.behind.join(", ") || "–");
   }
 }
 
