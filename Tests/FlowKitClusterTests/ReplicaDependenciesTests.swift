@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func replicasDrawTheSameValuesFromTheSameEntries() throws {
-        let (first, second) = (try replay(SimulationFlow.registry), try replay(SimulationFlow.registry))
+        let (first, second) = (try replay(SimulationFlow.registry(build: 1)), try replay(SimulationFlow.registry(build: 1)))
         #expect(first.combinedDigest(exact: true) == second.combinedDigest(exact: true))
         let replica = try #require(first.replica(at: try Address(parsing: "sim/k1")))
         let state = try JSONDecoder().decode(SimulationFlow.State.self, from: Data(try replica.stateJSON()))
@@ -36,7 +36,7 @@ import Testing
     }
 
     @Test func liveValuesInAReducerDiverge() throws {
-        let (first, second) = (try replay(SimulationFlow.registry(bug: .liveReducerDependencies)), try replay(SimulationFlow.registry(bug: .liveReducerDependencies)))
+        let (first, second) = (try replay(SimulationFlow.registry(build: 1, liveDependencies: true)), try replay(SimulationFlow.registry(build: 1, liveDependencies: true)))
         #expect(first.combinedDigest(exact: true) != second.combinedDigest(exact: true))
     }
 }

@@ -34,6 +34,15 @@ import ZeroMQ
         await runSeeds(Self.seeds ?? 50, options: Self.replicated(), label: "three coordinators")
     }
 
+    /// A rolling upgrade in the middle of each seed's load, among the faults: coordinators then
+    /// nodes restarted one at a time as build 2 of the flow (docs/VERSIONING.md).
+    @Test func everySeedKeepsEveryPromiseThroughARollingUpgrade() async {
+        var options = SimulationOptions()
+        options.upgrade = true
+        await runSeeds(Self.seeds.map { $0 / 4 } ?? 12, options: options, label: "a rolling upgrade")
+        await runSeeds(Self.seeds.map { $0 / 4 } ?? 6, options: Self.replicated(options), label: "a rolling upgrade, three coordinators")
+    }
+
     /// Runs `body` on an I/O loop's thread as its task executor, the actors it calls included: a
     /// seed is seconds of CPU without a suspension, and on the shared pool of a 2-core machine the
     /// seeds starved the unit tests beside them (a task's 20 ms sleep ended after more than 10 s).
@@ -77,6 +86,7 @@ import ZeroMQ
     func anInjectedBugIsCaught(_ bug: InjectedBug) async {
         var seeded = bug.needsReplicatedCoordinators ? Self.replicated() : SimulationOptions()
         seeded.bug = bug
+        seeded.upgrade = bug.needsUpgrade
         // Until the first seed that catches it.
         let options = seeded
         let caught = await Self.offThePool { () -> Simulation.SeedResult? in

@@ -1,4 +1,5 @@
 @_spi(Benchmarks) @_spi(Wire) @testable import FlowKitCluster
+import FlowKitCore
 import Testing
 import ZeroMQ
 
@@ -116,6 +117,26 @@ import ZeroMQ
         let ordered = try submit(2, now: 5_000_001)
         #expect(ordered.acks.isEmpty, "a FlowKit node hears of it from its entry")
         #expect(ordered.ordered.map(\.version) == [2])
+    }
+
+    /// During an upgrade that reshapes a state, replicas of the two builds hash two encodings of
+    /// the same state: their digests are not compared, those of one version still are.
+    @Test func digestsOfTwoVersionsAreNotComparedAndOfOneVersionAre() throws {
+        var report = Self.report(2).report
+        report.flowVersions = ["notes": 2]
+        let sent = NodeReportMessage(
+            node: 2, applied: 9, time: 0, report: report,
+            digests: [ReportedDigest(address: "notes/a", seq: 9, digest: StateDigest(high: 2, low: 2), version: 2),
+                      ReportedDigest(address: "tally/a", seq: 9, digest: StateDigest(high: 3, low: 3))]
+        )
+        let received = try NodeReportMessage(frames: sent.frames)
+        #expect(received.digests.map(\.version) == [2, 1], "the version is the report's, per flow")
+        var references = DigestReferences()
+        let older = [ReportedDigest(address: "notes/a", seq: 9, digest: StateDigest(high: 1, low: 1)),
+                     ReportedDigest(address: "tally/a", seq: 9, digest: StateDigest(high: 4, low: 4))]
+        #expect(references.compare(older, reporter: "node-1").isEmpty)
+        let found = references.compare(received.digests, reporter: "node-2")
+        #expect(found.map(\.address) == ["tally/a"], "notes/a at version 2 is compared with nothing of version 1")
     }
 
     static func report(_ node: UInt32) -> NodeReportMessage {

@@ -151,7 +151,7 @@ actor CoordinatorCore: SyncSource {
         let (changed, instances) = await replica.takeChangedDigests(spreadOver: configuration.statusInterval * 0.8)
         let ownership = await replica.ownership(live: machine.liveOwners(now: WallClock.micros()))
         interpreter.run { $0.status(now: WallClock.micros(), instances: instances, ownership: ownership) }
-        compareInBackground(ReportedDigest.list(changed), reporter: "coordinator")
+        compareInBackground(ReportedDigest.list(changed, versions: replica.flowVersions), reporter: "coordinator")
     }
 
     func diverged(_ divergences: [DigestReferences.Divergence]) {

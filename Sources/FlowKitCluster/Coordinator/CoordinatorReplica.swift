@@ -30,6 +30,8 @@ actor CoordinatorReplica {
     /// replica applies nothing from it on, until the coordinator runs a build that reads it.
     private(set) var unreadable: UnreadableEntry?
     private let logger: Logger
+    /// The version of each flow not at 1 its states are in (``FlowRegistry/versionsAboveOne``).
+    let flowVersions: [String: UInt16]?
 
     /// - Parameter restAfter: ``CoordinatorConfiguration/restAfter``.
     init(registry: FlowRegistry, applied: UInt64, dedupWindow: Int = 65_536, restAfter: Duration? = .microseconds(Int64(ReplicaSet.restAfter)), logger: Logger) {
@@ -38,6 +40,7 @@ actor CoordinatorReplica {
         )
         self.applied = applied
         self.versions = ReadableVersions(registry)
+        self.flowVersions = registry.versionsAboveOne
         self.logger = logger
         self.dedupWindow = dedupWindow
         self.sessions = DedupTable(window: dedupWindow)

@@ -20,9 +20,12 @@ struct DigestReferences {
         var digests: [String: String]
     }
 
+    /// Digests of one version only are compared: during an upgrade that changes a state's shape,
+    /// replicas of the two builds hash two encodings of the same state.
     private struct Key: Hashable {
         var address: String
         var seq: UInt64
+        var version: UInt16
     }
 
     private var references: [Key: (digest: StateDigest, reporter: String)] = [:]
@@ -43,7 +46,7 @@ struct DigestReferences {
 
     /// Compares a digest with the reference for its `(address, seq)`, or makes it the reference.
     mutating func compare(_ reported: ReportedDigest, reporter: String) -> Divergence? {
-        let key = Key(address: reported.address, seq: reported.seq)
+        let key = Key(address: reported.address, seq: reported.seq, version: reported.version)
         guard let reference = references[key] else {
             references[key] = (reported.digest, reporter)
             order.append(key)

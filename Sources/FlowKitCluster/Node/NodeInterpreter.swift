@@ -186,8 +186,10 @@ final class NodeInterpreter<IO: NodeIO> {
         summary.unreadable = machine.unreadable
         summary.instancesAtRest = replicas.restingCount
         summary.instancesUnhashed = replicas.unhashedCount
+        summary.flowVersions = machine.info.flowVersions
         let message = NodeReportMessage(
-            node: machine.configuration.id, applied: plan.applied, time: io.now, report: summary, digests: ReportedDigest.list(changed)
+            node: machine.configuration.id, applied: plan.applied, time: io.now, report: summary,
+            digests: ReportedDigest.list(changed, versions: machine.info.flowVersions)
         )
         io.report(message, to: machine.currentCoordinator)
     }

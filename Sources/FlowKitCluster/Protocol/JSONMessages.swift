@@ -218,20 +218,9 @@ enum JSONFrame {
             }
             digests.append(ReportedDigest(address: address, seq: seq, digest: digest))
         }
-    }
-}
-
-/// One instance's digest in a report: the seq of the last entry applied to it, and the digest of
-/// its state after that entry.
-@_spi(Wire) public struct ReportedDigest: Sendable, Equatable {
-    public var address: String
-    public var seq: UInt64
-    public var digest: StateDigest
-
-    public init(address: String, seq: UInt64, digest: StateDigest) {
-        self.address = address
-        self.seq = seq
-        self.digest = digest
+        if let versions = report.flowVersions {
+            for index in digests.indices { digests[index].version = ReportedDigest.version(of: digests[index].address, in: versions) }
+        }
     }
 }
 
@@ -257,6 +246,9 @@ public struct NodeReport: Codable, Sendable, Equatable {
     /// The entry after `applied` when the node's build cannot read it: it applies nothing more
     /// until it is upgraded. Absent when it reads everything it has met.
     public var unreadable: UnreadableEntry?
+    /// The version its build writes of each flow not at version 1, as its HELLO says: the version
+    /// of the states its digests hash (``ReportedDigest/version``). Absent when every flow is at 1.
+    public var flowVersions: [String: UInt16]?
     /// Of `instances`, those at rest (compact records until their next use). Absent from older nodes.
     public var instancesAtRest: Int?
     /// Of `instances`, those whose latest change `digest` does not hold yet. Absent from older nodes.

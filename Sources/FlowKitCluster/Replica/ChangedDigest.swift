@@ -50,8 +50,11 @@ struct FreshDigests {
 }
 
 extension ReportedDigest {
-    /// Changed instances' digests as a report carries them.
-    static func list(_ changed: [Address: ChangedDigest]) -> [ReportedDigest] {
-        changed.map { address, changed in ReportedDigest(address: address.description, seq: changed.seq, digest: changed.digest) }
+    /// Changed instances' digests as a report carries them, each of its flow's version in
+    /// `versions` (``FlowRegistry/versionsAboveOne``).
+    static func list(_ changed: [Address: ChangedDigest], versions: [String: UInt16]?) -> [ReportedDigest] {
+        changed.map { address, changed in
+            ReportedDigest(address: address.description, seq: changed.seq, digest: changed.digest, version: versions?[address.flow] ?? 1)
+        }
     }
 }

@@ -52,7 +52,7 @@ extension ClusterSimulation {
         configuration.reportInterval = .milliseconds(500)
         let node = SimulatedNode(
             simulation: self, index: index, incarnation: nodeIncarnations[index], session: random.next() | 1, configuration: configuration,
-            registry: SimulationFlow.registry(bug: options.bug), logger: nodeLogger(index), bug: options.bug
+            registry: builds.registry(ofNode: index), logger: nodeLogger(index), bug: options.bug
         )
         nodes[index] = node
         trace.note(at: now, "n\(index): started, run \(node.incarnation)")
@@ -77,7 +77,7 @@ extension ClusterSimulation {
             let token = "t\(request)"
             let event: SimulationFlow.Event = choice < 3 ? .work(token) : .append(token)
             history.noteEmit(request: request, token: token, node: index, address: address, startsWork: choice < 3)
-            let payload = (try? JSONEncoder().encode(event)).map { [UInt8]($0) } ?? []
+            let payload = SimulationFlow.payload(event, build: builds.nodes[index])
             frames = ClientRequest.emit(request: request, wait: wait, codec: .json, address: address, payload: payload).frames
         }
         guard let node = nodes[index] else { return }  // a client of a node that is down gets no answer
@@ -104,6 +104,7 @@ extension ClusterSimulation {
     /// Faults at random moments of the active period, each undone a while later; and in every
     /// seed, two forged submissions from a stranger.
     func planFaults(until end: UInt64) {
+        if options.upgrade { planUpgrade(until: end) }
         for _ in 0..<2 {
             let at = UInt64.random(in: 200_000...max(200_001, end), using: &random)
             schedule.schedule(.fault(.forge(node: Int.random(in: 0..<options.nodes, using: &random))), at: at)
@@ -200,6 +201,10 @@ extension ClusterSimulation {
             resume(process)
         case .forge(let index):
             forge(asNode: index)
+        case .upgradeCoordinator:
+            try await upgradeCoordinator()
+        case .upgradeNode(let index):
+            try await upgradeNode(index)
         case .strike:
             break
         }

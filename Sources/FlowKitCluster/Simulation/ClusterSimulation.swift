@@ -30,6 +30,8 @@ final class ClusterSimulation {
     var coordinatorIncarnations: [Int]
     var nodes: [SimulatedNode?]
     var nodeIncarnations: [Int]
+    /// Which build of the flow each process runs: 1, until a rolling upgrade moves it to 2.
+    lazy var builds = SimulationBuilds(options: options)
     var history = SimulationHistory()
     /// What every coordinator's machine counts, across runs and terms (acts fenced, say).
     let coordinatorCounters = ClusterCounters()
@@ -274,8 +276,6 @@ final class ClusterSimulation {
         }
     }
 
-    /// The injected bug ``InjectedBug/trustTheSubmitOrigin``: a SUBMIT as if the connection of the
-    /// node its origin names had sent it.
     /// Sends a message over the simulated network.
     func send(_ message: Message, to socket: SimulatedSocket, incarnation: Int, from: SimulatedProcess? = nil) {
         let link = from.flatMap { from in socket.process.map { SimulatedLink(from, $0) } }

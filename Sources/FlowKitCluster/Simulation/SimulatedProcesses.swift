@@ -83,7 +83,7 @@ final class SimulatedCoordinator {
         now: UInt64, bug: InjectedBug?
     ) async throws -> SimulatedCoordinator {
         disk.epoch += 1
-        let replica = CoordinatorReplica(registry: SimulationFlow.registry, applied: 0, dedupWindow: configuration.dedupWindow, logger: logger)
+        let replica = CoordinatorReplica(registry: simulation.builds.registry(ofCoordinator: index), applied: 0, dedupWindow: configuration.dedupWindow, logger: logger)
         let coordinator = SimulatedCoordinator(
             simulation: simulation, index: index, incarnation: incarnation, configuration: configuration, logger: logger, replica: replica, disk: disk
         )
@@ -97,7 +97,7 @@ final class SimulatedCoordinator {
     static func startReplicated(
         simulation: ClusterSimulation, index: Int, incarnation: Int, disk: SimulatedDisk, configuration: CoordinatorConfiguration, logger: Logger
     ) async throws -> SimulatedCoordinator {
-        let replica = CoordinatorReplica(registry: SimulationFlow.registry, applied: 0, dedupWindow: configuration.dedupWindow, logger: logger)
+        let replica = CoordinatorReplica(registry: simulation.builds.registry(ofCoordinator: index), applied: 0, dedupWindow: configuration.dedupWindow, logger: logger)
         let coordinator = SimulatedCoordinator(
             simulation: simulation, index: index, incarnation: incarnation, configuration: configuration, logger: logger, replica: replica, disk: disk
         )
@@ -142,7 +142,7 @@ final class SimulatedCoordinator {
             )
         }
         let machine = CoordinatorMachine(
-            configuration: configuration, registry: SimulationFlow.registry, sequencer: sequencer, firstSeq: disk.log.firstSeq,
+            configuration: configuration, registry: simulation.builds.registry(ofCoordinator: index), sequencer: sequencer, firstSeq: disk.log.firstSeq,
             now: now, replication: bug == .commitWithoutStandbys ? nil : progress, fences: recovered.fences
         )
         interpreter = CoordinatorInterpreter(machine: machine, io: io, sink: sink, injectedBug: bug)
@@ -257,7 +257,7 @@ final class SimulatedNode {
     /// The last seq this run applied, to check that it applies every seq once, in order.
     var lastApplied: UInt64 = 0
 
-    /// - Parameter registry: What its replicas run (``SimulationFlow/registry(bug:)``).
+    /// - Parameter registry: What it runs (``SimulationBuilds/registry(ofNode:)``).
     init(
         simulation: ClusterSimulation, index: Int, incarnation: Int, session: UInt64, configuration: NodeConfiguration, registry: FlowRegistry,
         logger: Logger, bug: InjectedBug?
@@ -276,8 +276,10 @@ final class SimulatedNode {
             trace.clock.load(ordering: .relaxed)
         }
         replicas.injectedBug = bug
-        let info = NodeInfo(name: configuration.name, clientEndpoint: "sim://node-\(index)", flows: ["sim"], pid: Int32(index))
-        let machine = NodeMachine(configuration: configuration, registry: SimulationFlow.registry, session: session, info: info, now: simulation.now)
+        let info = NodeInfo(
+            name: configuration.name, clientEndpoint: "sim://node-\(index)", flows: ["sim"], pid: Int32(index), flowVersions: registry.versionsAboveOne
+        )
+        let machine = NodeMachine(configuration: configuration, registry: registry, session: session, info: info, now: simulation.now)
         interpreter = NodeInterpreter(
             machine: machine, replicas: replicas, io: SimulatedNodeIO(simulation: simulation, node: self),
             sink: ObservationSink(logger: logger, counters: ClusterCounters(), trace: nil), injectedBug: bug

@@ -27,7 +27,9 @@ package struct SimulationFailure: Sendable, CustomStringConvertible {
 /// - no divergence alarm: the digests the nodes report (hashed in slices, as the processes hash
 ///   them) agree wherever two describe the same instance after the same entry;
 /// - a combined digest a node's report claims current (`digestSeq`, which monitors compare) is
-///   that of the log replayed to that seq.
+///   that of the log replayed to that seq;
+/// - every ordered event is in its instance's state, in the log's order;
+/// - with an upgrade, the log holds events of both versions.
 ///
 /// With replicated coordinators, the log is the one the leader holds at the end, and also:
 /// - no coordinator acknowledged or published while the election service named another leader
@@ -79,7 +81,7 @@ struct SimulationChecks {
             }
         }
         let head = UInt64(log.count)
-        let reference = ReplicaSet(registry: SimulationFlow.registry, logger: Logger(label: "reference", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let reference = ReplicaSet(registry: simulation.builds.final, logger: Logger(label: "reference", factory: { _ in SwiftLogNoOpLogHandler() }))
         for entry in log {
             reference.apply(entry, runEffects: false)
             guard let claims = simulation.history.currentDigests[entry.seq] else { continue }
@@ -91,6 +93,10 @@ struct SimulationChecks {
             }
         }
         let digest = reference.combinedDigest(exact: true)
+        failures += eventsInTheirStates(log, replayed: reference)
+        if simulation.options.upgrade, Set(log.filter { $0.kind == .event }.map(\.version)) != [1, 2] {
+            failures.append(SimulationFailure(check: "an upgrade in the middle", detail: "the log does not hold events of both versions"))
+        }
         for case let node? in simulation.nodes {
             if node.machine.applied != head {
                 failures.append(SimulationFailure(check: "every node converged", detail: "node \(node.index) applied \(node.machine.applied) of \(head)"))
@@ -207,9 +213,26 @@ struct SimulationChecks {
         return failures
     }
 
+    /// Every event of the log is in its instance's state, in the log's order, as the flow's reducer
+    /// promises: a step that loses events breaks it however alike the replicas are.
+    private func eventsInTheirStates(_ log: [Entry], replayed: ReplicaSet) -> [SimulationFailure] {
+        struct Tokens: Decodable { var tokens: [String] }
+        var logged: [String: [String]] = [:]
+        for entry in log { if let event = Self.event(entry) { logged[entry.address, default: []].append(SimulationFlow.token(of: event)) } }
+        return logged.sorted { $0.key < $1.key }.compactMap { address, tokens in
+            let json = (try? Address(parsing: address)).flatMap { try? replayed.replica(at: $0)?.stateJSON() }
+            let state = json.flatMap { try? JSONDecoder().decode(Tokens.self, from: Data($0)) }
+            guard state?.tokens != tokens else { return nil }
+            let missing = Set(tokens).subtracting(state?.tokens ?? []).sorted()
+            return SimulationFailure(check: "every ordered event is in its state", detail: "\(address): \(missing.count) of \(tokens.count) missing \(missing.prefix(5))")
+        }
+    }
+
+    /// An event entry's event, in version 1's shape whichever version wrote it.
     static func event(_ entry: Entry) -> SimulationFlow.Event? {
         guard entry.kind == .event else { return nil }
-        return try? JSONDecoder().decode(SimulationFlow.Event.self, from: Data(entry.payload))
+        guard entry.version >= 2 else { return try? JSONDecoder().decode(SimulationFlow.Event.self, from: Data(entry.payload)) }
+        return (try? JSONDecoder().decode(SimulationFlowV2.Event.self, from: Data(entry.payload)))?.asVersion1
     }
 
     /// At most `limit` failures of each check, and how many more there were.

@@ -37,24 +37,30 @@ struct SimulationFlow: ReplicatedFlow {
     static let initialState = State()
 
     func reduce(into state: inout State, event: Event) -> Effect<Event> {
-        let roll = withRandomNumberGenerator { Int.random(in: 1...6, using: &$0) }
-        state.marks.append("\(uuid().uuidString.prefix(8)) \(Int(now.timeIntervalSince1970 * 1_000)) \(roll)")
-        switch event {
-        case .append(let token):
-            state.tokens.append(token)
-            return .none
-        case .work(let token):
-            state.tokens.append(token)
-            state.work.append(token)
-            return Self.working(token)
-        case .tick(_, let id):
-            state.tokens.append(id)
-            return .none
-        }
+        state.marks.append(Self.mark(uuid: uuid, now: now, random: withRandomNumberGenerator))
+        guard let started = Self.record(event, tokens: &state.tokens, work: &state.work) else { return .none }
+        return Self.working(started)
     }
 
-    /// A work effect: it runs until cancelled by its token.
-    static func working(_ token: String) -> Effect<Event> {
+    /// What the reducer reads of its entry's dependencies (its flow's `@Dependency` values, which
+    /// the replica sets from the entry): a UUID, the time and a die roll.
+    static func mark(uuid: UUIDGenerator, now: Date, random: WithRandomNumberGenerator) -> String {
+        let roll = random { Int.random(in: 1...6, using: &$0) }
+        return "\(uuid().uuidString.prefix(8)) \(Int(now.timeIntervalSince1970 * 1_000)) \(roll)"
+    }
+
+    /// Adds the event's token (a tick's id) to `tokens`, and a `work` event's to `work`.
+    ///
+    /// - Returns: The token of the work effect to start, for a `work` event.
+    static func record(_ event: Event, tokens: inout [String], work: inout [String]) -> String? {
+        tokens.append(token(of: event))
+        guard case .work(let token) = event else { return nil }
+        work.append(token)
+        return token
+    }
+
+    /// A work effect, of either build: it runs until cancelled by its token.
+    static func working<Action>(_ token: String) -> Effect<Action> {
         .run { _ in try await Task.sleep(for: .seconds(100_000_000)) }.cancellable(id: token)
     }
 
@@ -67,25 +73,5 @@ struct SimulationFlow: ReplicatedFlow {
         switch event {
         case .append(let token), .work(let token), .tick(_, let token): token
         }
-    }
-
-    /// The registry every process of a simulated cluster runs.
-    static var registry: FlowRegistry { registry(bug: nil) }
-
-    /// The registry, or with ``InjectedBug/liveReducerDependencies`` one whose reducers read the
-    /// process's own UUIDs, time and random numbers (a registration that overrides them with live
-    /// ones, the mistake a user could make).
-    static func registry(bug: InjectedBug?) -> FlowRegistry {
-        var registry = FlowRegistry()
-        if bug == .liveReducerDependencies {
-            registry.register(SimulationFlow.self, as: "sim") {
-                $0.uuid = UUIDGenerator { UUID() }
-                $0.date = DateGenerator { Date() }
-                $0.withRandomNumberGenerator = WithRandomNumberGenerator(SystemRandomNumberGenerator())
-            }
-        } else {
-            registry.register(SimulationFlow.self, as: "sim")
-        }
-        return registry
     }
 }

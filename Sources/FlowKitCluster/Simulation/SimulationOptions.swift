@@ -25,6 +25,9 @@ package struct SimulationOptions: Sendable {
     package var traceLines = 200
     /// A bug to run the simulation with, to show that the checks find it.
     package var bug: InjectedBug?
+    /// A rolling upgrade in the middle of the active period: every process moves from build 1 of
+    /// the flow to build 2, which writes version 2 and reads version 1 through its steps.
+    package var upgrade = false
 
     package init() {}
 
@@ -38,6 +41,7 @@ package struct SimulationOptions: Sendable {
         if faults != defaults.faults { words += ["--faults", "\(faults)"] }
         if activeSeconds != defaults.activeSeconds { words += ["--active-seconds", "\(activeSeconds)"] }
         if settleSeconds != defaults.settleSeconds { words += ["--settle-seconds", "\(settleSeconds)"] }
+        if upgrade { words.append("--upgrade") }
         if let bug { words += ["--bug", bug.rawValue] }
         return words.joined(separator: " ")
     }
@@ -103,6 +107,13 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// A node's reports claim its digests current while a backlog of changed instances is still
     /// being hashed off its thread (``DigestBook/settle(held:)``).
     case settledWithChangesUnhashed = "settled-with-changes-unhashed"
+    /// Build 2's step from version 1 turns an `append` into nothing (a migration that loses
+    /// events): the replicas agree with one another and with the log replayed, yet acknowledged
+    /// events are missing from the state. Needs ``SimulationOptions/upgrade``.
+    case skipAMigrationStep = "skip-a-migration-step"
+
+    /// Whether the bug lives in build 2 of the flow (a run with ``SimulationOptions/upgrade``).
+    package var needsUpgrade: Bool { self == .skipAMigrationStep }
 
     /// Whether the bug lives among replicated coordinators (a run with several).
     package var needsReplicatedCoordinators: Bool {
@@ -110,7 +121,7 @@ package enum InjectedBug: String, Sendable, CaseIterable {
         case .commitWithoutStandbys, .fenceOnlyOnTimer, .reportReceivedAsDurable, .installWithoutStates, .epochsOfTheLogAtStart, .replicatePastTheLease: true
         case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode,
             .noFencing, .noTakeover, .servedSnapshotUnderTheReplicaSeq, .wokenWithoutItsDigest,
-            .restedWithAStaleState, .settledWithChangesUnhashed:
+            .restedWithAStaleState, .settledWithChangesUnhashed, .skipAMigrationStep:
             false
         }
     }

@@ -108,6 +108,11 @@ enum SimulatedFault: CustomStringConvertible {
     /// A stranger's connection says HELLO as a node of its own, then sends every coordinator a
     /// SUBMIT in this node's name (its id and session), its ids among the node's own.
     case forge(node: Int)
+    /// A coordinator still at build 1 moves to build 2 of the flow (``SimulationOptions/upgrade``):
+    /// a standby while one is left, then the leader.
+    case upgradeCoordinator
+    /// The node moves to build 2: restarted now if it runs, at its next start if it is down.
+    case upgradeNode(Int)
 
     var description: String {
         switch self {
@@ -125,6 +130,8 @@ enum SimulatedFault: CustomStringConvertible {
         case .resume(let process): "resume \(process)"
         case .strike(let kind, let coordinator, let strikesLeader, _, _): "\(kind) (\(strikesLeader ? "the leader" : "c\(coordinator)"))"
         case .forge(let node): "a stranger submits in node \(node)'s name"
+        case .upgradeCoordinator: "upgrade a coordinator to build 2"
+        case .upgradeNode(let node): "upgrade node \(node) to build 2"
         }
     }
 }

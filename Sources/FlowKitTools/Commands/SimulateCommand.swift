@@ -32,6 +32,8 @@ struct SimulateCommand: AsyncParsableCommand {
             publishes while etcd names another leader (fencing), someone leads at the end, and every \
             coordinator holds the same log.
 
+            With --upgrade each seed also runs a rolling upgrade in the middle of its load, as             docs/VERSIONING.md describes it: the simulation's flow moves from build 1 to build 2             (labelled cases, a new state field, steps from version 1), the coordinators restarted             as build 2 one at a time, then the nodes; clients write for their node's build, and             the log is replayed by build 2. Also checked: every ordered event is in its             instance's state.
+
             A failing seed prints what broke, the faults it injected and the last --trace-lines of \
             its story (messages the machines logged, faults, syncs, restarts) at simulated times, and \
             replays exactly with --seed (with SWIFT_DETERMINISTIC_HASHING=1, which this command sets \
@@ -43,6 +45,7 @@ struct SimulateCommand: AsyncParsableCommand {
               flowkit simulate --seed 1234
               flowkit simulate --seeds 50 --bug acknowledge-before-sync
               flowkit simulate --seeds 10000 --coordinators 3
+              flowkit simulate --seeds 1000 --upgrade
             """
     )
 
@@ -79,6 +82,9 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "Inject a bug on purpose: \(InjectedBug.allCases.map(\.rawValue).joined(separator: ", ")).")
     var bug: String?
 
+    @Flag(help: "Move every process from build 1 of the flow to build 2 in the middle of each seed's load, one at a time.")
+    var upgrade = false
+
     @Flag(help: "Print the summary as JSON.")
     var json = false
 
@@ -96,6 +102,9 @@ struct SimulateCommand: AsyncParsableCommand {
             if injected.needsReplicatedCoordinators, coordinators == 1 {
                 throw ValidationError("\(bug) lives among replicated coordinators: add --coordinators 3")
             }
+            if injected.needsUpgrade, !upgrade {
+                throw ValidationError("\(bug) lives in build 2's steps: add --upgrade")
+            }
         }
     }
 
@@ -109,6 +118,7 @@ struct SimulateCommand: AsyncParsableCommand {
         options.settleSeconds = settleSeconds
         options.traceLines = traceLines
         options.bug = bug.flatMap(InjectedBug.init(rawValue:))
+        options.upgrade = upgrade
         if let seed {
             let result = await Simulation.run(seed: seed, options: options)
             let terms = coordinators > 1 ? ", \(result.terms) terms, \(result.fenced) acts fenced" : ""
