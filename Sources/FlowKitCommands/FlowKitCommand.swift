@@ -23,6 +23,8 @@ public struct FlowKitCommand: AsyncParsableCommand {
         MonitorCommand.self,
         DashboardCommand.self,
         KeysCommand.self,
+        ExportCommand.self,
+        ReplayCheckCommand.self,
     ]
 
     public init() {}

@@ -112,5 +112,39 @@ extension MultiProcessTests {
                 #expect(upgraded.seq > behind.seq)
             }
         }
+
+        /// A sample exported from a running cluster of build 1 replays through build 2 (its steps
+        /// read version 1) and fails through build 3 (which dropped them), naming the entries
+        /// (docs/VERSIONING.md, "The replay check").
+        @Test func aSampleExportedFromTheClusterPassesTheNextBuildAndFailsOneWithoutItsSteps() async throws {
+            var options = TestCluster.Options()
+            options.binary = "flowkit-testbed"
+            try await TestCluster.run(nodes: 2, options: options) { cluster in
+                var last: UInt64 = 0
+                for (key, note) in [("a", "one"), ("b", "two"), ("a", "three")] {
+                    last = try await cluster.client(1).emit(json: #"{"add":{"_0":"\#(note)"}}"#, to: "notes/\(key)", wait: .ordered).seq
+                }
+                try await cluster.waitUntilApplied(last)
+                let runner = CommandRunner(directory: cluster.directory)
+                let sample = "\(cluster.directory)/sample.json"
+                let node = try #require(cluster.node(1)).clientEndpoint
+                let export = try await runner.run(cluster.binary, ["export", "--node", node, "--out", sample])
+                #expect(export.exitCode == 0 && export.stdout.contains("wrote \(sample): entries 1 to \(last) (\(last))"), "\(export)")
+                let written = try ReplaySample(contentsOf: URL(fileURLWithPath: sample))
+                #expect(written.end.map(\.address) == ["notes/a", "notes/b"] && written.end.first?.state == #"{"notes":["one","three"]}"#, "\(written.end)")
+
+                func check(build: String) async throws -> CommandResult {
+                    try await runner.run("/usr/bin/env", ["FLOWKIT_TESTBED_BUILD=\(build)", cluster.binary, "replay-check", sample])
+                }
+                let same = try await check(build: "1")
+                #expect(same.exitCode == 0 && same.stdout.hasPrefix("passed: \(last) entries replayed over 2 instances"), "\(same)")
+                let next = try await check(build: "2")
+                #expect(next.exitCode == 0 && next.stdout.hasPrefix("passed:"), "\(next)")
+                let stepless = try await check(build: "3")
+                #expect(stepless.exitCode == 6, "\(stepless)")
+                #expect(stepless.stdout.contains("\(last) entries do not decode"), "\(stepless)")
+                #expect(stepless.stdout.contains("entry 1 (notes/a, version 1) does not decode"), "\(stepless)")
+            }
+        }
     }
 }

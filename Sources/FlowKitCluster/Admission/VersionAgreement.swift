@@ -36,7 +36,7 @@ struct VersionAgreement: Sendable, Equatable {
 }
 
 extension ClusterStatus {
-    /// The versions the live nodes of one flow write (``NodeInfo/flowVersions``).
+    /// The versions the live nodes of one flow write (as their HELLOs say).
     public struct FlowVersions: Codable, Sendable, Equatable {
         /// The version the cluster orders: the lowest any live node of the flow writes.
         public var agreed: UInt16

@@ -247,7 +247,7 @@ public struct NodeReport: Codable, Sendable, Equatable {
     /// until it is upgraded. Absent when it reads everything it has met.
     public var unreadable: UnreadableEntry?
     /// The version its build writes of each flow not at version 1, as its HELLO says: the version
-    /// of the states its digests hash (``ReportedDigest/version``). Absent when every flow is at 1.
+    /// of the states its digests hash. Absent when every flow is at 1.
     public var flowVersions: [String: UInt16]?
     /// Of `instances`, those at rest (compact records until their next use). Absent from older nodes.
     public var instancesAtRest: Int?

@@ -156,6 +156,9 @@ protocol RegisteredFlow: Sendable {
     func check(_ payload: [UInt8], codec: PayloadCodec, version: UInt16) throws -> [UInt8]
     /// A snapshot's state that `version` wrote, as this build's state JSON.
     func migrateState(_ json: [UInt8], from version: UInt16) throws -> [UInt8]
+    /// The digest a replica of this build computes for a state that `version` wrote (read through
+    /// the migrations), as ``StateDigest/init(of:)`` hashes this build's state.
+    func stateDigest(_ json: [UInt8], from version: UInt16) throws -> StateDigest
 
     var flowDescription: FlowDescription { get }
 }
@@ -243,6 +246,11 @@ struct TypedFlowRegistration<F: Flow>: RegisteredFlow where F.State: Codable, F.
         } catch let error as FlowMigrationError {
             throw ProtocolError(.malformed, "a state of flow \"\(name)\" at version \(written) does not read as version \(version): \(error)")
         }
+    }
+
+    func stateDigest(_ json: [UInt8], from written: UInt16) throws -> StateDigest {
+        let state = try JSONDecoder().decode(F.State.self, from: Data(try migrateState(json, from: written)))
+        return try StateDigest(of: state)
     }
 
     var flowDescription: FlowDescription {
