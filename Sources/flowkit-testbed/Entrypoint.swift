@@ -14,6 +14,11 @@ enum Entrypoint {
         registry.register(DiceFlow.self, as: "dice")
         registry.register(TickersFlow.self, as: "tickers")
         registry.register(NotesFlow.self, as: "notes")
+        if NotesFlow.version >= 2 {
+            registry.register(JournalFlow.self, as: "journal")
+        } else {
+            registry.register(JournalFlowV1.self, as: "journal")
+        }
         await FlowKitTools.main(registry: registry)
     }
 }
@@ -36,6 +41,57 @@ struct NotesFlow: ReplicatedFlow {
     func reduce(into state: inout State, event: Event) -> Effect<Event> {
         switch event {
         case .add(let note): state.notes.append(note)
+        }
+        return .none
+    }
+}
+
+/// The first release of a journal: `journal` runs it in the testbed's build 1.
+struct JournalFlowV1: ReplicatedFlow {
+    struct State: Codable, Equatable, Sendable { var entries: [String] = [] }
+    enum Event: Codable, Equatable, Sendable { case write(String) }
+
+    static var initialState: State { State() }
+
+    func reduce(into state: inout State, event: Event) -> Effect<Event> {
+        if case .write(let text) = event { state.entries.append(text) }
+        return .none
+    }
+}
+
+/// The journal's second release, in the testbed's build 2 and later: the case renamed, its value
+/// labelled and an author added; the state's lines carry their author and a count. Its steps read
+/// what the first release wrote (docs/VERSIONING.md).
+struct JournalFlow: ReplicatedFlow {
+    struct Line: Codable, Equatable, Sendable {
+        var text: String
+        var author: String?
+    }
+    struct State: Codable, Equatable, Sendable {
+        var lines: [Line] = []
+        var count = 0
+    }
+    enum Event: Codable, Equatable, Sendable { case append(text: String, author: String?) }
+
+    static var initialState: State { State() }
+    static var version: Int { 2 }
+    static var migrations: FlowMigrations<Self> {
+        FlowMigrations<Self>()
+            .events(from: 1, as: JournalFlowV1.Event.self) { old in
+                switch old {
+                case .write(let text): [.append(text: text, author: nil)]
+                }
+            }
+            .state(from: 1, as: JournalFlowV1.State.self) { old in
+                State(lines: old.entries.map { Line(text: $0, author: nil) }, count: old.entries.count)
+            }
+    }
+
+    func reduce(into state: inout State, event: Event) -> Effect<Event> {
+        switch event {
+        case .append(let text, let author):
+            state.lines.append(Line(text: text, author: author))
+            state.count += 1
         }
         return .none
     }

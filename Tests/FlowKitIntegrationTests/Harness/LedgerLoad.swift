@@ -31,15 +31,26 @@ final class LedgerLoad: Sendable {
     private let running = RunningFlag()
     private let workers = Mutex<Task<Void, Never>?>(nil)
     let addresses: [String]
+    /// The event that carries `id`, as the clients of `node` write it.
+    let payload: @Sendable (_ node: Int, _ id: String) -> String
 
-    private init(instances: Int) {
-        addresses = (0..<instances).map { "ledger/l\($0)" }
+    private init(flow: String, instances: Int, payload: @escaping @Sendable (Int, String) -> String) {
+        addresses = (0..<instances).map { "\(flow)/l\($0)" }
+        self.payload = payload
     }
 
     /// Starts `workersPerNode` tasks per client, each emitting one record after another (a new
     /// emit once the previous one is answered or failed).
-    static func start(clients: [Int: ClusterClient], workersPerNode: Int = 3, instances: Int = 16) -> LedgerLoad {
-        let load = LedgerLoad(instances: instances)
+    ///
+    /// - Parameters:
+    ///   - flow: Whose instances take the records: `ledger`, or another flow whose state lists the
+    ///     ids it was given.
+    ///   - payload: The event carrying an id, by node (a node's build may decide its shape).
+    static func start(
+        clients: [Int: ClusterClient], workersPerNode: Int = 3, instances: Int = 16, flow: String = "ledger",
+        payload: @escaping @Sendable (_ node: Int, _ id: String) -> String = { _, id in #"{"record":{"_0":"\#(id)"}}"# }
+    ) -> LedgerLoad {
+        let load = LedgerLoad(flow: flow, instances: instances, payload: payload)
         let task = Task {
             await withTaskGroup(of: Void.self) { group in
                 for (node, client) in clients {
@@ -62,7 +73,7 @@ final class LedgerLoad: Sendable {
             let address = addresses.randomElement(using: &random)!
             let outcome: LedgerEmit.Outcome
             do {
-                let ordered = try await client.emit(json: #"{"record":{"_0":"\#(id)"}}"#, to: address)
+                let ordered = try await client.emit(json: payload(node, id), to: address)
                 outcome = .acknowledged(seq: ordered.seq, epoch: ordered.epoch)
                 acknowledgedByNode.withLock { $0[node, default: 0] += 1 }
             } catch {

@@ -57,6 +57,16 @@ extension TestCluster {
         state.withLock { $0.nodeEnvironment[id] = environment }
     }
 
+    /// Sets the variables coordinator `id` gets at its next start (`coordinator` when it runs
+    /// alone, `c1`… replicated): a coordinator restarted as another build of the testbed, say.
+    func setEnvironment(_ environment: [String: String], ofCoordinator id: String) {
+        state.withLock { $0.coordinatorEnvironment[id] = environment }
+    }
+
+    func coordinatorEnvironment(of id: String) -> [String: String] {
+        state.withLock { $0.coordinatorEnvironment[id] } ?? options.coordinatorEnvironment
+    }
+
     /// Node `id`'s data directory, when ``Options/nodesWithDataDirectory`` names it.
     func nodeDataDirectory(_ id: Int) -> String { "\(directory)/node-\(id)-data" }
 }

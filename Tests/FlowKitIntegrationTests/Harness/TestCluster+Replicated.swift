@@ -60,7 +60,10 @@ extension TestCluster {
             "coordinator", "--id", id, "--coordinators", list, "--etcd", replicated.etcd.clientURL, "--etcd-prefix", replicated.prefix,
             "--data-dir", "\(directory)/\(id)-data", "--log-level", logLevel,
         ] + options.coordinatorArguments
-        let process = try ChildProcess.testChild(executable: binary, arguments: arguments, name: nextName(id), directory: directory, namespace: lab?.namespace(id))
+        let process = try ChildProcess.testChild(
+            executable: binary, arguments: arguments, name: nextName(id), directory: directory, environment: coordinatorEnvironment(of: id),
+            namespace: lab?.namespace(id)
+        )
         state.withLock { state in
             state.history.append(process)
             state.replicated?.processes[id] = process
@@ -89,6 +92,14 @@ extension TestCluster {
         let election = try replicated.election
         return try await eventually("a coordinator other than \(old.id) leads", timeout: timeout) {
             try await election.read().0.leader.flatMap { $0.id != old.id && $0.epoch > old.epoch ? $0 : nil }
+        }
+    }
+
+    /// The replicated coordinators' ids, `c1`….
+    var coordinatorIDs: [String] {
+        get throws {
+            guard let replicated = state.withLock({ $0.replicated }) else { throw HarnessError("the coordinators are not replicated") }
+            return replicated.ids
         }
     }
 

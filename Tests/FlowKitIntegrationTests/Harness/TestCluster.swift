@@ -45,6 +45,9 @@ final class TestCluster: Sendable {
         var starts: [String: Int] = [:]
         /// What each node's next start gets (``Options/nodeEnvironment``, then ``setEnvironment(_:ofNode:)``).
         var nodeEnvironment: [Int: [String: String]] = [:]
+        /// What the coordinator's next start gets, by id (`coordinator` alone, `c1`… replicated),
+        /// once ``setEnvironment(_:ofCoordinator:)`` changed it from ``Options/coordinatorEnvironment``.
+        var coordinatorEnvironment: [String: [String: String]] = [:]
     }
 
     let directory: String
@@ -200,7 +203,8 @@ final class TestCluster: Sendable {
         if durable { arguments += ["--data-dir", "\(directory)/coordinator-data"] }
         arguments += options.coordinatorArguments
         let process = try ChildProcess.testChild(
-            executable: binary, arguments: arguments, name: nextName("coordinator"), directory: directory, environment: options.coordinatorEnvironment
+            executable: binary, arguments: arguments, name: nextName("coordinator"), directory: directory,
+            environment: coordinatorEnvironment(of: "coordinator")
         )
         state.withLock { $0.history.append(process) }
         let line = try await process.waitForLine(prefix: "READY ", timeout: Self.readyTimeout)
