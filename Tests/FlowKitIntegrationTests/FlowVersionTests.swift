@@ -146,5 +146,31 @@ extension MultiProcessTests {
                 #expect(stepless.stdout.contains("entry 1 (notes/a, version 1) does not decode"), "\(stepless)")
             }
         }
+
+        /// A coordinator whose build cannot read its own log refuses to start, naming the flow and
+        /// the version, instead of ordering after an entry its replica cannot apply (guarantee 2).
+        @Test func aCoordinatorWhoseBuildCannotReadItsLogDoesNotStart() async throws {
+            var options = TestCluster.Options()
+            options.binary = "flowkit-testbed"
+            let newer = ["FLOWKIT_TESTBED_BUILD": "2"]
+            options.coordinatorEnvironment = newer
+            options.nodeEnvironment = [1: newer]
+            try await TestCluster.run(nodes: 1, durable: true, options: options) { cluster in
+                // Ordered once the new coordinator has heard from every node (its first node timeout).
+                let new = try await cluster.client(1).emit(json: #"{"add":{"_0":"from build 2"}}"#, to: "notes/a", wait: .ordered)
+                let coordinator = try #require(cluster.coordinatorProcess)
+                #expect(await coordinator.stop() == .exited(0))
+                cluster.setEnvironment([:], ofCoordinator: "coordinator")
+                let refused = await #expect(throws: (any Error).self) { try await cluster.startCoordinator() }
+                let said = "\(refused.map { "\($0)" } ?? "")"
+                #expect(said.contains("this coordinator's build cannot read its log, so it does not start"), "\(said.suffix(2_000))")
+                #expect(said.contains("entry \(new.seq) of flow \"notes\" is at version 2"), "\(said.suffix(2_000))")
+                // Its own build again, it starts and goes on.
+                cluster.setEnvironment(newer, ofCoordinator: "coordinator")
+                try await cluster.startCoordinator()
+                let next = try await cluster.client(1).emit(json: #"{"add":{"_0":"after"}}"#, to: "notes/a", wait: .applied)
+                #expect(next.seq > new.seq)
+            }
+        }
     }
 }

@@ -88,7 +88,13 @@ public final class Coordinator: Sendable {
         if group == nil {
             // Alone, it leads before it says it is ready: there is no one else to answer.
             let record = LeaderRecord(id: "coordinator", epoch: storage.epoch, endpoints: sockets.endpoints)
-            role.lead(try await lead(record, in: parts, group: nil), record: record)
+            let core = try await lead(record, in: parts, group: nil)
+            // A log this build cannot read all of: refuse to start, rather than order after an
+            // entry its replica cannot apply (docs/VERSIONING.md, guarantee 2).
+            if let unreadable = await parts.replica.unreadable {
+                throw ProtocolError(.versionUnreadable, "this coordinator's build cannot read its log, so it does not start: \(unreadable)")
+            }
+            role.lead(core, record: record)
         }
         // The ordering path runs on the I/O loop's thread, commits included (the sync blocks the
         // loop while submissions gather in the socket for the next group). Alone, each batch the
