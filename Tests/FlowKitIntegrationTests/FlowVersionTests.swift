@@ -172,5 +172,25 @@ extension MultiProcessTests {
                 #expect(next.seq > new.seq)
             }
         }
+
+        /// A node whose build no longer reads the log's oldest entries (its steps from them were
+        /// dropped) stops, naming the flow and the version: no wait would make them readable.
+        @Test func aNodeWhoseStepsDoNotReachTheLogDoesNotRun() async throws {
+            var options = TestCluster.Options()
+            options.binary = "flowkit-testbed"
+            options.nodeEnvironment = [2: ["FLOWKIT_TESTBED_BUILD": "3"]]
+            try await TestCluster.run(nodes: 1, options: options) { cluster in
+                let old = try await cluster.client(1).emit(json: #"{"add":{"_0":"from build 1"}}"#, to: "notes/a", wait: .applied)
+                try await cluster.startNodes([2])
+                let node2 = try #require(cluster.node(2)).process
+                #expect(await node2.waitForExit(timeout: .seconds(20)), "node-2 of build 3 runs on")
+                #expect(node2.status.map { $0 != 0 } == true, "\(node2)")
+                let log = node2.stderrText()
+                #expect(log.contains("this node's build cannot read the log, so it does not run"), "\(log.suffix(2_000))")
+                // The entry, or the snapshot's state it left, whichever way the node joined.
+                #expect(log.contains(#"flow "notes""#) && log.contains("is at version 1 and this build reads versions 2 to 3"), "\(log.suffix(2_000))")
+                #expect(old.seq == 1)
+            }
+        }
     }
 }

@@ -19,6 +19,8 @@ public final class Node: Sendable {
     private let registry: FlowRegistry
     private let logger: Logger
     private let stop = StopSignal()
+    /// Why the node stopped by itself (``NodeMachine/refusal``): `run` throws it.
+    private let refused = Mutex<ProtocolError?>(nil)
     private let running = Mutex<NodeCore?>(nil)
 
     public init(configuration: NodeConfiguration, registry: FlowRegistry, logger: Logger) {
@@ -42,6 +44,15 @@ public final class Node: Sendable {
 
     /// Asks a running node to stop; `run` returns once it has closed everything.
     public func shutdown() {
+        stop.signal()
+    }
+
+    /// Stops the node for good reason of its own: `run` throws `refusal` once it has closed everything.
+    private func stop(refusing refusal: ProtocolError) {
+        guard refused.withLock({ refused in
+            defer { refused = refused ?? refusal }
+            return refused == nil
+        }) else { return }
         stop.signal()
     }
 
@@ -128,7 +139,10 @@ public final class Node: Sendable {
                 for await replies in syncReplies { await core.receiveSync(replies) }
             }
             group.addTask(executorPreference: loop) {
-                await every(configuration.tickInterval, on: loop) { await core.tick() }
+                await every(configuration.tickInterval, on: loop) {
+                    await core.tick()
+                    if let refusal = await core.refusal { self.stop(refusing: refusal) }
+                }
             }
             await stop.wait()
             logger.info("node stopping")
@@ -137,5 +151,6 @@ public final class Node: Sendable {
             for socket in [client, subscriber] + submits + syncs { await socket.close(linger: transport.linger) }
         }
         await authentication?.stop()
+        if let refusal = refused.withLock({ $0 }) { throw refusal }
     }
 }

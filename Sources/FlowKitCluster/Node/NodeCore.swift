@@ -119,6 +119,9 @@ actor NodeCore {
         saveLocalSnapshotIfDue(now: now)
     }
 
+    /// Why the node must stop (``NodeMachine/refusal``), once it knows.
+    var refusal: ProtocolError? { interpreter.machine.refusal }
+
     /// Digests hashed on the background thread (``NodeProcessIO/hash(_:)``).
     func hashed(_ results: [ReplicaSet.DigestResult], micros: UInt64) {
         interpreter.hashed(results, micros: micros)

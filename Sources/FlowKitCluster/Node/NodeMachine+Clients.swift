@@ -237,6 +237,10 @@ extension NodeMachine {
     private mutating func noteProgress(now: UInt64) {
         if let unreadable = follower.unreadable, !unreadableLogged {
             unreadableLogged = true
+            // Older than the steps reach: only another build helps, so the node does not run on.
+            if unreadable.version < unreadable.readsFrom ?? 1 {
+                refusal = ProtocolError(.versionUnreadable, "this node's build cannot read the log, so it does not run: \(unreadable)")
+            }
             observations.log(.critical, 
                 "stopped applying: \(unreadable)",
                 ["flowkit.seq": "\(unreadable.seq)", "flowkit.flow": "\(unreadable.flow)", "flowkit.version": "\(unreadable.version)"]

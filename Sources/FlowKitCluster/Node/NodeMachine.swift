@@ -66,6 +66,10 @@ struct NodeMachine {
     var progress: (applied: UInt64, at: UInt64, logged: Bool)
     /// Whether the entry the node cannot read (``unreadable``) has been logged.
     var unreadableLogged = false
+    /// Why this node must not go on running: the log holds an entry (or a snapshot a state) older
+    /// than its build's steps reach, which no wait will make readable (docs/VERSIONING.md,
+    /// guarantee 2). The process stops with it; nil otherwise.
+    var refusal: ProtocolError?
     var lastReport: UInt64 = 0
     /// The applied seq the last report stated: a node that applied nothing since, at the head, is idle.
     var lastReportedApplied: UInt64 = 0
