@@ -48,6 +48,25 @@ extension ClusterProcessTests {
         }
     }
 
+    /// A status naming a flow being upgraded shows its versions and the nodes holding the newer one
+    /// back; a status without versions hides the section (docs/VERSIONING.md, "Rolling upgrade").
+    @Test func theVersionsOfAFlowBeingUpgradedShow() async throws {
+        try await Self.withClusterPage { _, page in
+            // Drawn from a status as the coordinator publishes it during an upgrade, in one
+            // evaluation: the next live status (none of whose flows is above version 1) redraws.
+            let shown = try await page.evaluate(
+                #"(() => { view.status = Object.assign({}, view.status, {versions: {notes: {agreed: 1, newest: 2, behind: ["node-2", "node-3"]}}}); "#
+                    + #"stale.add("status"); render(); const row = document.querySelector('#versions tr[data-flow="notes"]'); "#
+                    + #"return [document.getElementById("versions-section").hidden, row.innerText.replace(/\s+/g, " ").trim(), row.cells[2].className].join("|"); })()"#
+            )
+            #expect(shown == #""false|notes 1 2 node-2, node-3|bad""#, "\(shown)")
+            let hidden = try await page.waitFor(
+                "the next status hides the section", #"document.getElementById("versions-section").hidden ? "hidden" : null"#
+            )
+            #expect(hidden == "hidden")
+        }
+    }
+
     /// The controls stay where they are while the page fills: a timer ticks (a row of "Latest
     /// entries" a second, the nodes' figures changing), and a click on cancel whose press and
     /// release straddle the page's redraws still lands, and stops it.
