@@ -192,5 +192,32 @@ extension MultiProcessTests {
                 #expect(old.seq == 1)
             }
         }
+
+        /// So does a replicated coordinator, checking its copy of the log when it starts: it never
+        /// stands by with a log it could not lead from.
+        @Test func aReplicatedCoordinatorWhoseBuildCannotReadItsLogDoesNotStart() async throws {
+            var options = TestCluster.Options()
+            options.binary = "flowkit-testbed"
+            options.coordinators = 3
+            let newer = ["FLOWKIT_TESTBED_BUILD": "2"]
+            options.coordinatorEnvironment = newer
+            options.nodeEnvironment = [1: newer]
+            try await TestCluster.run(nodes: 1, options: options) { cluster in
+                let new = try await cluster.client(1).emit(json: #"{"add":{"_0":"from build 2"}}"#, to: "notes/a", wait: .applied)
+                let leader = try await cluster.leader().id
+                let standby = try #require(try cluster.coordinatorIDs.first { $0 != leader })
+                // Every coordinator holds the entry before the standby stops.
+                try await cluster.waitUntilInSync(standby)
+                #expect(await try cluster.coordinatorProcess(standby).stop() == .exited(0))
+                cluster.setEnvironment([:], ofCoordinator: standby)
+                let refused = await #expect(throws: (any Error).self) { try await cluster.startCoordinator(id: standby) }
+                let said = "\(refused.map { "\($0)" } ?? "")"
+                #expect(said.contains("this coordinator's build cannot read its log, so it does not start"), "\(said.suffix(2_000))")
+                #expect(said.contains("entry \(new.seq) of flow \"notes\" is at version 2"), "\(said.suffix(2_000))")
+                cluster.setEnvironment(newer, ofCoordinator: standby)
+                try await cluster.startCoordinator(id: standby)
+                try await cluster.waitUntilInSync(standby)
+            }
+        }
     }
 }

@@ -79,9 +79,10 @@ public final class Coordinator: Sendable {
             quarantine: EntryQuarantine(frameLimit: transport.maxMessageBytes),
             counters: ClusterCounters()
         )
-        _ = try await storage.restoreSnapshot(into: parts.replica, logger: logger)
+        let afterSnapshot = try await storage.restoreSnapshot(into: parts.replica, logger: logger)
         var group: ReplicatedGroup?
         if let replication = configuration.replication {
+            try storage.refuseUnreadable(from: afterSnapshot, versions: ReadableVersions(registry))
             group = try await ReplicatedGroup.join(replication, parts: parts, snapshots: storage.snapshots, configuration: configuration, logger: logger)
         }
         let role = CoordinatorRole(replica: parts.replica, standby: group?.standby)

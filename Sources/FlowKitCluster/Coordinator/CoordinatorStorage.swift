@@ -47,6 +47,23 @@ struct CoordinatorStorage {
         return max(log.firstSeq, snapshot.seq + 1)
     }
 
+    /// Reads the log from `firstSeq` on and throws, naming it, at the first entry a build that
+    /// reads `versions` cannot: a replicated coordinator checks its copy so when it starts, as one
+    /// running alone does as it recovers (docs/VERSIONING.md, guarantee 2), rather than standing by
+    /// with a log it could never lead from.
+    func refuseUnreadable(from firstSeq: UInt64, versions: ReadableVersions) throws {
+        var seq = firstSeq
+        while seq <= log.lastSeq, case let records = try log.read(from: seq, maxCount: 10_000, maxBytes: 16 << 20), !records.isEmpty {
+            for record in records {
+                let entry = try Entry(decoding: record)
+                if let unreadable = versions.unreadable(entry) {
+                    throw ProtocolError(.versionUnreadable, "this coordinator's build cannot read its log, so it does not start: \(unreadable)")
+                }
+                seq = entry.seq + 1
+            }
+        }
+    }
+
     /// What a coordinator reads of its log when it starts to lead, in one pass: every entry from
     /// `firstSeq` on teaches the duplicate table, and those after the replica's last applied seq
     /// up to `committed` bring the replica up to date. Entries no message can carry are applied as
