@@ -57,10 +57,12 @@ struct LoopExecutorTests {
         try await withLoop { _, loop in
             let start = ContinuousClock.now
             let order = try await withThrowingTaskGroup(of: Int.self) { group in
-                // Queued out of order: each wakes at its own deadline.
-                for (index, micros) in [(2, 3_000), (0, 300), (1, 1_500)] {
+                // Queued out of order: each wakes at its own deadline. The deadlines are far
+                // enough apart that a task started late on a loaded machine still sleeps before
+                // the deadline ahead of it passes (at 0.3 ms and 1.5 ms this flaked under CI load).
+                for (index, millis) in [(2, 120), (0, 10), (1, 60)] {
                     group.addTask(executorPreference: loop) {
-                        let deadline = start + .microseconds(micros)
+                        let deadline = start + .milliseconds(millis)
                         try await loop.sleep(until: deadline)
                         #expect(ContinuousClock.now >= deadline)
                         #expect(loop.queue.wakeup.isLoopThread)
