@@ -14,10 +14,24 @@ struct VersionAgreement: Sendable, Equatable {
     /// the node timeout passes without a word from it, and a new leader has heard from none. So
     /// until then every flow is agreed at version 1 only.
     var settlesAt: UInt64 = 0
+    /// The oldest wire protocol a live node speaks (this process's own when none is live): what
+    /// the leader publishes in. Protocol 3 carries no flow version, so while it is below 4 every
+    /// event above version 1 waits, of every flow: every node receives every entry.
+    var oldestProtocol: UInt8 = WireHeader.spoken.upperBound
+    /// The live nodes that speak ``oldestProtocol`` while it is below this build's, by name.
+    var protocolBehind: [String] = []
 
     /// Throws `versionNotAgreed` when an event of `flow` at `version` is newer than the agreed one.
     func check(flow: String, version: UInt16, now: UInt64) throws {
         guard version > 1 else { return }
+        if oldestProtocol < 4 {
+            let who = protocolBehind.isEmpty ? "this coordinator" : protocolBehind.joined(separator: ", ")
+            throw ProtocolError(
+                .versionNotAgreed,
+                "flow \"\(flow)\" at version \(version): \(who) speak\(protocolBehind.count == 1 ? "s" : "") wire protocol \(oldestProtocol), "
+                    + "which carries no version above 1; it is ordered once every live node speaks protocol 4 (docs/VERSIONING.md)"
+            )
+        }
         if now < settlesAt {
             throw ProtocolError(
                 .versionNotAgreed,

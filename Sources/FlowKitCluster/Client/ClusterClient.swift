@@ -42,6 +42,9 @@ public final class ClusterClient: Sendable {
     private let socket: AsyncSocket
     private let waiters = ReplyWaiters()
     private let nextRequest = Atomic<UInt64>(1)
+    /// The wire protocol the node speaks: this process's newest until the node refuses it in an
+    /// older one it speaks (docs/VERSIONING.md, "Upgrading the wire protocol").
+    private let nodeProtocol = SpokenProtocol()
     private let receiver: Task<Void, Never>
     /// Fails requests whose answer is overdue: one task for all of them, not one per request.
     private let sweeper: Task<Void, Never>
@@ -73,9 +76,15 @@ public final class ClusterClient: Sendable {
         self.socket = socket
         self.timeout = timeout
         let waiters = self.waiters
+        let nodeProtocol = self.nodeProtocol
         receiver = Task {
             while let batch = try? await socket.receiveBatch() {
                 for message in batch {
+                    if let refusal = try? ErrorReply(frames: message.parts),
+                        let older = refusal.olderProtocol(than: nodeProtocol.version)
+                    {
+                        nodeProtocol.version = older
+                    }
                     guard let reply = try? ClientReply(frames: message.parts) else { continue }
                     if case .progress(let request, let applied, let time) = reply {
                         waiters.progress(request)?.yield(Progress(applied: applied, time: time))
@@ -157,7 +166,7 @@ public final class ClusterClient: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(of: Progress.self, bufferingPolicy: .bufferingNewest(4_096))
         waiters.addProgress(id, continuation)
         let seconds = UInt32(min(3_600, max(1, duration.components.seconds)))
-        try await socket.send(Message(parts: ClientRequest.watch(request: id, seconds: seconds).frames))
+        try await socket.send(Message(parts: try WireDialect.translate(ClientRequest.watch(request: id, seconds: seconds).frames, to: nodeProtocol.version)))
         return stream
     }
 
@@ -254,9 +263,19 @@ public final class ClusterClient: Sendable {
     }
 
     private func request(_ request: ClientRequest, id: UInt64) async throws -> ClientReply {
+        let spoken = nodeProtocol.version
+        do {
+            return try await self.request(Message(parts: try WireDialect.translate(request.frames, to: spoken)), id: id)
+        } catch let error as ProtocolError where error.code == .unsupportedVersion && nodeProtocol.version < spoken {
+            // The node speaks an older protocol, which its refusal was in: once more, in that one
+            // (the refused request was not read, so nothing is done twice).
+            return try await self.request(Message(parts: try WireDialect.translate(request.frames, to: nodeProtocol.version)), id: id)
+        }
+    }
+
+    private func request(_ message: Message, id: UInt64) async throws -> ClientReply {
         let socket = self.socket
         let waiters = self.waiters
-        let message = Message(parts: request.frames)
         let deadline = ContinuousClock.now.advanced(by: timeout)
         let reply: ClientReply = try await withCheckedThrowingContinuation { continuation in
             waiters.add(id, continuation, deadline: deadline)

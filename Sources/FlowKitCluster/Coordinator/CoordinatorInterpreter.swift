@@ -98,7 +98,7 @@ final class CoordinatorInterpreter<IO: CoordinatorIO> {
                 if !io.reply(frames, to: peer) { counters.acksDropped.add(1) }
             case .publish(let frames, let entries):
                 // Subscribers repair what a full queue drops.
-                if !io.publish(frames), entries > 0 { counters.publishDropped.add(entries) }
+                if !io.publish(publishable(frames)), entries > 0 { counters.publishDropped.add(entries) }
             case .commit(let group):
                 commit(group)
             case .replicate(let entries):
@@ -116,6 +116,15 @@ final class CoordinatorInterpreter<IO: CoordinatorIO> {
                 if !io.proposeEligible(set) { machine.eligibleWriteFailed() }
             }
         }
+    }
+
+    /// A publication in the oldest protocol a live node speaks (``VersionAgreement/oldestProtocol``).
+    /// What that version cannot carry goes out in this build's: nodes that cannot read it ask for
+    /// the range, whose refusal names the entry (only an upgrade out of order meets it).
+    private func publishable(_ frames: [[UInt8]]) -> [[UInt8]] {
+        let version = machine.publishProtocol
+        guard version < WireHeader.version else { return frames }
+        return (try? WireDialect.translate(frames, to: version, topic: true)) ?? frames
     }
 
     private func commit(_ group: PendingCommit) {

@@ -31,10 +31,16 @@ struct NodeOversight {
 extension CoordinatorMachine {
     // MARK: Nodes: hellos, reports, status, alarms
 
+    /// The protocol version to publish in: the oldest a live node speaks
+    /// (``VersionAgreement/oldestProtocol``).
+    var publishProtocol: UInt8 { oversight.versionAgreement.oldestProtocol }
+
     /// A node's HELLO: it is a member, and hears the term and the head in a WELCOME.
     mutating func hello(_ hello: HelloMessage, from peer: RouterEnvelope, now: UInt64) -> [Action] {
         var actions: [Action] = []
-        if let replaced = oversight.membership.hello(node: hello.node, session: hello.session, info: hello.info, peer: peer.identity, now: now),
+        if let replaced = oversight.membership.hello(
+            node: hello.node, session: hello.session, info: hello.info, peer: peer.identity, protocolVersion: peer.protocolVersion, now: now
+        ),
             let owned = oversight.takeovers.ownership.counts[replaced]
         {
             observations.log(.warning, "\(hello.info.name) restarted as a new process: the effects of \(owned) instance(s) its previous process owned are taken over")

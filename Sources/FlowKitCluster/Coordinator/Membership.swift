@@ -25,6 +25,8 @@ struct Membership {
         /// The ROUTER identity of the connection that said its HELLO last: only that connection
         /// speaks for the node (nil until a HELLO).
         var peer: [UInt8]?
+        /// The wire protocol version its HELLO came in.
+        var protocolVersion: UInt8 = WireHeader.version
     }
 
     private(set) var members: [UInt32: Member] = [:]
@@ -82,6 +84,10 @@ struct Membership {
 
     private mutating func updateAgreement(now: UInt64) {
         agreement.flows = flowVersions(now: now)
+        let live = members.values.filter { $0.session != 0 && isAlive($0, now: now) }
+        let oldest = min(live.map(\.protocolVersion).min() ?? WireHeader.spoken.upperBound, WireHeader.spoken.upperBound)
+        agreement.oldestProtocol = oldest
+        agreement.protocolBehind = live.filter { $0.protocolVersion == oldest && oldest < WireHeader.version }.sorted { $0.id < $1.id }.map(\.info.name)
     }
 
     /// Forgets the least recently seen members beyond the capacity, never `keeping`.
@@ -111,7 +117,9 @@ struct Membership {
     /// - Parameter peer: The connection it came on: from now on the only one that speaks for `node`.
     ///   A connection speaks for one node: one that said HELLO as another before no longer does.
     @discardableResult
-    mutating func hello(node: UInt32, session: UInt64, info: NodeInfo, peer: [UInt8], now: UInt64) -> EffectOwner? {
+    mutating func hello(
+        node: UInt32, session: UInt64, info: NodeInfo, peer: [UInt8], protocolVersion: UInt8 = WireHeader.version, now: UInt64
+    ) -> EffectOwner? {
         var replaced: EffectOwner?
         if let previous = members[node]?.peer, nodeByPeer[previous] == node { nodeByPeer[previous] = nil }
         if let other = nodeByPeer[peer], other != node { members[other]?.peer = nil }
@@ -127,6 +135,7 @@ struct Membership {
             evictBeyondCapacity(keeping: node)
         }
         members[node]!.peer = peer
+        members[node]!.protocolVersion = protocolVersion
         nodeByPeer[peer] = node
         updateAgreement(now: now)
         return replaced
@@ -256,6 +265,7 @@ struct Membership {
                 node.instancesAtRest = member.report?.instancesAtRest
                 node.instancesUnhashed = member.report?.instancesUnhashed
                 node.flowVersions = member.info.flowVersions
+                node.protocolVersion = member.protocolVersion < WireHeader.version ? member.protocolVersion : nil
                 return node
             },
             divergences: divergenceCount,

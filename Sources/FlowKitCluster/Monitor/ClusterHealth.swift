@@ -27,6 +27,10 @@ extension ClusterStatus {
             let listed = atSeq.map { "\($0.name) \($0.digest.prefix(16))" }.joined(separator: ", ")
             problems.append("digests differ at seq \(seq): \(listed)")
         }
+        for node in nodes where node.alive {
+            guard let version = node.protocolVersion else { continue }
+            problems.append("\(node.name) speaks wire protocol \(version): upgrade it; events of flow versions above 1 wait until then")
+        }
         for (flow, versions) in (self.versions ?? [:]).sorted(by: { $0.key < $1.key }) where versions.newest > versions.agreed {
             problems.append(
                 "flow \"\(flow)\" is being upgraded: version \(versions.newest) waits for \(versions.behind.joined(separator: ", ")) (at \(versions.agreed)); "

@@ -174,11 +174,11 @@ final class NodeProcessIO: NodeIO {
         _ = try? sockets.submit[index].trySend(Message(parts: frames))
     }
 
-    func report(_ message: NodeReportMessage, to index: Int) {
+    func report(_ message: NodeReportMessage, to index: Int, speaking version: UInt8) {
         // Encoded on the task pool: the summary is JSON, and the report is the node's sign of life,
         // which must not wait behind the background thread's hashing on a busy machine.
         let socket = sockets.submit[index]
-        Task.detached { _ = try? socket.trySend(Message(parts: message.frames)) }
+        Task.detached { _ = try? socket.trySend(Message(parts: WireDialect.answer(message.frames, in: version))) }
     }
 
     func requestSync(_ frames: [[UInt8]], from index: Int) {

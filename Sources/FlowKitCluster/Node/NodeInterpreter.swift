@@ -14,7 +14,8 @@ protocol NodeIO: AnyObject {
     /// queue drops them, and the machine sends again after its retry interval.
     func submit(_ frames: [[UInt8]], to index: Int)
     /// Queues a NODE_REPORT for coordinator `index`, encoding it where it does not hold up the node.
-    func report(_ message: NodeReportMessage, to index: Int)
+    /// Sends a report, in `version` of the wire protocol (the coordinator's).
+    func report(_ message: NodeReportMessage, to index: Int, speaking version: UInt8)
     /// Queues frames on coordinator `index`'s sync socket (RANGE, SNAPSHOT).
     func requestSync(_ frames: [[UInt8]], from index: Int)
     func reply(_ reply: ClientReply, to peer: RouterEnvelope)
@@ -76,13 +77,17 @@ final class NodeInterpreter<IO: NodeIO> {
         for action in actions {
             switch action {
             case .submit(let frames):
-                io.submit(frames, to: machine.currentCoordinator)
+                let index = machine.currentCoordinator
+                if let frames = machine.speaking(frames, to: index) { io.submit(frames, to: index) }
             case .requestSync(let frames):
-                io.requestSync(frames, from: machine.currentCoordinator)
+                let index = machine.currentCoordinator
+                if let frames = machine.speaking(frames, to: index) { io.requestSync(frames, from: index) }
             case .switchCoordinator:
                 break  // the sockets to send on follow the machine's choice
             case .greetEveryCoordinator(let frames):
-                for index in machine.coordinators.indices { io.submit(frames, to: index) }
+                for index in machine.coordinators.indices {
+                    if let frames = machine.speaking(frames, to: index) { io.submit(frames, to: index) }
+                }
             case .reply(let reply, let peer):
                 io.reply(reply, to: peer)
             case .apply(let entries):
@@ -191,7 +196,7 @@ final class NodeInterpreter<IO: NodeIO> {
             node: machine.configuration.id, applied: plan.applied, time: io.now, report: summary,
             digests: ReportedDigest.list(changed, versions: machine.info.flowVersions)
         )
-        io.report(message, to: machine.currentCoordinator)
+        io.report(message, to: machine.currentCoordinator, speaking: machine.coordinatorProtocols[machine.currentCoordinator])
     }
 
     private func updateGauges() {

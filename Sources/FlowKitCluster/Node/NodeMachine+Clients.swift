@@ -22,10 +22,12 @@ extension NodeMachine {
     }
 
     /// The request id of a message too broken to decode, when it has a valid header and gets that
-    /// far; otherwise 0, as the protocol says (the id of a garbage frame is garbage).
+    /// far; otherwise 0, as the protocol says (the id of a garbage frame is garbage). A request of
+    /// a newer protocol version has its id there too (every version keeps it first), so the
+    /// refusal of its version reaches the request that waits for it.
     static func requestID(in body: [[UInt8]]) -> UInt64 {
         guard let first = body.first, first.count >= WireHeader.size + 8,
-            first[0] == WireHeader.magic.0, first[1] == WireHeader.magic.1, first[2] == WireHeader.version
+            first[0] == WireHeader.magic.0, first[1] == WireHeader.magic.1, first[2] >= WireHeader.oldest
         else { return 0 }
         return first[WireHeader.size..<WireHeader.size + 8].reduce(0) { $0 << 8 | UInt64($1) }
     }
@@ -138,7 +140,10 @@ extension NodeMachine {
                     actions += adopt(linkActions, now: now)
                 default:
                     let error = try ErrorReply(frames: parts)
-                    if error.error.code == .helloFirst {
+                    if let older = error.olderProtocol(than: coordinatorProtocols[index]) {
+                        speak(older, to: index)
+                        if index == choice.currentIndex { actions += helloOnRequest(now: now, force: true) }
+                    } else if error.error.code == .helloFirst {
                         actions += helloOnRequest(now: now)
                     } else {
                         observations.log(.error, "the coordinator refused a message", ["flowkit.error": "\(error.error)"])
@@ -186,8 +191,8 @@ extension NodeMachine {
     /// The coordinator does not know this connection (it restarted, or the connection was made
     /// again): say HELLO on it and send every unacknowledged submission again, at most every
     /// 100 ms; the HELLO goes first on the same connection, so the coordinator knows it by then.
-    private mutating func helloOnRequest(now: UInt64) -> [Action] {
-        guard now >= lastHelloOnRequest + 100_000 || lastHelloOnRequest == 0 else { return [] }
+    private mutating func helloOnRequest(now: UInt64, force: Bool = false) -> [Action] {
+        guard force || now >= lastHelloOnRequest + 100_000 || lastHelloOnRequest == 0 else { return [] }
         lastHelloOnRequest = now
         observations.log(.notice, "the coordinator asked this node to say HELLO again (it restarted, or the connection was made again); resending")
         choice.greeted(now: now)

@@ -12,7 +12,11 @@ extension NodeMachine {
         for action in joinFirst {
             switch action {
             case .newTerm(let epoch, let previous):
-                if previous != 0 { observations.log(.notice, "the coordinator began a new term", ["flowkit.epoch": "\(epoch)"]) }
+                if previous != 0 {
+                    observations.log(.notice, "the coordinator began a new term", ["flowkit.epoch": "\(epoch)"])
+                    // A new term may be a coordinator of a newer build: speak this process's newest again.
+                    coordinatorProtocols = CoordinatorProtocols()
+                }
             case .rejoin(let head):
                 actions += coordinatorLostEntries(head: head, now: now)
             case .reconnect:

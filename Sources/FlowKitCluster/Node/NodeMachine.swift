@@ -75,6 +75,8 @@ struct NodeMachine {
     var lastReportedApplied: UInt64 = 0
     /// When the node last said HELLO because the coordinator asked for one (``helloFirst``).
     var lastHelloOnRequest: UInt64 = 0
+    /// The wire protocol each coordinator (by index) speaks, when older than this process's.
+    var coordinatorProtocols = CoordinatorProtocols()
     /// What the follower asked for after a snapshot, held until the snapshot is restored.
     private var afterRestore: [LogFollower.Action] = []
 
@@ -207,7 +209,9 @@ struct NodeMachine {
             case .snapshotChunk:
                 break
             case .error(let error):
-                if error.error.code == .notFound {
+                if let older = error.olderProtocol(than: coordinatorProtocols[currentCoordinator]) {
+                    speak(older, to: currentCoordinator)
+                } else if error.error.code == .notFound {
                     observations.log(.notice, "the entries to repair were compacted; joining through a snapshot", ["flowkit.error": "\(error.error.message)"])
                 } else {
                     observations.log(.warning, "sync request refused", ["flowkit.error": "\(error.error)"])

@@ -72,17 +72,24 @@ struct ByteReader {
     private let subject: Subject
     /// The record this reader was split off for (``mapRecords(_:_:)``), if any.
     private let record: StaticString?
+    /// The protocol version of the message being read (its header's), by which records whose
+    /// layout changed between versions are read (``Entry``, ``Submission``).
+    var protocolVersion: UInt8
 
-    init(_ bytes: [UInt8], context: StaticString) {
-        self.init(bytes, from: 0, to: bytes.count, subject: .described(context))
+    init(_ bytes: [UInt8], context: StaticString, protocolVersion: UInt8 = WireHeader.version) {
+        self.init(bytes, from: 0, to: bytes.count, subject: .described(context), protocolVersion: protocolVersion)
     }
 
-    init(_ bytes: [UInt8], from start: Int, to end: Int, subject: Subject, record: StaticString? = nil) {
+    init(
+        _ bytes: [UInt8], from start: Int, to end: Int, subject: Subject, record: StaticString? = nil,
+        protocolVersion: UInt8 = WireHeader.version
+    ) {
         self.bytes = bytes
         self.offset = start
         self.end = end
         self.subject = subject
         self.record = record
+        self.protocolVersion = protocolVersion
     }
 
     /// What is being read, for error messages ("ENTRIES header", "a RANGE entry").
@@ -184,7 +191,7 @@ struct ByteReader {
         while !isAtEnd {
             let length = Int(try readUInt32(field, isLength: true))
             let at = try take(length, field)
-            var reader = ByteReader(bytes, from: at, to: at + length, subject: subject, record: field)
+            var reader = ByteReader(bytes, from: at, to: at + length, subject: subject, record: field, protocolVersion: protocolVersion)
             records.append(try decode(&reader))
         }
         return records

@@ -218,10 +218,20 @@ public enum WaitMode: UInt8, Sendable, Codable {
 @_spi(Wire) public struct ErrorReply: Sendable, Equatable {
     public var request: UInt64
     public var error: ProtocolError
+    /// The protocol version the refusal came in. One that refuses a version (`unsupportedVersion`)
+    /// says in it a version its sender speaks (``olderProtocol(than:)``).
+    public var protocolVersion: UInt8 = WireHeader.version
 
     public init(request: UInt64, error: ProtocolError) {
         self.request = request
         self.error = error
+    }
+
+    /// The older protocol version to speak to the refuser from now on, when this refuses
+    /// `speaking` and its sender speaks an older one this process does; nil otherwise.
+    public func olderProtocol(than speaking: UInt8) -> UInt8? {
+        guard error.code == .unsupportedVersion, protocolVersion < speaking, WireHeader.spoken.contains(protocolVersion) else { return nil }
+        return protocolVersion
     }
 
     public var frames: [[UInt8]] {
@@ -239,6 +249,7 @@ public enum WaitMode: UInt8, Sendable, Codable {
     public init(frames: [[UInt8]]) throws {
         try expectFrames(frames, 1, for: "ERROR")
         var (_, reader) = try WireHeader.read(frames[0], expecting: .error)
+        protocolVersion = reader.protocolVersion
         request = try reader.readUInt64("request")
         let rawCode = try reader.readUInt16("code")
         let message = try reader.readShortString("message")

@@ -32,6 +32,8 @@ public struct ClusterStatus: Codable, Sendable, Equatable {
         public var instancesUnhashed: Int?
         /// The version its build writes of each flow not at version 1, as its HELLO said.
         public var flowVersions: [String: UInt16]?
+        /// The wire protocol its HELLO came in, when older than the coordinator's newest.
+        public var protocolVersion: UInt8?
 
         public init(
             id: UInt32, name: String, clientEndpoint: String, applied: UInt64, lag: UInt64, alive: Bool,

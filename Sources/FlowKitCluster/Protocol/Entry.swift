@@ -100,7 +100,7 @@ public struct Entry: Sendable, Equatable {
         epoch = try reader.readUInt32("epoch")
         kind = try reader.readKind()
         codec = try reader.readCodec()
-        version = try reader.readUInt16("version")
+        version = try Self.readVersion(of: kind, from: &reader)
         origin = try reader.readUInt32("origin")
         session = try reader.readUInt64("session")
         submission = try reader.readUInt64("submission")
@@ -108,6 +108,13 @@ public struct Entry: Sendable, Equatable {
         committedAt = try reader.readUInt64("committed-at")
         address = try reader.readShortString("address")
         payload = reader.readRest()
+    }
+
+    /// The record's version field; a record of protocol 3 has none: version 1 for an event, 0
+    /// otherwise (``RecordLayout/unversioned``).
+    static func readVersion(of kind: EntryKind, from reader: inout ByteReader) throws -> UInt16 {
+        guard reader.protocolVersion >= 4 else { return kind == .event ? 1 : 0 }
+        return try reader.readUInt16("version")
     }
 
     /// Decodes a record read back from the log.
@@ -128,6 +135,11 @@ public struct Entry: Sendable, Equatable {
         case versioned = 1
 
         static let current = Self.versioned
+
+        /// The layout of the entry records of a message of protocol `version`.
+        init(protocol version: UInt8) {
+            self = version >= 4 ? .versioned : .unversioned
+        }
 
         /// A record of this layout in the current one.
         func upgrade(_ record: [UInt8]) -> [UInt8] {

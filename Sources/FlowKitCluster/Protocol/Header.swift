@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The kinds of message, by the type byte of the header. Values are part of the wire protocol.
 @_spi(Wire) public enum MessageType: UInt8, Sendable, CaseIterable {
     // Node → coordinator, on the submit socket.
@@ -71,9 +75,28 @@
 /// The four bytes every FlowKit message body starts with: magic `FK`, version, type.
 @_spi(Wire) public enum WireHeader {
     public static let magic: (UInt8, UInt8) = (0x46, 0x4B)
-    /// The protocol version this build speaks.
+    /// The protocol version this build's encoders write. A peer that speaks an older one is
+    /// answered in its own (``WireDialect``).
     public static let version: UInt8 = 4
+    /// The oldest protocol version this build reads and can answer in.
+    public static let oldest: UInt8 = 3
     public static let size = 4
+
+    /// The versions this process speaks: from ``oldest`` to ``version``, or to the version
+    /// `FLOWKIT_WIRE_PROTOCOL` pins (docs/VERSIONING.md, "Upgrading the wire protocol"): a process
+    /// pinned to 3 reads and writes only what a build of protocol 3 would, so a cluster can be
+    /// moved to a new protocol one process at a time, and the move tested.
+    public static let spoken: ClosedRange<UInt8> = {
+        let newest = getenv("FLOWKIT_WIRE_PROTOCOL").flatMap { UInt8(String(cString: $0)) }.map { min(max($0, oldest), version) }
+        return oldest...(newest ?? version)
+    }()
+
+    /// The version to answer a peer whose message said `version` in: its own when this process
+    /// speaks it, else the nearest this process does (a refusal the peer can read, whose header
+    /// tells it which versions to try).
+    static func answer(_ version: UInt8) -> UInt8 {
+        min(max(version, spoken.lowerBound), spoken.upperBound)
+    }
 
     static func write(_ type: MessageType, into writer: inout ByteWriter) {
         writer.write(magic.0)
@@ -82,7 +105,8 @@
         writer.write(type.rawValue)
     }
 
-    /// Reads and checks a header.
+    /// Reads and checks a header; the reader remembers its version, by which the records of the
+    /// message are read (``ByteReader/protocolVersion``).
     ///
     /// - Returns: The message type.
     static func read(from reader: inout ByteReader) throws -> MessageType {
@@ -95,12 +119,13 @@
             throw ProtocolError(.badMagic, "a FlowKit message starts with the bytes \"FK\"")
         }
         let version = try reader.readUInt8("version")
-        guard version == Self.version else {
+        guard spoken.contains(version) else {
             throw ProtocolError(
                 .unsupportedVersion,
-                "protocol version \(version) is not supported; this process speaks version \(Self.version)"
+                "protocol version \(version) is not supported; this process speaks versions \(spoken.lowerBound) to \(spoken.upperBound)"
             )
         }
+        reader.protocolVersion = version
         let rawType = try reader.readUInt8("type")
         guard let type = MessageType(rawValue: rawType) else {
             throw ProtocolError(.unknownType, "unknown message type 0x\(String(rawType, radix: 16))")
@@ -118,7 +143,7 @@
                 "message type \(type.name) is not accepted here; expected \(expected.map(\.name).joined(separator: " or "))"
             )
         }
-        return (type, ByteReader(frame, from: reader.offset, to: frame.count, subject: .message(type)))
+        return (type, ByteReader(frame, from: reader.offset, to: frame.count, subject: .message(type), protocolVersion: reader.protocolVersion))
     }
 }
 

@@ -43,7 +43,7 @@
         self.address = address
         epoch = try reader.readUInt32("epoch")
         try reader.expectEnd(of: "ENTRIES's header")
-        var records = ByteReader(frames[2], context: "ENTRIES records")
+        var records = ByteReader(frames[2], context: "ENTRIES records", protocolVersion: reader.protocolVersion)
         entries = try decodeEntries(&records)
         guard !entries.isEmpty else { throw ProtocolError(.malformed, "an ENTRIES message carries at least one entry") }
         for (index, entry) in entries.enumerated() {

@@ -106,7 +106,9 @@
         keep = try reader.readUInt64("keep")
         try reader.expectEnd(of: "FETCHED's header")
         var body = ByteReader(frames[1], context: "FETCHED records")
-        records = try body.mapRecords("entry") { $0.readRest() }
+        // The standby keeps them byte for byte in its log, in this build's layout.
+        let layout = Entry.RecordLayout(protocol: reader.protocolVersion)
+        records = try body.mapRecords("entry") { layout.upgrade($0.readRest()) }
         guard keep == Self.keepAll || records.isEmpty else {
             throw ProtocolError(.malformed, "FETCHED carries records or a truncation, not both")
         }

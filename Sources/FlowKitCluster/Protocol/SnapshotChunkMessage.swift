@@ -157,8 +157,15 @@
         chunk = try reader.readUInt32("chunk")
         isLast = try reader.readUInt8("last") != 0
         try reader.expectEnd(of: "SNAPSHOT_CHUNK's header")
-        var body = ByteReader(frames[1], context: "SNAPSHOT_CHUNK records")
-        instances = try body.mapRecords("instance") { record in
+        instances = try Self.instances(inRecords: frames[1])
+        if frames.count == 3 { sessions = try Self.sessions(from: frames[2]) }
+    }
+
+    /// The instances of a SNAPSHOT_CHUNK's records frame (also a snapshot file's records:
+    /// ``SnapshotCodec``). Their layout is the same in every protocol version this build reads.
+    static func instances(inRecords frame: [UInt8]) throws -> [Instance] {
+        var body = ByteReader(frame, context: "SNAPSHOT_CHUNK records")
+        return try body.mapRecords("instance") { record in
             let address = try record.readShortString("address")
             let lastSeq = try record.readUInt64("last seq")
             // A continuation (empty address) is a piece of a state, whatever byte it starts with.
@@ -177,6 +184,5 @@
             }
             return Instance(address: address, lastSeq: lastSeq, state: state, ownership: ownership, stateVersion: version)
         }
-        if frames.count == 3 { sessions = try Self.sessions(from: frames[2]) }
     }
 }

@@ -51,7 +51,7 @@
         guard submission >= 1 else { throw ProtocolError(.malformed, "submission ids start at 1 in every session; got 0") }
         kind = try reader.readKind()
         codec = try reader.readCodec()
-        version = try reader.readUInt16("version")
+        version = try Entry.readVersion(of: kind, from: &reader)
         submittedAt = try reader.readUInt64("submitted-at")
         term = try reader.readUInt64("term")
         address = try reader.readShortString("address")

@@ -33,7 +33,7 @@
         guard origin >= 1 else {
             throw ProtocolError(.malformed, "SUBMIT names origin 0; node ids start at 1")
         }
-        var records = ByteReader(frames[1], context: "SUBMIT records")
+        var records = ByteReader(frames[1], context: "SUBMIT records", protocolVersion: reader.protocolVersion)
         submissions = try records.mapRecords("submission") { try Submission(from: &$0) }
         guard !submissions.isEmpty else { throw ProtocolError(.malformed, "a SUBMIT message carries at least one submission") }
     }

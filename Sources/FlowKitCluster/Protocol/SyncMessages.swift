@@ -76,7 +76,7 @@
         epoch = try reader.readUInt32("epoch")
         head = try reader.readUInt64("head")
         try reader.expectEnd(of: "RANGE's header")
-        var records = ByteReader(frames[1], context: "RANGE records")
+        var records = ByteReader(frames[1], context: "RANGE records", protocolVersion: reader.protocolVersion)
         entries = try decodeEntries(&records)
     }
 }

@@ -26,7 +26,6 @@ enum SnapshotCodec {
             sessions = try SnapshotChunkMessage.sessions(from: Array(bytes[start..<(bytes.count - 8)]))
             records = bytes[..<start]
         }
-        let header = SnapshotChunkMessage(request: 0, seq: 0, epoch: 0, chunk: 0, isLast: true, instances: []).frames[0]
-        return (try SnapshotChunkMessage(frames: [header, Array(records)]).instances, sessions)
+        return (try SnapshotChunkMessage.instances(inRecords: Array(records)), sessions)
     }
 }

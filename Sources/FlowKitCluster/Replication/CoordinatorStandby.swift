@@ -23,6 +23,10 @@ actor CoordinatorStandby {
     private let logger: Logger
     /// The leader's sync endpoint the socket is connected to.
     private var connected: String?
+    /// The wire protocol the leader speaks: this process's newest until it refuses that in an
+    /// older one; then that one, until another leader (docs/VERSIONING.md).
+    private var leaderProtocol = WireHeader.spoken.upperBound
+    private var followedEpoch: UInt32?
     /// The last seq applied to the replica.
     private(set) var applied: UInt64
     /// How far committed entries are to be applied, and whether a pass is applying them.
@@ -87,6 +91,10 @@ actor CoordinatorStandby {
             }
             connected = endpoint
         }
+        if leader?.epoch != followedEpoch {
+            followedEpoch = leader?.epoch
+            leaderProtocol = WireHeader.spoken.upperBound
+        }
         await carryOut(copy.follow(leader, now: WallClock.micros()))
         // About to lead, maybe: the log is the leader's from here, so the copy's last write lands first.
         if leader == nil {
@@ -120,7 +128,10 @@ actor CoordinatorStandby {
             switch type {
             case .error:
                 let error = try ErrorReply(frames: frames)
-                if error.error.code == .notFound, !copy.isInstalling {
+                if let older = error.olderProtocol(than: leaderProtocol) {
+                    leaderProtocol = older
+                    logger.notice("the leader speaks an older wire protocol; speaking it to the leader", metadata: ["flowkit.protocol": "\(older)"])
+                } else if error.error.code == .notFound, !copy.isInstalling {
                     logger.notice("behind the leader's retained log; installing its snapshot", metadata: ["flowkit.error": "\(error.error.message)"])
                 } else {
                     // Expected for a moment around a change of leader: the new one may not know yet.
@@ -148,7 +159,8 @@ actor CoordinatorStandby {
         for action in actions {
             switch action {
             case .send(let frames):
-                _ = try? socket.trySend(Message(parts: frames))
+                // A standby's requests carry no records: every protocol can say them.
+                _ = try? socket.trySend(Message(parts: (try? WireDialect.translate(frames, to: leaderProtocol)) ?? frames))
             case .append(let records, let through, let lastEpoch):
                 inFlight = Task { await self.append(records, through: through, lastEpoch: lastEpoch) }
             case .truncate(let keep):

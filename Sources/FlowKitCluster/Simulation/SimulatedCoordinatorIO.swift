@@ -23,7 +23,7 @@ final class SimulatedCoordinatorIO: CoordinatorIO {
         noteActing("replied")
         guard let (node, incarnation) = SimulatedNode.parse(identity: peer.identity) else { return true }
         simulation.send(
-            Message(parts: frames), to: .nodeSubmit(node, coordinator: coordinator.index), incarnation: incarnation, from: .coordinator(coordinator.index)
+            Message(parts: peer.translated(frames)), to: .nodeSubmit(node, coordinator: coordinator.index), incarnation: incarnation, from: .coordinator(coordinator.index)
         )
         return true
     }

@@ -19,13 +19,13 @@ final class SimulatedNodeIO: NodeIO {
         send(frames, to: .coordinatorSubmit(index))
     }
 
-    func report(_ message: NodeReportMessage, to index: Int) {
+    func report(_ message: NodeReportMessage, to index: Int, speaking version: UInt8) {
         // Checked against the log replayed by the build every node runs at the end (the states of
         // another build have another shape).
         if message.report.digestSeq > 0, simulation.builds.nodes[node.index] == (simulation.options.upgrade ? 2 : 1) {
             simulation.history.noteCurrentDigest(message.report.digest, at: message.report.digestSeq, from: node.index)
         }
-        send(message.frames, to: .coordinatorSubmit(index))
+        send(WireDialect.answer(message.frames, in: version), to: .coordinatorSubmit(index))
     }
 
     func requestSync(_ frames: [[UInt8]], from index: Int) {

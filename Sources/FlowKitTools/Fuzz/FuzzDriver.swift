@@ -166,7 +166,7 @@ struct FuzzDriver: Sendable {
         }
         // A REQ-style envelope (empty delimiter) comes back to a DEALER as a leading empty frame.
         let frames = Array(message.parts.drop { $0.isEmpty })
-        guard let first = frames.first, first.count >= 4, first[0] == 0x46, first[1] == 0x4B, first[2] == WireHeader.version,
+        guard let first = frames.first, first.count >= 4, first[0] == 0x46, first[1] == 0x4B, WireHeader.spoken.contains(first[2]),
             let type = MessageType(rawValue: first[3])
         else {
             tally.unreadableReplies += 1
