@@ -167,3 +167,36 @@ import ZeroMQ
         #expect(machine.speaking(helloFrames, to: 0) == helloFrames, "a new term may be a newer build")
     }
 }
+
+/// A follower outside a node (a watcher, a remote flow, an export) asks again at once in the
+/// protocol its coordinator refused its request in.
+@Suite struct FollowerProtocolTests {
+    static func refusal(of request: UInt64) throws -> ErrorReply {
+        try ErrorReply(frames: WireDialect.translate(
+            ErrorReply(request: request, error: ProtocolError(.unsupportedVersion, "protocol version 4 is not supported")).frames, to: 3
+        ))
+    }
+
+    @Test func aRefusedRangeOrSnapshotIsAskedForAgainInTheCoordinatorsVersion() throws {
+        var follower = LogFollower(retryAfter: 1_000_000, rangeSize: 100)
+        #expect(follower.protocolVersion == WireHeader.spoken.upperBound)
+        guard case .requestRange(let range)? = follower.noteHead(50, now: 0).first else { Issue.record("a range request"); return }
+        let again = follower.receive(try Self.refusal(of: range.request), now: 1)
+        #expect(follower.protocolVersion == 3)
+        guard case .requestRange(let retried)? = again.first else { Issue.record("asked again at once: \(again)"); return }
+        #expect(retried.from == 1 && retried.to == 50 && retried.request != range.request)
+
+        guard case .requestSnapshot(let snapshot)? = follower.startSnapshot(now: 2).first else { Issue.record("a snapshot request"); return }
+        // Already speaking 3: a refusal in 3 changes nothing, and the snapshot waits for its retry.
+        #expect(follower.receive(try Self.refusal(of: snapshot.request), now: 3).isEmpty)
+
+        var fresh = LogFollower()
+        guard case .requestSnapshot(let first)? = fresh.startSnapshot(now: 0).first else { Issue.record("a snapshot request"); return }
+        guard case .requestSnapshot(let second)? = fresh.receive(try Self.refusal(of: first.request), now: 1).first else {
+            Issue.record("the snapshot asked for again at once")
+            return
+        }
+        #expect(second.request != first.request)
+        #expect(fresh.protocolVersion == 3)
+    }
+}

@@ -29,6 +29,14 @@ extension MultiProcessTests {
                     let load = LedgerLoad.start(clients: clients, workersPerNode: 2, instances: 8)
                     do {
                         for id in cluster.nodeIDs { try await load.waitForAcknowledgements(by: id, more: 30) }
+                        // A tool of protocol 4 that follows the log (an export) falls back too: at
+                        // the node it asks for the coordinator, and at the coordinator's sync socket.
+                        let sample = "\(cluster.directory)/sample.json"
+                        let node2 = try #require(cluster.node(2)).clientEndpoint
+                        let export = try await CommandRunner(directory: cluster.directory).run(
+                            cluster.binary, ["export", "--node", node2, "--from", "1", "--count", "200", "--out", sample]
+                        )
+                        #expect(export.exitCode == 0 && export.stdout.contains("wrote \(sample): entries 1 to 200"), "\(export)")
 
                         // Node 1 first: it speaks 3 to coordinators of protocol 3.
                         try await restart(node: 1, in: cluster)

@@ -54,6 +54,10 @@ struct LogFollower {
     let publicationGrace: UInt64
     /// The most entries one range request asks for.
     let rangeSize: UInt32
+    /// The wire protocol the coordinator's sync socket speaks: this process's newest until a
+    /// request is refused in an older one (``ErrorReply/olderProtocol(than:)``). Followers outside
+    /// a node say their requests in it (``LogFollowing``); a node keeps its own per coordinator.
+    private(set) var protocolVersion = WireHeader.spoken.upperBound
     /// The most range requests in flight at once. With two, the coordinator reads and sends the
     /// next range while this replica decodes one and applies another, so a long replay keeps the
     /// coordinator's reads, the decoding and the applying all busy.
@@ -164,6 +168,13 @@ struct LogFollower {
     /// such a late refusal came joined through a snapshot older than what it had applied, went
     /// back and applied its own entries, and ran their effects, a second time.
     mutating func receive(_ error: ErrorReply, now: UInt64) -> [Action] {
+        if let older = error.olderProtocol(than: protocolVersion) {
+            // The coordinator speaks an older protocol, which its refusal came in: ask again in it.
+            protocolVersion = older
+            if snapshot?.request == error.request { return startSnapshot(now: now) }
+            repairs.removeAll { $0.request == error.request }
+            return repairIfNeeded(now: now)
+        }
         guard let index = repairs.firstIndex(where: { $0.request == error.request }) else { return [] }
         let repair = repairs.remove(at: index)
         if error.error.code == .notFound, snapshot == nil, repair.range.upperBound > stream.applied { return startSnapshot(now: now) }

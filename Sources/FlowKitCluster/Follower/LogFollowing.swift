@@ -32,9 +32,9 @@ extension LogFollowing {
             case .apply(let entries):
                 apply(entries)
             case .requestRange(let request):
-                _ = try? syncSocket.trySend(Message(parts: request.frames))
+                send(request.frames)
             case .requestSnapshot(let request):
-                _ = try? syncSocket.trySend(Message(parts: request.frames))
+                send(request.frames)
             case .restore(let seq, let instances, let then):
                 do {
                     try restore(seq: seq, instances: instances)
@@ -47,6 +47,12 @@ extension LogFollowing {
             }
         }
         followed(restored: restored)
+    }
+
+    /// A request to the sync socket, in the protocol its coordinator speaks (requests carry no
+    /// records: every version can say them).
+    private func send(_ frames: [[UInt8]]) {
+        _ = try? syncSocket.trySend(Message(parts: (try? WireDialect.translate(frames, to: follower.protocolVersion)) ?? frames))
     }
 
     /// Messages from the publish socket: entries under `#` and heartbeats.
