@@ -115,6 +115,7 @@ import ZeroMQ
         let refusal = ErrorReply(request: 1, error: ProtocolError(.unsupportedVersion, "protocol version 4 is not supported"))
         let older = try ErrorReply(frames: WireDialect.translate(refusal.frames, to: 3))
         #expect(older.olderProtocol(than: 4) == 3)
+        #expect(try ErrorReply(frames: older.frames) == older, "encoded again in the version it came in")
         #expect(older.olderProtocol(than: 3) == nil, "already speaking it")
         #expect(try ErrorReply(frames: refusal.frames).olderProtocol(than: 4) == nil, "a refusal in the same version says nothing new")
         let other = try ErrorReply(frames: WireDialect.translate(ErrorReply(request: 1, error: ProtocolError(.overloaded, "busy")).frames, to: 3))

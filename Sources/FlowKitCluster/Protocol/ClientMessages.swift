@@ -218,8 +218,8 @@ public enum WaitMode: UInt8, Sendable, Codable {
 @_spi(Wire) public struct ErrorReply: Sendable, Equatable {
     public var request: UInt64
     public var error: ProtocolError
-    /// The protocol version the refusal came in. One that refuses a version (`unsupportedVersion`)
-    /// says in it a version its sender speaks (``olderProtocol(than:)``).
+    /// The protocol version the refusal came in (and is encoded in). One that refuses a version
+    /// (`unsupportedVersion`) says in it a version its sender speaks (``olderProtocol(than:)``).
     public var protocolVersion: UInt8 = WireHeader.version
 
     public init(request: UInt64, error: ProtocolError) {
@@ -236,7 +236,8 @@ public enum WaitMode: UInt8, Sendable, Codable {
 
     public var frames: [[UInt8]] {
         var writer = ByteWriter(capacity: 32 + error.message.utf8.count)
-        WireHeader.write(.error, into: &writer)
+        // In the version it was read in: an ERROR's layout is the same in every version.
+        WireHeader.write(.error, version: protocolVersion, into: &writer)
         writer.write(request)
         writer.write(error.code.rawValue)
         // Long messages are cut at a character boundary to fit a short string.

@@ -98,7 +98,8 @@ import Glibc
         min(max(version, spoken.lowerBound), spoken.upperBound)
     }
 
-    static func write(_ type: MessageType, into writer: inout ByteWriter) {
+    /// Writes a header of `version` (this build's unless a message keeps the one it was read in).
+    static func write(_ type: MessageType, version: UInt8 = version, into writer: inout ByteWriter) {
         writer.write(magic.0)
         writer.write(magic.1)
         writer.write(version)
