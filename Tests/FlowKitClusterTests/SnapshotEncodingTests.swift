@@ -1,9 +1,11 @@
-@_spi(Wire) @testable import FlowKitCluster
+@_spi(Benchmarks) @_spi(Wire) @testable import FlowKitCluster
+import Dispatch
 import FlowKitCore
 import FlowKitExamples
 import FlowKitLog
 import Foundation
 import Logging
+import Synchronization
 import Testing
 
 /// The sync socket's snapshot of many instances is made once for every request that arrives while
@@ -102,5 +104,60 @@ import Testing
         await saving.value
         #expect(served.seq == UInt64(count) && served.isSaved && served.instances.count == count)
         #expect(await snapshots.encoded == 0)
+    }
+
+    /// A stop cancels the Compactor's task: the save under way is abandoned, not finished (a
+    /// million states held the coordinator's exit a second and more), and nothing is saved.
+    @Test func aStopAbandonsTheCompactorsSave() async throws {
+        let count = 50_000
+        let replica = await Self.counters(count)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("compactor-stop-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try SnapshotStore(directory: directory, logger: Logger(label: "test"))
+        let compactor = Compactor(
+            replica: replica, writer: LogWriter(log: MemoryEntryLog()), snapshots: store, every: 1, retain: 1_000_000, logger: Logger(label: "test")
+        )
+        let saving = Task { await compactor.compactIfDue { _ in Issue.record("compacted after a stop") } }
+        for _ in 0..<10_000 where !(await compactor.isSaving) { try await Task.sleep(for: .milliseconds(1)) }
+        try #require(await compactor.isSaving)
+        saving.cancel()
+        await saving.value
+        #expect(await compactor.isSaving == false)
+        #expect(try store.latest() == nil, "nothing saved")
+
+        // Not cancelled, the same save goes through.
+        await compactor.compactIfDue { _ in }
+        #expect(try store.latest()?.seq == UInt64(count))
+    }
+
+    /// Encoding looks every 4,096 states whether to go on, so a save abandoned mid-way stops there.
+    @Test func encodingStatesStopsWhereItsCheckThrows() async throws {
+        let jobs = await Self.counters(10_000).snapshotJobs().jobs
+        var checks = 0
+        #expect(ReplicaSet.encode(jobs, checking: { checks += 1 }).count == 10_000)
+        #expect(checks == 3)
+        checks = 0
+        #expect(throws: CancellationError.self) {
+            try ReplicaSet.encode(jobs) {
+                checks += 1
+                if checks == 2 { throw CancellationError() }
+            }
+        }
+        #expect(checks == 2)
+    }
+
+    /// A job abandoned before the background thread starts it does not run.
+    @Test func anAbandonedJobThatHasNotStartedDoesNotRun() async throws {
+        let work = BackgroundWork(name: "test-abandon", priority: .background)
+        let release = DispatchSemaphore(value: 0)
+        let holding = Task { try await work.run { release.wait() } }
+        let ran = Atomic<Bool>(false)
+        let queued = Task { try await work.run(abandonable: { _ in ran.store(true, ordering: .relaxed) }) }
+        try await Task.sleep(for: .milliseconds(50))
+        queued.cancel()
+        release.signal()
+        try await holding.value
+        await #expect(throws: CancellationError.self) { try await queued.value }
+        #expect(ran.load(ordering: .relaxed) == false)
     }
 }

@@ -190,6 +190,11 @@ extension ClusterProcessTests {
                 let result = try await cluster.flowkit(["emit", "counter/a", #"{"increment":{}}"#, "--node", "node-2", "--json", "--timeout", "3"])
                 return result.exitCode == 0 ? result : nil
             }
+            let output = { (try? String(contentsOfFile: cluster.process.stdoutPath, encoding: .utf8)) ?? "" }
+            _ = try await eventually("the killed leader reaped and said", timeout: .seconds(10), every: .milliseconds(200)) {
+                output().contains("supervisor: coordinator \(leader.id ?? "") exited (killed by signal 9): not restarted") ? true : nil
+            }
+            #expect(ProcessTable.stat(of: leader.pid)?.parent != cluster.process.pid, "reaped, not left a zombie")
             let epoch = try #require(Self.jsonField("epoch", in: after.stdout).flatMap { UInt32($0) })
             let degraded = try await eventually("status names a new leader", timeout: .seconds(10)) {
                 let result = try await cluster.flowkit(["status", "--json", "--settle", "1"])

@@ -52,13 +52,16 @@ actor Compactor {
             waitingForTheSave = []
         }
         do {
-            // Encoded and written on the background thread: the states were copied at `seq`.
-            let (instances, cost) = try await BackgroundWork.shared.run {
+            // Encoded and written on the background thread: the states were copied at `seq`. A
+            // stop abandons it (the task is cancelled): a million states took the coordinator's
+            // exit a second on an idle machine, and longer on a busy one.
+            let (instances, cost) = try await BackgroundWork.shared.run(abandonable: { abandonment in
                 let started = ThreadCPUClock.micros()
-                let instances = ReplicaSet.encode(jobs)
+                let instances = try ReplicaSet.encode(jobs, checking: abandonment.check)
+                try abandonment.check()
                 try snapshots.save(Snapshot(seq: seq, bytes: SnapshotCodec.encode(instances, sessions: sessions)))
                 return (instances.count, ThreadCPUClock.micros() - started)
-            }
+            })
             pacing.saved(cost: cost, now: WallClock.micros())
             lastSnapshot = seq
             guard seq > retain else { return }
@@ -72,6 +75,8 @@ actor Compactor {
                 "snapshot saved, log compacted",
                 metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances)", "flowkit.first": "\(first)"]
             )
+        } catch is CancellationError {
+            logger.info("snapshot abandoned: stopping", metadata: ["flowkit.seq": "\(seq)"])
         } catch {
             logger.error("could not save a snapshot or compact the log", metadata: ["flowkit.error": "\(error)"])
         }

@@ -40,8 +40,7 @@ extension NodeCore {
         let loop = sockets.client.loop
         BackgroundWork.shared.start { [weak self] in
             let started = ThreadCPUClock.micros()
-            let bytes = SnapshotCodec.encode(ReplicaSet.encode(states))
-            let result = Result { try store.save(Snapshot(seq: seq, bytes: bytes)) }
+            let result = Result { try store.save(Snapshot(seq: seq, bytes: SnapshotCodec.encode(ReplicaSet.encode(states)))) }
             let cost = ThreadCPUClock.micros() - started
             Task(executorPreference: loop) { await self?.localSnapshotSaved(seq: seq, result: result, cost: cost) }
         }

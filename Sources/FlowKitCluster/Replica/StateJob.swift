@@ -25,15 +25,28 @@ extension ReplicaSet {
     /// they are and their positions are sorted: a job holds four references, and moving a million
     /// of them about in a sort was a third of a snapshot's CPU in retains and releases
     /// (``utf8Order(count:_:)`` sorts without touching them).
-    static func encode(_ jobs: [StateJob]) -> [SnapshotChunkMessage.Instance] {
+    ///
+    /// `check` is called every 4,096 states, to give up by throwing (``BackgroundWork/Abandonment/check()``).
+    static func encode(_ jobs: [StateJob], checking check: () throws -> Void) rethrows -> [SnapshotChunkMessage.Instance] {
         let encoder = stateEncoder()
         let order = utf8Order(count: jobs.count) { jobs[$0].address }
-        return order.compactMap { index in
+        var instances: [SnapshotChunkMessage.Instance] = []
+        instances.reserveCapacity(jobs.count)
+        for (done, index) in order.enumerated() {
+            if done & 4_095 == 0 { try check() }
             let job = jobs[index]
-            guard let state = try? job.encode(encoder) else { return nil }
-            return SnapshotChunkMessage.Instance(
-                address: job.address, lastSeq: job.lastSeq, state: state, ownership: job.ownership, stateVersion: job.stateVersion
+            guard let state = try? job.encode(encoder) else { continue }
+            instances.append(
+                SnapshotChunkMessage.Instance(
+                    address: job.address, lastSeq: job.lastSeq, state: state, ownership: job.ownership, stateVersion: job.stateVersion
+                )
             )
         }
+        return instances
+    }
+
+    /// Every job's state, to the end (``encode(_:checking:)``).
+    static func encode(_ jobs: [StateJob]) -> [SnapshotChunkMessage.Instance] {
+        encode(jobs, checking: {})
     }
 }

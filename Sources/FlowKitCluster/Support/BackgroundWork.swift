@@ -108,4 +108,39 @@ import ZeroMQ
             start { continuation.resume(with: Result { try body() }) }
         }
     }
+
+    /// Runs `body` on the thread and returns its result, and tells `body` through its
+    /// ``Abandonment`` when the waiting task is cancelled: a long job (a snapshot of a million
+    /// states, seconds at nice 19 on a busy machine) looks now and then and gives up, so a process
+    /// that is stopping does not wait for work it will throw away. A job cancelled before it
+    /// starts does not run.
+    ///
+    /// - Throws: `CancellationError` when abandoned, or what `body` throws.
+    public func run<Value: Sendable>(abandonable body: @escaping @Sendable (Abandonment) throws -> Value) async throws -> Value {
+        let abandonment = Abandonment()
+        return try await withTaskCancellationHandler {
+            try await run {
+                try abandonment.check()
+                return try body(abandonment)
+            }
+        } onCancel: {
+            abandonment.abandon()
+        }
+    }
+
+    /// Whether the task waiting for a job has given up on it (``run(abandonable:)``).
+    public final class Abandonment: Sendable {
+        private let abandoned = Atomic<Bool>(false)
+
+        public init() {}
+
+        public var isAbandoned: Bool { abandoned.load(ordering: .relaxed) }
+
+        public func abandon() { abandoned.store(true, ordering: .relaxed) }
+
+        /// - Throws: `CancellationError` once abandoned.
+        public func check() throws {
+            if isAbandoned { throw CancellationError() }
+        }
+    }
 }

@@ -26,6 +26,7 @@ struct ClusterCommand: AsyncParsableCommand {
 
             A node that crashes (killed by a signal, or a non-zero exit) is restarted, after 1 s, then 2, 4, … up to \
             30 s while it keeps failing, and the live view says so; one stopped cleanly (SIGTERM, exit code 0) is left stopped. \
+            A coordinator that exits is not restarted (among replicated ones another leads); the live view says so. \
             To restart one node by hand, after stopping it (its pid is in cluster.json): cluster.json holds \
             each process's command line ("command"); run it in another shell. A process 'flowkit cluster' \
             starts carries FLOWKIT_PARENT_PID and stops when 'flowkit cluster' does; one started by hand \

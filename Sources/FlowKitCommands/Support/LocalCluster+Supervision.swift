@@ -4,6 +4,13 @@ import Foundation
 extension LocalCluster {
     // MARK: Supervision
 
+    /// A crashed node waiting to start again.
+    struct Restart {
+        /// Failures in a row: the backoff doubles with each, from 1 s up to 30 s.
+        var count: Int
+        var at: ContinuousClock.Instant
+    }
+
     /// Watches the nodes and restarts one that exits with a failure (killed by a signal, or a
     /// non-zero exit code), as systemd's `Restart=on-failure` does for deploy/: after 1 s, then
     /// 2, 4, … up to 30 s while it keeps failing (a node that ran a minute starts over at 1 s). A
@@ -22,6 +29,7 @@ extension LocalCluster {
     }
 
     func superviseOnce(say: (String) -> Void) async {
+        reapCoordinators(say: say)
         let now = ContinuousClock.now
         for id in nodes.keys.sorted() {
             guard !stopping, let child = nodes[id], let status = child.reapIfExited() else { continue }
@@ -52,7 +60,19 @@ extension LocalCluster {
         }
     }
 
-    /// Failures in a row of each node when it was last restarted.
+    /// Reaps a coordinator that exited (stopped or killed from outside, or failed), and says so
+    /// once: coordinators are not restarted here (a replicated group elects another leader; the
+    /// failover scripts start the killed one again themselves), but neither do they linger as
+    /// zombies until the cluster stops.
+    private func reapCoordinators(say: (String) -> Void) {
+        let coordinators = [coordinator.map { ("the coordinator", $0) }].compactMap { $0 }
+            + replicated.sorted { $0.key < $1.key }.map { ("coordinator \($0.key)", $0.value) }
+        for (name, child) in coordinators {
+            guard !stopping, let status = child.reapIfExited(), reapedCoordinators.insert(child.pid).inserted else { continue }
+            say("\(name) exited (\(ChildProcess.describe(status))): not restarted; start it again with its command in cluster.json")
+        }
+    }
+
     /// 1 s after the first failure, doubling up to 30 s.
     package static func backoff(afterFailures count: Int) -> Duration {
         .seconds(min(30, 1 << min(count, 5)))

@@ -30,17 +30,12 @@ package actor LocalCluster {
     var restarts: [UInt32: Restart] = [:]
     /// Nodes that exited cleanly (stopped by hand): left stopped, said once.
     var leftStopped: Set<UInt32> = []
+    /// Coordinator processes seen exited, by pid: said once.
+    var reapedCoordinators: Set<Int32> = []
     /// Set by ``stop()``: nothing is restarted from then on.
     var stopping = false
     /// Failures in a row of each node when it was last restarted.
     var lastRestartCount: [UInt32: Int] = [:]
-
-    /// A crashed node waiting to start again.
-    struct Restart {
-        /// Failures in a row: the backoff doubles with each, from 1 s up to 30 s.
-        var count: Int
-        var at: ContinuousClock.Instant
-    }
 
     /// How long a restarted node must run before its failures stop counting in a row.
     package static let stableAfter: Duration = .seconds(60)
