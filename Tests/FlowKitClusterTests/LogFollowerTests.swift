@@ -94,6 +94,26 @@ import Testing
         #expect(follower.applied == 102)
     }
 
+    /// A snapshot older than what the node applied is not restored (it would take the node back
+    /// to apply, and run the effects of, its own entries again): a coordinator restarted moments
+    /// before served its replica at seq 0 (the simulation, 3 coordinators, seed 104). The held
+    /// entries go on and the missing range is asked for again.
+    @Test func aSnapshotOlderThanWhatTheNodeAppliedIsNotRestored() {
+        var follower = LogFollower()
+        _ = follower.receive(entries(1...5), now: 0)
+        _ = follower.noteHead(100, now: 0)
+        let actions = follower.receive(ErrorReply(request: 1, error: ProtocolError(.notFound, "compacted")), now: 1)
+        guard case .requestSnapshot(let request) = actions.first else {
+            Issue.record("expected a snapshot request, got \(actions)")
+            return
+        }
+        #expect(follower.receive(entries([6, 7]), now: 2).isEmpty)  // held while joining
+        let done = follower.receive(SnapshotChunkMessage(request: request.request, seq: 0, epoch: 1, chunk: 0, isLast: true, instances: []), now: 3)
+        #expect(done.first == .apply(entries([6, 7])))
+        #expect(!follower.isJoining && follower.applied == 7)
+        #expect(ranges(done) == [8...100], "the missing range is asked for again")
+    }
+
     /// A refusal of a repair no longer out (its entries came live) starts no snapshot join: a node
     /// that had caught up joined through a snapshot older than what it had applied and applied
     /// its own entries, and ran their effects, twice (the simulation, seed 507, with snapshots

@@ -150,6 +150,14 @@ struct LogFollower {
         }
         let held = heldDuringSnapshot
         heldDuringSnapshot = []
+        // Older than what this node applied (a coordinator that restarted serves its replica,
+        // which has not caught up yet): restoring it would take the node back, to apply its own
+        // entries, and run their effects, again. The held entries go on, and the repair is asked
+        // for again.
+        if chunk.seq < stream.applied {
+            let ready = stream.receive(held)
+            return (ready.isEmpty ? [] : [.apply(ready)]) + repairIfNeeded(now: now)
+        }
         // A state written by a newer version of its flow than this build reads: the snapshot is
         // not restored, and the follower stops where it is, as before an entry it cannot read.
         if let unreadable = pending.instances.lazy.compactMap({ [stream] in stream.versions.unreadable($0) }).first {
