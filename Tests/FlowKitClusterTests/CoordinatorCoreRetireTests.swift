@@ -41,7 +41,10 @@ import ZeroMQ
         let core = CoordinatorCore(
             machine: machine, logger: logger, counters: ClusterCounters(), writer: writer, submitSocket: submitSocket, publishSocket: publishSocket,
             replica: CoordinatorReplica(registry: registry, applied: 0, logger: logger),
-            replication: .init(writeEligible: { _ in true }, mayAct: { true }, replicate: { _ in }, written: AsyncStream.makeStream(of: Void.self).continuation, feed: ReplicationFeed())
+            replication: .init(
+                writeEligible: { _ in true }, mayAct: { true }, replicate: { _ in }, written: AsyncStream.makeStream(of: Void.self).continuation,
+                feed: ReplicationFeed(), stepDown: { reason in Issue.record("stepped down: \(reason)") }
+            )
         )
 
         // Leading: a batch is ordered and written (the standbys have not confirmed it yet).

@@ -78,6 +78,40 @@ import ZeroMQ
         #expect(try HeartbeatMessage(frames: frames).head == 3)
     }
 
+    /// The standbys are sent a group while the leader syncs it: their copies may be durable
+    /// first, and the commit waits for the leader's own sync too.
+    @Test func aGroupGoesToTheStandbysWhileTheLeaderSyncsItAndCommitsAfterBoth() throws {
+        var machine = leader()
+        let group = try commit(in: machine.receive([submit(1...3)], now: 10))
+        #expect(machine.offeredHead == 3 && machine.durableHead == 0)
+        // Asked for while the leader syncs: the answer holds the group.
+        let (answer, _) = try machine.fetch(fetch("c2", durable: 0), firstSeq: 1, now: 11)
+        #expect(answer == .entries(from: 1))
+        // Both standbys hold it durably before the leader does: nothing is told yet.
+        #expect(!told(try machine.fetch(fetch("c2", durable: 3), firstSeq: 1, now: 12).1))
+        #expect(!told(try machine.fetch(fetch("c3", durable: 3), firstSeq: 1, now: 13).1))
+        #expect(machine.committedHead == 0)
+        // The leader's sync finishes: committed, with nothing more from the standbys.
+        let done = machine.committed(group, now: 14)
+        #expect(try acks(in: done).flatMap(\.acks).map(\.seq) == [1, 2, 3])
+        #expect(machine.committedHead == 3)
+    }
+
+    /// A replicated leader whose own sync fails after the group went out steps down, and never
+    /// gives its seqs to other entries; a coordinator alone rolls them back (the test after next).
+    @Test func aLeaderWhoseSyncFailsAfterSendingTheGroupStepsDown() throws {
+        var machine = leader()
+        let group = try commit(in: machine.receive([submit(1...2)], now: 10))
+        struct EIO: Error {}
+        let failed = machine.failed(group, error: LeaderSyncFailed(cause: EIO()), now: 11)
+        #expect(failed.count == 1)
+        #expect({ if case .stepDown(let reason) = failed.first { reason.contains("seqs 1…2") } else { false } }())
+        #expect(!told(failed), "nothing refused or acknowledged: the next leader's log decides")
+        #expect(machine.hasSteppedDown)
+        // It orders nothing more.
+        #expect(machine.receive([submit(3...4)], now: 12).allSatisfy { if case .commit = $0 { false } else { true } })
+    }
+
     @Test func aStandbyThatDisagreesDoesNotCountAndADuplicateWaitsForTheCommitPoint() throws {
         var machine = leader(head: 0)
         _ = machine.committed(try commit(in: machine.receive([submit(1...2)], now: 10)), now: 11)

@@ -53,7 +53,7 @@ extension Coordinator {
         let core = CoordinatorCore(
             machine: machine, logger: logger, counters: parts.counters, writer: parts.writer,
             submitSocket: parts.sockets.submit, publishSocket: parts.sockets.publish, replica: parts.replica,
-            replication: group?.replication(for: record)
+            replication: group?.replication(for: record) { [self] reason in fail(reason) }
         )
         await core.noteQuarantined(quarantined)
         return core

@@ -17,6 +17,8 @@ public final class Coordinator: Sendable {
     let registry: FlowRegistry
     let logger: Logger
     private let stop = StopSignal()
+    /// Why it stopped of its own accord, if it did (``fail(_:)``).
+    private let failure = Mutex<String?>(nil)
 
     /// The largest message the publish socket accepts from a subscriber: a subscription frame of
     /// the longest address, with room for CURVE's handshake commands.
@@ -57,6 +59,14 @@ public final class Coordinator: Sendable {
 
     /// Asks a running coordinator to stop; `run` returns once it has closed everything.
     public func shutdown() {
+        stop.signal()
+    }
+
+    /// Stops the coordinator because it must not go on (a replicated leader whose log could not
+    /// sync what its standbys may hold): `run` throws `reason` once it has closed everything.
+    func fail(_ reason: String) {
+        logger.critical("the coordinator stops: \(reason)")
+        failure.withLock { $0 = $0 ?? reason }
         stop.signal()
     }
 
@@ -188,6 +198,7 @@ public final class Coordinator: Sendable {
         }
         try? await parts.writer.run { log in (log as? DurableEntryLog)?.close() }
         await authentication?.stop()
+        if let reason = failure.withLock({ $0 }) { throw ProtocolError(.internalError, reason) }
     }
 }
 

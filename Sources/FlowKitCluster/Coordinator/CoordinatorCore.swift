@@ -38,8 +38,10 @@ actor CoordinatorCore: SyncSource {
         var replicate: @Sendable ([Entry]) -> Void
         /// Told after each local commit, so held FETCHes are answered.
         var written: AsyncStream<Void>.Continuation
-        /// Each group the log made durable, for the sync socket to send on.
+        /// Each group the log appended, for the sync socket to send on while the log syncs it.
         var feed: ReplicationFeed
+        /// Stops this coordinator for good (``CoordinatorMachine/failed(_:error:now:)``).
+        var stepDown: @Sendable (String) -> Void
     }
 
     /// - Parameter replication: `nil` for a coordinator alone, which never leads others: no lease
@@ -64,10 +66,13 @@ actor CoordinatorCore: SyncSource {
         self.reports = reports
         let alwaysMay: @Sendable () -> Bool = { true }
         let enqueue: @Sendable ([Entry]) -> Void = { replica.enqueue($0) }
+        // Alone, a failed write is rolled back and refused: it never steps down.
+        let neverStepsDown: @Sendable (String) -> Void = { _ in }
         let io = CoordinatorProcessIO(
             configuration: machine.configuration, counters: counters, writer: writer, submitSocket: submitSocket,
             publishSocket: publishSocket, writeEligible: replication?.writeEligible, mayAct: replication?.mayAct ?? alwaysMay,
-            replicate: replication?.replicate ?? enqueue, written: replication?.written, feed: replication?.feed, reportIntake: reportIntake
+            replicate: replication?.replicate ?? enqueue, written: replication?.written, feed: replication?.feed,
+            stepDown: replication?.stepDown ?? neverStepsDown, reportIntake: reportIntake
         )
         self.interpreter = CoordinatorInterpreter(
             machine: machine, io: io, sink: ObservationSink(logger: logger, counters: counters, trace: machine.configuration.trace)

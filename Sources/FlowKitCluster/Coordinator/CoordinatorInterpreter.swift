@@ -16,7 +16,7 @@ protocol CoordinatorIO: AnyObject {
     func publish(_ frames: [[UInt8]]) -> Bool
     /// Starts making a group durable.
     func write(_ group: PendingCommit) -> CoordinatorWrite
-    /// A group is durable, just before the machine hears of it: the sync socket may serve it.
+    /// A group is durable, just before the machine hears of it.
     func madeDurable(_ group: PendingCommit)
     /// The machine acknowledged and published committed entries (alone: when the log made them
     /// durable; replicated: when every in-sync coordinator holds them).
@@ -33,15 +33,27 @@ protocol CoordinatorIO: AnyObject {
     /// is none (one coordinator never leads others). The answer comes back as
     /// ``CoordinatorInterpreter/eligibleWritten(_:written:)``.
     func proposeEligible(_ set: Set<String>) -> Bool
+    /// Stops leading for good: the process exits (``CoordinatorMachine/failed(_:error:now:)``).
+    func stepDown(_ reason: String)
 }
 
 /// How a write a coordinator asked for stands when ``CoordinatorIO/write(_:)`` returns.
+///
+/// Replicated, a leader hands a group to its standbys once its log has appended it, before its
+/// own sync: a sync that fails after that is a ``LeaderSyncFailed``.
 enum CoordinatorWrite {
     /// Synced, or refused, before returning (the process writes on the ordering thread).
     case finished(Result<Void, any Error>)
     /// The disk answers later, through ``CoordinatorInterpreter/written(_:_:)``: the simulation's
     /// disk syncs in simulated time. A coordinator that stopped ordering meanwhile never answers.
     case pending
+}
+
+/// A replicated leader's sync failed after its group went to the standbys: they may hold what
+/// this log could not make durable (``CoordinatorMachine/failed(_:error:now:)``).
+struct LeaderSyncFailed: Error, CustomStringConvertible {
+    let cause: any Error
+    var description: String { "\(cause)" }
 }
 
 /// Carries out a ``CoordinatorMachine``'s actions over a ``CoordinatorIO``: the one place a
@@ -114,6 +126,8 @@ final class CoordinatorInterpreter<IO: CoordinatorIO> {
                 }
             case .proposeEligible(let set):
                 if !io.proposeEligible(set) { machine.eligibleWriteFailed() }
+            case .stepDown(let reason):
+                io.stepDown(reason)
             }
         }
     }
@@ -145,6 +159,8 @@ final class CoordinatorInterpreter<IO: CoordinatorIO> {
             io.madeDurable(group)
             carryOut(machine.committed(group, now: io.now))
         case .failure(let error):
+            // The bug: the group's seqs are given back as if no standby could hold them.
+            let error = injectedBug == .reuseSeqsAfterAFailedSync ? (error as? LeaderSyncFailed)?.cause ?? error : error
             carryOut(machine.failed(group, error: error, now: io.now))
         }
     }

@@ -18,5 +18,8 @@ extension CoordinatorMachine {
         /// Write this set of coordinators eligible to lead to the election service, then report
         /// with ``eligibleWritten(_:now:)`` or ``eligibleWriteFailed()``.
         case proposeEligible(Set<String>)
+        /// Stop leading for good and exit: a group the standbys may hold could not be made durable
+        /// here (``failed(_:error:now:)``).
+        case stepDown(String)
     }
 }

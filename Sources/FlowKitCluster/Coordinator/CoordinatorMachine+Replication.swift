@@ -11,7 +11,7 @@ extension CoordinatorMachine {
         guard request.epoch == intake.epoch else {
             throw ProtocolError(.coordinatorUnavailable, "\(request.id) follows the leader of epoch \(request.epoch); this coordinator leads epoch \(intake.epoch)")
         }
-        let answer = FetchAnswer(request, written: intake.durableHead, firstSeq: firstSeq, epochs: intake.sequencer.epochs)
+        let answer = FetchAnswer(request, written: offeredHead, firstSeq: firstSeq, epochs: intake.sequencer.epochs(through: offeredHead))
         guard replication != nil else { return (answer, []) }
         // Only a copy that agrees with this log counts for the commit point.
         switch answer {
@@ -32,7 +32,8 @@ extension CoordinatorMachine {
                 for seq in trace.sampled(in: before + 1...durable) { observations.hop(seq, .leaderConfirmed, at: now) }
             }
         }
-        return replication!.fetched(by: id, durable: durable, now: now) ? releaseCommitted() : []
+        // Never past what this leader has sent (its own sync may still be under way).
+        return replication!.fetched(by: id, durable: min(durable, offeredHead), now: now) ? releaseCommitted() : []
     }
 
     /// Time passed: propose changes to the in-sync set.

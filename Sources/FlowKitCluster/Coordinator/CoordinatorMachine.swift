@@ -31,6 +31,13 @@ struct CoordinatorMachine {
     var oversight: NodeOversight
     /// Whether a group is being made durable.
     private(set) var isCommitting = false
+    /// The end of what this coordinator has handed its log, the group being made durable
+    /// included: replicated, the standbys are sent a group while the leader syncs it, so a FETCH
+    /// is answered up to here (the commit still waits for the leader's sync too).
+    private(set) var offeredHead: UInt64
+    /// Set when a sync failed after its group went to the standbys: this coordinator must not
+    /// order again (``failed(_:error:now:)``).
+    private(set) var hasSteppedDown = false
     /// The oldest seq the log still holds.
     private(set) var firstSeq: UInt64
     private var refusals = RefusalLog(wall: "coordinator")
@@ -65,6 +72,7 @@ struct CoordinatorMachine {
             fences: fences
         )
         self.oversight = NodeOversight(configuration: configuration, head: sequencer.durableHead, now: now)
+        self.offeredHead = sequencer.durableHead
         self.firstSeq = firstSeq
     }
 
@@ -181,8 +189,9 @@ struct CoordinatorMachine {
 
     /// The next group to make durable, unless one is being made durable or nothing waits.
     mutating func nextCommit() -> Action? {
-        guard !isCommitting, let group = intake.takeGroup() else { return nil }
+        guard !isCommitting, !hasSteppedDown, let group = intake.takeGroup() else { return nil }
         isCommitting = true
+        offeredHead = max(offeredHead, group.lastSeq ?? 0)
         return .commit(group)
     }
 
@@ -228,9 +237,22 @@ struct CoordinatorMachine {
     }
 
     /// The log refused `group`: nothing of it, nor of what was ordered after it, happened.
+    ///
+    /// Unless the standbys may hold it: a replicated leader sends a group while it syncs it, and
+    /// when its own sync fails (``LeaderSyncFailed``) a standby may have the group in its log, so
+    /// its seqs must never be given to other entries. The leader steps down instead (the process
+    /// exits, as etcd does when its log cannot sync); whoever leads next decides the group's fate
+    /// from its own log, and the submitters' retries are answered from there.
     mutating func failed(_ group: PendingCommit, error: any Error, now: UInt64) -> [Action] {
         isCommitting = false
+        if let failure = error as? LeaderSyncFailed {
+            hasSteppedDown = true
+            let reason = "the log could not sync seqs \(group.entries.first?.seq ?? 0)…\(group.lastSeq ?? 0), which its standbys may hold: \(failure.cause)"
+            observations.log(.critical, "stepping down: \(reason)")
+            return [.stepDown(reason)]
+        }
         let failure = intake.failed(group, error: error, now: now)
+        offeredHead = intake.durableHead
         var actions: [Action] = []
         if failure.isFirst {
             observations.log(.error, 

@@ -14,6 +14,7 @@ final class CoordinatorProcessIO: CoordinatorIO {
     let replicateEntries: @Sendable ([Entry]) -> Void
     let written: AsyncStream<Void>.Continuation?
     let feed: ReplicationFeed?
+    let stepDownNow: @Sendable (String) -> Void
     let reportIntake: AsyncStream<(RouterEnvelope, [[UInt8]])>.Continuation
     /// Where the election service's answers go back to.
     weak var core: CoordinatorCore?
@@ -27,7 +28,7 @@ final class CoordinatorProcessIO: CoordinatorIO {
         configuration: CoordinatorConfiguration, counters: ClusterCounters, writer: LogWriter, submitSocket: AsyncSocket, publishSocket: AsyncSocket,
         writeEligible: (@Sendable (Set<String>) async -> Bool)?, mayAct: @escaping @Sendable () -> Bool,
         replicate: @escaping @Sendable ([Entry]) -> Void, written: AsyncStream<Void>.Continuation?, feed: ReplicationFeed?,
-        reportIntake: AsyncStream<(RouterEnvelope, [[UInt8]])>.Continuation
+        stepDown: @escaping @Sendable (String) -> Void, reportIntake: AsyncStream<(RouterEnvelope, [[UInt8]])>.Continuation
     ) {
         self.configuration = configuration
         self.counters = counters
@@ -39,6 +40,7 @@ final class CoordinatorProcessIO: CoordinatorIO {
         self.replicateEntries = replicate
         self.written = written
         self.feed = feed
+        self.stepDownNow = stepDown
         self.reportIntake = reportIntake
     }
 
@@ -55,18 +57,29 @@ final class CoordinatorProcessIO: CoordinatorIO {
     }
 
     /// Makes a group durable now, on this thread.
+    ///
+    /// Replicated, the group goes to the standbys between the append and the sync: the sync
+    /// server sends it from the feed while this thread waits in `fdatasync`, so the leader's sync
+    /// and the standbys' overlap, as a Raft leader's and its followers' do. The commit still
+    /// waits for both. A sync that fails after that is a ``LeaderSyncFailed``.
     func write(_ group: PendingCommit) -> CoordinatorWrite {
         // A retired core's log belongs to the standby: the group is never written, nor answered.
         guard !isRetired else { return .pending }
         let records = group.records
         let started = (ContinuousClock.now, configuration.trace == nil ? 0 : WallClock.micros())
         do {
-            try writer.runHere { log in
-                try log.append(records)
-                try log.commit()
-            }
+            try writer.runHere { log in try log.append(records) }
         } catch {
             return .finished(.failure(error))
+        }
+        if let feed, let first = records.first?.seq {
+            feed.append(records.map(\.record), from: first)
+            written?.yield()
+        }
+        do {
+            try writer.runHere { log in try log.commit() }
+        } catch {
+            return .finished(.failure(feed == nil ? error : LeaderSyncFailed(cause: error)))
         }
         counters.recordCommit(entries: records.count, duration: ContinuousClock.now - started.0)
         writeStarted = started
@@ -74,10 +87,6 @@ final class CoordinatorProcessIO: CoordinatorIO {
     }
 
     func madeDurable(_ group: PendingCommit) {
-        if let feed, let first = group.records.first?.seq {
-            feed.append(group.records.map(\.record), from: first)
-        }
-        written?.yield()
         guard let trace = configuration.trace, let startedAt = writeStarted?.micros else { return }
         let committedAt = WallClock.micros()
         for entry in group.entries where trace.samples(entry.seq) {
@@ -106,6 +115,11 @@ final class CoordinatorProcessIO: CoordinatorIO {
 
     func compare(_ digests: [ReportedDigest], reporter: String) {
         core?.compareInBackground(digests, reporter: reporter)
+    }
+
+    func stepDown(_ reason: String) {
+        isRetired = true
+        stepDownNow(reason)
     }
 
     func proposeEligible(_ set: Set<String>) -> Bool {

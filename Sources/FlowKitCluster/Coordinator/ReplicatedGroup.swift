@@ -18,7 +18,7 @@ struct ReplicatedGroup: Sendable {
     /// Told after each of the leader's local commits, so held FETCHes are answered.
     let written: AsyncStream<Void>
     let writes: AsyncStream<Void>.Continuation
-    /// The leader's latest durable groups, for its sync socket.
+    /// The leader's latest groups, for its sync socket.
     let feed = ReplicationFeed()
     /// Told when standbys' durable ends wait in the feed for the leading core.
     let reports: AsyncStream<Void>
@@ -107,8 +107,9 @@ struct ReplicatedGroup: Sendable {
     }
 
     /// What the leading core needs of the group: the eligible set written to etcd, the lease
-    /// checked before every reply, the commit point handed on, and held FETCHes woken.
-    func replication(for record: LeaderRecord) -> CoordinatorCore.Replication {
+    /// checked before every reply, the commit point handed on, held FETCHes woken, and a way out
+    /// (`stepDown`: the feed answers no more, then the process stops).
+    func replication(for record: LeaderRecord, stepDown: @escaping @Sendable (String) -> Void) -> CoordinatorCore.Replication {
         CoordinatorCore.Replication(
             writeEligible: { [etcd] set in (try? await etcd.setEligible(Array(set), leader: record)) ?? false },
             mayAct: { [election] in election.mayLead() },
@@ -117,7 +118,11 @@ struct ReplicatedGroup: Sendable {
                 feed.noteCommitted(last.seq)
                 commitPoint.yield(last.seq)
             },
-            written: writes, feed: feed
+            written: writes, feed: feed,
+            stepDown: { [feed] reason in
+                feed.stop()
+                stepDown(reason)
+            }
         )
     }
 }

@@ -47,9 +47,13 @@
     }
 
     /// The epochs of the durable log, this one's entries included.
-    var epochs: EpochHistory {
+    var epochs: EpochHistory { epochs(through: durableHead) }
+
+    /// The epochs of the log up to `end`: the durable log, or what was handed to it (a
+    /// replicated leader sends a group while it syncs it).
+    func epochs(through end: UInt64) -> EpochHistory {
         var epochs = history
-        if durableHead >= firstSeqOfEpoch { epochs.note(seq: firstSeqOfEpoch, epoch: epoch) }
+        if end >= firstSeqOfEpoch { epochs.note(seq: firstSeqOfEpoch, epoch: epoch) }
         return epochs
     }
 

@@ -93,11 +93,13 @@ struct ReplicationProgress {
     }
 
     /// `id` fetched, holding `durable` entries durably in a log that agrees with the leader's.
+    /// It may be ahead of ``written``: the leader sends a group while it syncs it; the commit
+    /// point waits for both.
     ///
     /// - Returns: Whether the commit point moved.
     mutating func fetched(by id: String, durable: UInt64, now: UInt64) -> Bool {
         guard var standby = standbys[id] else { return false }
-        standby.durable = min(durable, written)
+        standby.durable = durable
         if durable >= standby.writtenAtLastFetch { standby.caughtUpAt = now }
         standby.writtenAtLastFetch = written
         standby.lastFetchAt = now

@@ -35,6 +35,14 @@ extension ClusterSimulation {
                 return "\(divergence.address) after seq \(divergence.seq): \(digests)"
             }
             coordinator.interpreter?.diverged(divergences)
+        case .answerHeldFetches:
+            guard coordinator.machine != nil else { return }
+            recheckHeldFetches(coordinator)
+        case .exit(let reason):
+            trace.note(at: now, "\(coordinator.id) exits: \(reason)")
+            history.faults.append("\(Double(now) / 1_000_000) s: \(coordinator.id) exits (\(reason)); restarted 1 s later")
+            crashCoordinator(coordinator.index)
+            schedule.schedule(.fault(.restartCoordinator(coordinator.index)), at: now + 1_000_000)
         }
     }
 

@@ -164,9 +164,7 @@ extension ClusterSimulation {
         history.faults.append("\(Double(now) / 1_000_000) s: \(fault)")
         switch fault {
         case .crashCoordinator(let index):
-            coordinators[index] = nil
-            coordinatorIncarnations[index] += 1  // what was in flight to it is lost
-            paused[.coordinator(index)] = nil
+            crashCoordinator(index)
         case .restartCoordinator(let index):
             if coordinators[index] == nil { try await startCoordinator(index) }
         case .powerLoss:
@@ -208,6 +206,13 @@ extension ClusterSimulation {
         case .strike:
             break
         }
+    }
+
+    /// The coordinator's process is gone: what it had not synced, and what was in flight to it.
+    func crashCoordinator(_ index: Int) {
+        coordinators[index] = nil
+        coordinatorIncarnations[index] += 1
+        paused[.coordinator(index)] = nil
     }
 
     /// A stranger's connection (not a node's: its identity names no process) says HELLO as node

@@ -102,20 +102,21 @@ extension ClusterSimulation {
         }
     }
 
-    /// The log grew, or time passed: answers the FETCHes held from the durable log, as far as
-    /// there is something new or they waited long enough, without a turn through the machine
-    /// (``SyncServer``'s answers from its feed).
-    func recheckHeldFetches(_ coordinator: SimulatedCoordinator) async throws {
+    /// The log grew, or time passed: answers the FETCHes held from the log (what it synced and
+    /// what it is syncing), as far as there is something new or they waited long enough, without
+    /// a turn through the machine (``SyncServer``'s answers from its feed).
+    func recheckHeldFetches(_ coordinator: SimulatedCoordinator) {
         guard let machine = coordinator.machine else { return }
         // In id order: a dictionary's order differs from one run of a seed to the next.
         for id in coordinator.heldFetches.keys.sorted() {
             guard let held = coordinator.heldFetches[id] else { continue }
             let request = held.request
-            let records = request.epoch == machine.epoch ? (try? coordinator.disk.log.read(
+            let records = request.epoch == machine.epoch ? (try? coordinator.readOffered(
                 from: request.end + 1, maxCount: coordinator.configuration.maxRangeCount, maxBytes: min(Int(request.maxBytes), 4 << 20)
             )) : nil
             if records?.isEmpty == true, now - held.since < 200_000 { continue }
             coordinator.heldFetches[id] = nil
+            history.noteSent(records ?? [], from: request.end + 1, by: coordinator.id)
             let answer = FetchedMessage(request: request.request, epoch: request.epoch, committed: machine.committedHead, records: records ?? [])
             if coordinator.mayReplicate(bug: options.bug) { sendSyncAnswer(answer.frames, to: held.peer, from: coordinator) }
         }
@@ -132,11 +133,13 @@ extension ClusterSimulation {
                 return actions
             }
             guard let machine = coordinator.machine else { return true }
-            let (disk, maxCount) = (coordinator.disk, coordinator.configuration.maxRangeCount)
+            let maxCount = coordinator.configuration.maxRangeCount
             let answered = try await SyncServer.fetched(
                 answer!, to: fetch, committed: machine.committedHead, epoch: machine.epoch, mayHold: true, maxBytes: 4 << 20
             ) { from, maxBytes in
-                try disk.log.read(from: from, maxCount: maxCount, maxBytes: maxBytes)
+                let records = try coordinator.readOffered(from: from, maxCount: maxCount, maxBytes: maxBytes)
+                history.noteSent(records, from: from, by: coordinator.id)
+                return records
             }
             guard let answered else { return false }
             frames = answered

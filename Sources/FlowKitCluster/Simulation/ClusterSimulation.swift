@@ -151,7 +151,7 @@ final class ClusterSimulation {
         case .syncTick(let index, let incarnation):
             guard let coordinator = coordinator(index, incarnation) else { return }
             if coordinator.machine != nil {
-                try await recheckHeldFetches(coordinator)
+                recheckHeldFetches(coordinator)
             } else {
                 try await carryOut(coordinator.copy!.tick(now: now), on: coordinator)
             }
@@ -164,8 +164,9 @@ final class ClusterSimulation {
             // nothing after it lands.)
             guard let landed = coordinator.land(write), let interpreter = coordinator.interpreter else { return }
             if !landed { trace.note(at: now, "c\(index): the disk refused a commit") }
-            interpreter.written(group, landed ? .success(()) : .failure(SimulatedDiskFull()))
-            if landed, isReplicated { try await recheckHeldFetches(coordinator) }
+            // Replicated, the group went to the standbys before this sync (``SimulatedCoordinatorIO/write(_:)``).
+            interpreter.written(group, landed ? .success(()) : .failure(isReplicated ? LeaderSyncFailed(cause: SimulatedDiskFull()) : SimulatedDiskFull()))
+            if landed, isReplicated { recheckHeldFetches(coordinator) }
         case .coordinatorWork(let index, let incarnation, let work):
             guard let coordinator = coordinator(index, incarnation) else { return }
             await carryOut(work, on: coordinator)

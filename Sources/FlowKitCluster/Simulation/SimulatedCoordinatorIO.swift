@@ -36,15 +36,26 @@ final class SimulatedCoordinatorIO: CoordinatorIO {
         return true
     }
 
+    /// The write syncs in simulated time (a full disk refuses the sync), and meanwhile a
+    /// replicated leader's held FETCHes are answered with it (the process's sync server sends a
+    /// group from its feed while the log syncs it).
     func write(_ group: PendingCommit) -> CoordinatorWrite {
         let write = coordinator.write(group.records)
         let done = simulation.syncDone(coordinator.disk)
         simulation.schedule.schedule(.commitDone(coordinator.index, incarnation: coordinator.incarnation, write: write, group), at: done)
+        if coordinator.isReplicated {
+            simulation.schedule.schedule(.coordinatorWork(coordinator.index, incarnation: coordinator.incarnation, .answerHeldFetches), at: now)
+        }
         return .pending
     }
 
     func madeDurable(_ group: PendingCommit) {
         simulation.trace.note(at: now, "c\(coordinator.index): synced \(group.entries.first?.seq ?? 0)…\(group.lastSeq ?? 0)")
+    }
+
+    /// The process exits: a crash now, and its supervisor starts it again a second later.
+    func stepDown(_ reason: String) {
+        simulation.schedule.schedule(.coordinatorWork(coordinator.index, incarnation: coordinator.incarnation, .exit(reason)), at: now)
     }
 
     func acknowledged(_ entries: [Entry]) {}
@@ -93,6 +104,10 @@ enum SimulatedCoordinatorWork {
     case decodeReport([[UInt8]], RouterEnvelope)
     /// Nodes' digests disagree.
     case diverged([DigestReferences.Divergence])
+    /// A group went to the log: the held FETCHes are answered with it while it syncs.
+    case answerHeldFetches
+    /// The coordinator stepped down for good (``CoordinatorIO/stepDown(_:)``): its process exits.
+    case exit(String)
 }
 
 extension SimulatedCoordinator {

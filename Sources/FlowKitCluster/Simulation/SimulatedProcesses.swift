@@ -165,31 +165,6 @@ final class SimulatedCoordinator {
         return copy!.follow(leader, now: now)
     }
 
-    /// Asks the disk for a write; returns its id, for the event that completes it.
-    func write(_ records: [(seq: UInt64, record: [UInt8])]) -> UInt64 {
-        let id = nextWrite
-        nextWrite += 1
-        writes[id] = SimulatedWrite(records: records, succeeds: !disk.isFull)
-        return id
-    }
-
-    /// The write's sync completed: it reaches the log, unless the disk refused it, or it does not
-    /// continue the log (a write after a refused one). `nil`: it was landed already.
-    func land(_ write: UInt64) -> Bool? {
-        guard let pending = writes.removeValue(forKey: write) else { return nil }
-        guard pending.succeeds else { return false }
-        // (A group of duplicates' acknowledgements writes nothing.)
-        if let first = pending.records.first?.seq, first != disk.log.lastSeq + 1 { return false }
-        try? disk.log.append(pending.records)
-        try? disk.log.commit()
-        return true
-    }
-
-    /// Every write asked for lands now, in order.
-    func landWrites() {
-        for id in writes.keys.sorted() { _ = land(id) }
-    }
-
     /// Where the sync socket's answers stand: what may be served, in which term.
     var committed: (head: UInt64, epoch: UInt32) {
         if let machine { return (machine.committedHead, machine.epoch) }
@@ -229,6 +204,7 @@ final class SimulatedCoordinator {
                     (instances, sessions) = (saved.instances, saved.sessions)
                     if bug != .servedSnapshotUnderTheReplicaSeq { seq = saved.seq }
                 }
+                simulation.trace.note(at: simulation.now, "\(id) serves a snapshot at \(seq) (disk snapshot \(disk.snapshot?.seq ?? 0), applied \(applied), log \(disk.log.firstSeq)…\(disk.log.lastSeq))")
                 return SyncServer.snapshotChunks(
                     snapshot, seq: seq, epoch: committed.epoch, instances: instances, sessions: sessions, maxChunkBytes: 1 << 20
                 )

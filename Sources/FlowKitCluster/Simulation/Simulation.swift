@@ -7,7 +7,7 @@ package enum Simulation {
         /// The options of the run, as `flowkit simulate` takes them.
         package var commandLine = ""
         package var failures: [SimulationFailure]
-        /// The story's last lines, for a failing seed.
+        /// The story's last lines, for a failing seed (or one run alone to tell it).
         package var trace: [String]
         package var faults: [String]
         package var messages: Int
@@ -33,8 +33,8 @@ package enum Simulation {
         }
     }
 
-    /// Runs one seed.
-    package static func run(seed: UInt64, options: SimulationOptions = SimulationOptions()) async -> SeedResult {
+    /// Runs one seed; `story`: keep the story's last lines even if it passes.
+    package static func run(seed: UInt64, options: SimulationOptions = SimulationOptions(), story: Bool = false) async -> SeedResult {
         let simulation = ClusterSimulation(seed: seed, options: options)
         let failures: [SimulationFailure]
         do {
@@ -46,7 +46,7 @@ package enum Simulation {
             seed: seed,
             commandLine: options.commandLine,
             failures: failures,
-            trace: failures.isEmpty ? [] : simulation.trace.recent,
+            trace: failures.isEmpty && !story ? [] : simulation.trace.recent,
             faults: simulation.history.faults,
             messages: simulation.network.sent,
             dropped: simulation.network.dropped,

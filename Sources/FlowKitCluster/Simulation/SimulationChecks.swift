@@ -43,6 +43,7 @@ struct SimulationChecks {
         var failures = simulation.history.violations.map { SimulationFailure(check: "applied in order", detail: $0) }
         failures += simulation.history.fencing.map { SimulationFailure(check: "only the leader acts", detail: $0) }
         failures += simulation.history.divergences.map { SimulationFailure(check: "no divergence alarm", detail: $0) }
+        failures += simulation.history.reusedSeqs.map { SimulationFailure(check: "a seq holds one entry per term", detail: $0) }
         guard let disk = simulation.checkedDisk else {
             return failures + [SimulationFailure(check: "a leader at the end", detail: "no coordinator leads once every fault has been healed for \(simulation.options.settleSeconds) s")]
         }
@@ -247,54 +248,5 @@ struct SimulationChecks {
             kept.append(SimulationFailure(check: check, detail: "and \(count - limit) more"))
         }
         return kept
-    }
-
-    /// Replicated: everything the leader wrote is committed, and every coordinator's log is the
-    /// leader's.
-    private func coordinatorsAgree(on log: [Entry]) -> [SimulationFailure] {
-        guard simulation.isReplicated, let leader = simulation.finalLeader else { return [] }
-        var failures: [SimulationFailure] = []
-        if leader.committed.head != UInt64(log.count) {
-            failures.append(SimulationFailure(check: "everything written is committed", detail: "\(leader.id) leads with \(log.count) entries, committed to \(leader.committed.head)"))
-        }
-        for case let coordinator? in simulation.coordinators where coordinator !== leader {
-            // What it retains: compacted, or installed from a snapshot, it holds the rest no more.
-            guard let copy = try? Self.readLog(coordinator.disk) else { continue }
-            let first = Int(coordinator.disk.log.firstSeq)
-            let leaders = Array(log.dropFirst(first - 1))
-            guard copy != leaders else { continue }
-            let differs = Array(zip(copy, leaders)).firstIndex { $0 != $1 }.map { "from seq \($0 + first)" } ?? "in length"
-            failures.append(
-                SimulationFailure(check: "every coordinator holds the log", detail: "\(coordinator.id) holds \(copy.count) entries, the leader \(leader.id) \(log.count); they differ \(differs)")
-            )
-        }
-        return failures
-    }
-
-    /// The whole log: what compaction dropped, from any coordinator's archive (committed, so the
-    /// same on every one), then what `disk` retains.
-    static func history(_ disk: SimulatedDisk, archives: [[UInt64: [UInt8]]]) throws -> [Entry] {
-        var entries: [Entry] = []
-        for seq in 1..<max(1, disk.log.firstSeq) {
-            guard let record = archives.lazy.compactMap({ $0[seq] }).first else {
-                throw ProtocolError(.notFound, "seq \(seq) is neither in the log nor in any compacted archive")
-            }
-            entries.append(try Entry(decoding: record))
-        }
-        return entries + (try readLog(disk))
-    }
-
-    /// What `disk`'s log retains.
-    static func readLog(_ disk: SimulatedDisk) throws -> [Entry] {
-        let log = disk.log
-        var entries: [Entry] = []
-        var seq = log.firstSeq
-        while seq <= log.lastSeq {
-            let records = try log.read(from: seq, maxCount: 10_000, maxBytes: .max)
-            guard !records.isEmpty else { break }
-            for record in records { entries.append(try Entry(decoding: record)) }
-            seq = (entries.last?.seq ?? seq) + 1
-        }
-        return entries
     }
 }

@@ -21,6 +21,22 @@ struct SimulationHistory {
     var divergences: [String] = []
     var faults: [String] = []
     private(set) var answers = 0
+    /// What leaders sent their standbys at each seq, with the epoch that ordered it: a seq holds
+    /// one entry per term, even one whose leader's sync failed (it may be in a standby's log).
+    private var sent: [UInt64: (epoch: UInt32, record: [UInt8])] = [:]
+    /// Seqs a leader sent with another entry than before in the same term.
+    private(set) var reusedSeqs: [String] = []
+
+    mutating func noteSent(_ records: [[UInt8]], from firstSeq: UInt64, by leader: String) {
+        for (offset, record) in records.enumerated() {
+            let seq = firstSeq + UInt64(offset)
+            let epoch = Entry.peekEpoch(record) ?? 0
+            if let earlier = sent[seq], earlier.epoch == epoch, earlier.record != record, reusedSeqs.count < 5 {
+                reusedSeqs.append("\(leader) sent seq \(seq) of epoch \(epoch) to its standbys with another entry than it had sent before")
+            }
+            sent[seq] = (epoch, record)
+        }
+    }
 
     /// The tokens of effect-starting events sent to each address, for cancels to name.
     private(set) var work: [String: [String]] = [:]

@@ -85,6 +85,10 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// Replicated: a standby's FETCH reports what it received as durable, before its sync is
     /// done: a power loss in between loses entries the leader acknowledged.
     case reportReceivedAsDurable = "report-received-as-durable"
+    /// Replicated: a leader whose own sync fails after its group went to the standbys rolls the
+    /// group's seqs back, as a coordinator alone does, and orders other entries under them: a
+    /// standby that holds the failed group keeps a log that differs from the leader's.
+    case reuseSeqsAfterAFailedSync = "reuse-seqs-after-a-failed-sync"
     /// Replicated: a leader answers its standbys' FETCHes without checking its lease: woken past
     /// it, it hands what it ordered meanwhile to a standby that is about to lead.
     case replicatePastTheLease = "replicate-past-the-lease"
@@ -118,7 +122,9 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// Whether the bug lives among replicated coordinators (a run with several).
     package var needsReplicatedCoordinators: Bool {
         switch self {
-        case .commitWithoutStandbys, .fenceOnlyOnTimer, .reportReceivedAsDurable, .installWithoutStates, .epochsOfTheLogAtStart, .replicatePastTheLease: true
+        case .commitWithoutStandbys, .fenceOnlyOnTimer, .reportReceivedAsDurable, .installWithoutStates, .epochsOfTheLogAtStart, .replicatePastTheLease,
+            .reuseSeqsAfterAFailedSync:
+            true
         case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode,
             .noFencing, .noTakeover, .servedSnapshotUnderTheReplicaSeq, .wokenWithoutItsDigest,
             .restedWithAStaleState, .settledWithChangesUnhashed, .skipAMigrationStep:

@@ -94,7 +94,8 @@ enum SimulatedFault: CustomStringConvertible {
     /// Every link between the process and these is cut, both ways, until ``mend(_:from:)``.
     case cut(SimulatedProcess, from: [SimulatedProcess])
     case mend(SimulatedProcess, from: [SimulatedProcess])
-    /// A coordinator's disk refuses writes until ``diskRecovers(_:)``.
+    /// A coordinator's disk refuses writes until ``diskRecovers(_:)``: each write is taken and its
+    /// sync refused (replicated, after the leader sent the group to its standbys).
     case diskFull(Int)
     case diskRecovers(Int)
     /// The process stops running (a SIGSTOP, a long pause): what arrives for it waits, and its

@@ -76,7 +76,7 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "Simulated seconds after every fault is healed, for the cluster to converge.")
     var settleSeconds = 25.0
 
-    @Option(help: "How many lines of a failing seed's story to print.")
+    @Option(help: "How many lines of a failing seed's story (or --seed's) to print.")
     var traceLines = 200
 
     @Option(help: "Inject a bug on purpose: \(InjectedBug.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -120,9 +120,14 @@ struct SimulateCommand: AsyncParsableCommand {
         options.bug = bug.flatMap(InjectedBug.init(rawValue:))
         options.upgrade = upgrade
         if let seed {
-            let result = await Simulation.run(seed: seed, options: options)
+            let result = await Simulation.run(seed: seed, options: options, story: true)
             let terms = coordinators > 1 ? ", \(result.terms) terms, \(result.fenced) acts fenced" : ""
-            print(result.passed ? "seed \(seed) passed: \(result.entries) entries, \(result.acknowledged) acknowledged, \(result.messages) messages (\(result.dropped) dropped)\(terms); faults: \(result.faults.joined(separator: "; "))" : result.report)
+            if result.passed {
+                print(result.trace.joined(separator: "\n"))
+                print("seed \(seed) passed: \(result.entries) entries, \(result.acknowledged) acknowledged, \(result.messages) messages (\(result.dropped) dropped)\(terms); faults: \(result.faults.joined(separator: "; "))")
+            } else {
+                print(result.report)
+            }
             if !result.passed { throw ExitCode(6) }
             return
         }
