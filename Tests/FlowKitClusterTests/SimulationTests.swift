@@ -122,7 +122,11 @@ import ZeroMQ
     /// - 73: a view read before a campaign and delivered after its win deposed the new leader,
     ///   which then waited for its own record to go while renewing the lease that kept it: no one
     ///   led again (ElectionMachine gives that lease back).
-    @Test(arguments: [73] as [UInt64])
+    /// - 104: a node restored a restarted standby's snapshot at seq 0, older than what it had
+    ///   applied (LogFollower no longer restores one).
+    /// - 399: a standby cut back to its installed snapshot's seq said epoch 0 there and was asked
+    ///   for a cut below its floor, for good (StandbyCopy.floorEpoch).
+    @Test(arguments: [73, 104, 399] as [UInt64])
     func regressionSeedWithReplicatedCoordinators(_ seed: UInt64) async {
         let result = await Self.offThePool { await Simulation.run(seed: seed, options: Self.replicated()) }
         #expect(result.passed, Comment(rawValue: result.report))

@@ -183,6 +183,10 @@ import Testing
         // Installed: the copy fetches from 640, committed there.
         let next = try fetch(copy.installed(seq: 640, epoch: 4, now: 7).first)
         #expect(next.durable == 640 && next.end == 640 && next.endEpoch == 4 && copy.committed == 640 && !copy.isInstalling)
+        // Entries of a deposed leader after it are cut back to the snapshot's seq: the empty log
+        // has no record there, and the copy still says the snapshot's epoch (seed 399).
+        let afterCut = try fetch(copy.truncated(durable: 640, lastEpoch: 0, now: 8).first)
+        #expect(afterCut.end == 640 && afterCut.endEpoch == 4)
     }
 
     @Test func aSnapshotWithAMissingChunkIsAskedForAgain() throws {

@@ -50,6 +50,8 @@ struct StandbyCopy {
     /// The seq an empty log starts after (a snapshot installed, then a restart): a snapshot older
     /// than it cannot be installed, the log never going back.
     var floor: UInt64 = 0
+    /// The epoch of the entry at ``floor`` if this run installed the snapshot there (0: unknown).
+    private var floorEpoch: UInt32 = 0
     /// Whether a snapshot is being fetched or installed.
     var isInstalling: Bool { install != nil }
     /// The id of the last request sent.
@@ -184,6 +186,7 @@ struct StandbyCopy {
     mutating func installed(seq: UInt64, epoch: UInt32, now: UInt64) -> [Action] {
         install = nil
         writing = .none
+        if seq >= floor { floorEpoch = epoch }
         floor = max(floor, seq)
         durable = seq
         lastEpoch = epoch
@@ -226,6 +229,9 @@ struct StandbyCopy {
     /// The copy was cut back to `durable`, whose entry `lastEpoch` ordered (0 for an empty copy);
     /// or an append failed and the copy goes on from what the log holds.
     mutating func truncated(durable: UInt64, lastEpoch: UInt32, now: UInt64) -> [Action] {
+        // Cut back to an installed snapshot, the empty log has no record there: epoch 0 disagreed
+        // with every leader, which asked for a cut below the floor, for good (simulation seed 399).
+        let lastEpoch = durable > 0 && durable == floor && lastEpoch == 0 ? floorEpoch : lastEpoch
         writing = .none
         cutAfterWrite = nil
         self.durable = durable
@@ -243,8 +249,7 @@ struct StandbyCopy {
         return fetchIfIdle(now: now)
     }
 
-    /// After the leader confirmed the copy up to ``durable``: the commit point moves to the
-    /// leader's, as far as the copy goes.
+    /// The commit point moves to the leader's, as far as the copy is durable.
     private mutating func noteCommitted() -> [Action] {
         let next = min(leaderCommitted, durable)
         guard next > committed else { return [] }
@@ -252,8 +257,7 @@ struct StandbyCopy {
         return [.commit(through: next)]
     }
 
-    /// The copy goes on from `seq`: nothing waits to be written, and answers to earlier FETCHes
-    /// are ignored.
+    /// The copy goes on from `seq`: nothing waits, and answers to earlier FETCHes are ignored.
     private mutating func restart(at seq: UInt64, epoch: UInt32) {
         end = seq
         endEpoch = epoch
@@ -276,15 +280,11 @@ struct StandbyCopy {
     private mutating func startAppend() -> [Action] {
         guard writing == .none, !waiting.isEmpty else { return [] }
         writing = .append
-        let records = waiting
-        waiting = []
-        waitingBytes = 0
-        return [.append(records, through: end, lastEpoch: endEpoch)]
+        defer { (waiting, waitingBytes) = ([], 0) }
+        return [.append(waiting, through: end, lastEpoch: endEpoch)]
     }
 
-    private mutating func fetchIfIdle(now: UInt64) -> [Action] {
-        outstanding == nil ? fetch(now: now) : []
-    }
+    private mutating func fetchIfIdle(now: UInt64) -> [Action] { outstanding == nil ? fetch(now: now) : [] }
 
     /// A FETCH from ``end``, reporting ``durable``; the leader holds the latest of each standby.
     private mutating func fetch(now: UInt64) -> [Action] {
