@@ -108,6 +108,24 @@ import Testing
         #expect(expired.map(\.error.message) == ["the coordinator is unreachable; the entry was not submitted"])
         #expect(queue.count == 0, "never sent, it can never be ordered")
     }
+
+    @Test func waitersExpireInDeadlineOrderAndAcknowledgedOnesAreSkipped() {
+        var queue = SubmissionQueue(capacity: 10)
+        let client = RouterEnvelope(identity: [7], delimited: false)
+        for (request, deadline) in [(1, 100), (2, 300), (3, 200), (4, 400)] as [(UInt64, UInt64)] {
+            _ = queue.add(
+                kind: .event, codec: .json, version: 1, address: "counter/a", payload: [],
+                waiter: .client(peer: client, request: request, wait: .ordered, deadline: deadline), now: 0
+            )
+        }
+        _ = queue.due(now: 1, retryAfter: retry)
+        _ = queue.acknowledge(1)
+        #expect(queue.expireWaiters(now: 99, timeout: .seconds(5)).isEmpty)
+        #expect(queue.expireWaiters(now: 250, timeout: .seconds(5)).map(\.request) == [3], "1 was acknowledged; 2 is not due")
+        #expect(queue.expireWaiters(now: 250, timeout: .seconds(5)).isEmpty, "each waiter is told once")
+        #expect(queue.expireWaiters(now: 1_000, timeout: .seconds(5)).map(\.request) == [2, 4])
+        #expect(queue.count == 3, "sent submissions stay queued after their waiters are told")
+    }
 }
 
 extension SubmissionQueue.Outcome {

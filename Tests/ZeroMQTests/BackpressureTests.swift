@@ -75,6 +75,25 @@ struct BackpressureTests {
             #expect(try push.trySend(contentsOf: batch) == 0)
         }
     }
+
+    @Test("a queue bounded in bytes refuses what does not fit, but takes one oversized message when empty")
+    func trySendBoundedInBytes() async throws {
+        try await withLoop { _, loop in
+            let configuration = AsyncSocket.Configuration(sendQueueCapacity: 1_000, sendQueueBytes: 10_000)
+            // A DEALER (FlowKit's engine) connected to nobody listening: what is sent waits in its queue.
+            let (dealer, _) = try await loop.open(.dealer, engine: .native, configuration: configuration) { try $0.connect("tcp://127.0.0.1:1") }
+            let kilobyte = Message(frames: [Frame(Array(repeating: 1, count: 1_000))])
+            var accepted = 0
+            while try dealer.trySend(kilobyte) { accepted += 1 }
+            #expect(accepted == 10)
+            #expect(try dealer.trySend(contentsOf: [Message("x")]) == 0, "full by bytes, though far from the count")
+
+            let (other, _) = try await loop.open(.dealer, engine: .native, configuration: configuration) { try $0.connect("tcp://127.0.0.1:1") }
+            let large = Message(frames: [Frame(Array(repeating: 2, count: 50_000))])
+            #expect(try other.trySend(large), "a message larger than the bound goes when nothing waits")
+            #expect(try !other.trySend(kilobyte))
+        }
+    }
 }
 
 @Suite("Send cancellation")

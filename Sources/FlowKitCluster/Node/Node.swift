@@ -82,14 +82,24 @@ public final class Node: Sendable {
             try socket.subscribe(EntriesMessage.batchTopic)
             try socket.subscribe(ControlTopic.heartbeat)
         }
+        // What waits for a coordinator that cannot take it (gone, or not connected yet) is bounded
+        // in bytes: the node resends unacknowledged submissions every retry interval, and without
+        // the bound each round of them queued behind a dead coordinator, without end. A SUBMIT
+        // refused here goes again at the next retry.
+        var coordinatorConfiguration = socketConfiguration
+        coordinatorConfiguration.sendQueueBytes = 16 << 20
         var submits: [AsyncSocket] = []
         var syncs: [AsyncSocket] = []
         for coordinator in coordinators {
             submits.append(
-                try await transport.openClient(.dealer, on: loop, configuration: socketConfiguration, connecting: [coordinator.submit], serverKey: coordinatorKey)
+                try await transport.openClient(
+                    .dealer, on: loop, configuration: coordinatorConfiguration, connecting: [coordinator.submit], serverKey: coordinatorKey
+                )
             )
             syncs.append(
-                try await transport.openClient(.dealer, on: loop, configuration: socketConfiguration, connecting: [coordinator.sync], serverKey: coordinatorKey)
+                try await transport.openClient(
+                    .dealer, on: loop, configuration: coordinatorConfiguration, connecting: [coordinator.sync], serverKey: coordinatorKey
+                )
             )
         }
         var clientConfiguration = socketConfiguration

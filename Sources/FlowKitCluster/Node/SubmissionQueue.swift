@@ -34,6 +34,10 @@ struct SubmissionQueue {
     /// Sends awaiting an ACK, oldest first, so the retries due are always at the front. An entry
     /// whose submission was acknowledged or sent again since is stale and skipped when reached.
     private var sent: Deque<(id: UInt64, at: UInt64)> = []
+    /// Submissions a client waits for, in the order their deadlines fall (every client gets the
+    /// same timeout), so a tick looks at the expired ones only, not at every submission held. An
+    /// entry whose submission was acknowledged since is stale and skipped when reached.
+    private var deadlines: Deque<(id: UInt64, deadline: UInt64)> = []
     private var nextSubmission: UInt64 = 1
     let capacity: Int
 
@@ -68,6 +72,12 @@ struct SubmissionQueue {
         nextSubmission += 1
         pending[submission.submission] = Pending(submission: submission, waiter: waiter)
         unsent.append(submission.submission)
+        if case .client(_, _, _, let deadline) = waiter {
+            // In deadline order even if a caller's deadlines were not: inserted from the back.
+            var index = deadlines.endIndex
+            while index > deadlines.startIndex, deadlines[index - 1].deadline > deadline { index -= 1 }
+            deadlines.insert((submission.submission, deadline), at: index)
+        }
         return submission
     }
 
@@ -178,8 +188,9 @@ struct SubmissionQueue {
     /// - Parameter timeout: How long a client waits for its acknowledgement, for the error.
     mutating func expireWaiters(now: UInt64, timeout: Duration) -> [(peer: RouterEnvelope, request: UInt64, error: ProtocolError)] {
         var expired: [(peer: RouterEnvelope, request: UInt64, error: ProtocolError)] = []
-        for (id, entry) in pending {
-            guard case .client(let peer, let request, _, let deadline) = entry.waiter, now >= deadline else { continue }
+        while let (id, deadline) = deadlines.first, now >= deadline {
+            deadlines.removeFirst()
+            guard let entry = pending[id], case .client(let peer, let request, _, _) = entry.waiter else { continue }
             expired.append((peer, request, Self.expiryError(entry, wasSent: entry.lastSent != 0, timeout: timeout)))
             if entry.lastSent == 0 {
                 // Never sent: it can never be ordered, so it goes.

@@ -12,6 +12,11 @@ extension AsyncSocket {
         /// The most messages queued for sending; ``AsyncSocket/send(_:)`` suspends and
         /// ``AsyncSocket/trySend(_:)`` returns `false` while it is full.
         public var sendQueueCapacity: Int
+        /// The most bytes queued for sending that the I/O thread has not taken yet (what waits
+        /// when no peer can take a message: a DEALER whose peer is gone). A message that does not
+        /// fit waits or is refused as for ``sendQueueCapacity``; one larger than the bound goes
+        /// when the queue is empty. `Int.max` (the default): bounded by the count alone.
+        public var sendQueueBytes: Int
         /// The most messages written to this socket in one loop turn.
         public var sendBatchLimit: Int
         /// The linger applied when the socket is closed without an explicit one. `nil`
@@ -31,6 +36,7 @@ extension AsyncSocket {
         ///   - receiveBufferCapacity: The inbound buffer bound, in messages.
         ///   - receiveBatchLimit: Messages read per loop turn.
         ///   - sendQueueCapacity: The outbound queue bound, in messages.
+        ///   - sendQueueBytes: The outbound queue bound, in bytes not yet taken by the I/O thread.
         ///   - sendBatchLimit: Messages written per loop turn.
         ///   - closeLinger: The default linger on close.
         ///   - onUndeliverable: The hook for dropped messages.
@@ -39,16 +45,18 @@ extension AsyncSocket {
             receiveBufferCapacity: Int = 8192,
             receiveBatchLimit: Int = 512,
             sendQueueCapacity: Int = 8192,
+            sendQueueBytes: Int = .max,
             sendBatchLimit: Int = 512,
             closeLinger: Duration? = nil,
             onUndeliverable: (@Sendable (Message, ZMQError) -> Void)? = nil,
             onSent: (@Sendable (Message) -> Void)? = nil
         ) {
-            precondition(receiveBufferCapacity > 0 && sendQueueCapacity > 0, "capacities must be positive")
+            precondition(receiveBufferCapacity > 0 && sendQueueCapacity > 0 && sendQueueBytes > 0, "capacities must be positive")
             precondition(receiveBatchLimit > 0 && sendBatchLimit > 0, "batch limits must be positive")
             self.receiveBufferCapacity = receiveBufferCapacity
             self.receiveBatchLimit = receiveBatchLimit
             self.sendQueueCapacity = sendQueueCapacity
+            self.sendQueueBytes = sendQueueBytes
             self.sendBatchLimit = sendBatchLimit
             self.closeLinger = closeLinger
             self.onUndeliverable = onUndeliverable

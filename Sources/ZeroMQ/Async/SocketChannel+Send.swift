@@ -3,35 +3,25 @@ import Synchronization
 extension SocketChannel {
     // MARK: Producer side
 
-    /// Queues messages if they all fit; never waits.
+    /// Queues messages from the front while they fit; never waits.
     /// - Returns: How many of `messages` were queued, from the front (0 when full).
     /// - Throws: The close reason once the socket is closed.
     func tryEnqueue(_ messages: some Collection<Message>) throws -> Int {
         try state.withLock { state in
             if let reason = state.closedReason { throw reason }
             // Suspended senders go first, so a trySend never overtakes a waiting send.
-            guard state.sendWaiters.isEmpty else { return 0 }
-            let room = configuration.sendQueueCapacity - state.queuedOutbound
-            guard room > 0, !messages.isEmpty else { return 0 }
+            guard state.sendWaiters.isEmpty, !messages.isEmpty else { return 0 }
+            let fitting = prefixThatFits(messages, in: state)
+            guard fitting > 0 else { return 0 }
             requestService()
-            if messages.count <= room {
-                state.outbound.append(contentsOf: messages)
-                return messages.count
-            }
-            state.outbound.append(contentsOf: messages.prefix(room))
-            return room
+            state.queue(messages.prefix(fitting))
+            return fitting
         }
     }
 
     /// Queues one message if there is room; never waits.
     func tryEnqueue(_ message: Message) throws -> Bool {
-        try state.withLock { state in
-            if let reason = state.closedReason { throw reason }
-            guard state.sendWaiters.isEmpty, state.queuedOutbound < configuration.sendQueueCapacity else { return false }
-            state.outbound.append(message)
-            requestService()
-            return true
-        }
+        try tryEnqueue(CollectionOfOne(message)) == 1
     }
 
     /// Registers a sender that waits for room, unless room appeared, the channel closed or
@@ -41,8 +31,8 @@ extension SocketChannel {
         enum Outcome { case waiting, queued, failed(any Error) }
         let outcome: Outcome = state.withLock { state in
             if let reason = state.closedReason { return .failed(reason) }
-            if state.sendWaiters.isEmpty, fits(messages.count, in: state) {
-                state.outbound.append(contentsOf: messages)
+            if state.sendWaiters.isEmpty, fits(messages, in: state) {
+                state.queue(messages)
                 requestService()
                 return .queued
             }
@@ -79,6 +69,7 @@ extension SocketChannel {
             guard !state.outbound.isEmpty else { return [] }
             let messages = SocketChannel.take(&state.outbound, max: max)
             state.inFlight += messages.count
+            for message in messages { state.outboundBytes -= message.byteCount }
             return messages
         }
     }
@@ -94,9 +85,9 @@ extension SocketChannel {
         let admitted: [SendContinuation] = state.withLock { state in
             state.inFlight = max(0, state.inFlight - count)
             var admitted: [SendContinuation] = []
-            while let first = state.sendWaiters.first, fits(first.messages.count, in: state) {
+            while let first = state.sendWaiters.first, fits(first.messages, in: state) {
                 state.sendWaiters.removeFirst()
-                state.outbound.append(contentsOf: first.messages)
+                state.queue(first.messages)
                 admitted.append(first.continuation)
             }
             if !admitted.isEmpty { requestService() }
@@ -107,8 +98,22 @@ extension SocketChannel {
 
     /// A batch fits if there is room for all of it, or if it is larger than the whole
     /// queue and the queue is empty (so an oversized batch cannot wait forever).
-    private func fits(_ count: Int, in state: State) -> Bool {
-        let queued = state.queuedOutbound
-        return queued + count <= configuration.sendQueueCapacity || queued == 0
+    private func fits(_ messages: [Message], in state: State) -> Bool {
+        state.queuedOutbound == 0 || prefixThatFits(messages, in: state) == messages.count
+    }
+
+    /// How many of `messages`, from the front, fit beside what is queued, by count and by bytes;
+    /// at least one when nothing is queued.
+    private func prefixThatFits(_ messages: some Collection<Message>, in state: State) -> Int {
+        let room = configuration.sendQueueCapacity - state.queuedOutbound
+        guard room > 0 else { return 0 }
+        guard configuration.sendQueueBytes != .max else { return min(room, messages.count) }
+        var bytes = state.outboundBytes, fitting = 0
+        for message in messages.prefix(room) {
+            bytes += message.byteCount
+            guard bytes <= configuration.sendQueueBytes || (fitting == 0 && state.outbound.isEmpty) else { break }
+            fitting += 1
+        }
+        return fitting
     }
 }

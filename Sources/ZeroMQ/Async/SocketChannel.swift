@@ -34,6 +34,8 @@ final class SocketChannel: Sendable {
         /// Set by the loop when the buffer was full and it stopped polling `POLLIN`.
         var readPaused = false
         var outbound: [Message] = []
+        /// The bytes of `outbound`.
+        var outboundBytes = 0
         /// Messages the loop took from `outbound` and has not finished sending.
         var inFlight = 0
         var sendWaiters: [SendWaiter] = []
@@ -41,6 +43,11 @@ final class SocketChannel: Sendable {
         var nextWaiterID: UInt64 = 0
 
         var queuedOutbound: Int { outbound.count + inFlight }
+
+        mutating func queue(_ messages: some Collection<Message>) {
+            outbound.append(contentsOf: messages)
+            for message in messages { outboundBytes += message.byteCount }
+        }
     }
 
     let type: SocketType
@@ -135,6 +142,7 @@ final class SocketChannel: Sendable {
             state.closedReason = reason
             state.receiveHandler = nil
             state.outbound.removeAll()
+            state.outboundBytes = 0
             state.inFlight = 0
             let receivers = state.receiveWaiters
             let senders = state.sendWaiters
