@@ -119,6 +119,22 @@ import Testing
         #expect(restored.restingCount == count - 3)
     }
 
+    /// An export taken while instances rest is what the set held then: waking and changing them
+    /// after it (the owner's thread going on while another encodes the export) changes nothing in it.
+    @Test func anExportOfInstancesAtRestIsTheSetAsItWasWhenTaken() throws {
+        let source = ReplicaDigestTests.counters(1_000)
+        let restored = ReplicaDigestTests.counters(0)
+        try restored.importStates(source.exportStates())
+        restored.apply(Self.increment(1, seq: 1_001), runEffects: false)
+        let before = restored.exportStates()
+        let export = restored.exportStateJobs()
+        #expect(export.live.count == 1 && export.resting.count == 999)
+        for key in 2..<50 { restored.apply(Self.increment(key, seq: UInt64(1_000 + key)), runEffects: false) }
+        #expect(restored.restingCount == 951)
+        #expect(ReplicaSet.encode(export) == before)
+        #expect(restored.exportStates() != before)
+    }
+
     /// A clock a test moves by hand.
     private final class TestClock: @unchecked Sendable {
         var now: UInt64 = 1_000_000

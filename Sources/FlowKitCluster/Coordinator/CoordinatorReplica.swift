@@ -161,7 +161,7 @@ actor CoordinatorReplica {
     }
 
     /// Every instance's state, copied now, to encode elsewhere, and the sessions remembered.
-    func snapshotJobs() -> (seq: UInt64, jobs: [ReplicaSet.StateJob], sessions: [DedupTable.Remembered]) {
+    func snapshotJobs() -> (seq: UInt64, jobs: ReplicaSet.StateExport, sessions: [DedupTable.Remembered]) {
         (applied, replicas.exportStateJobs(), sessions.remembered())
     }
 

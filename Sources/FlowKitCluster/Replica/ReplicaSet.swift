@@ -186,27 +186,17 @@ import Logging
 
     /// Every instance's state, copied now, to encode as JSON elsewhere (``encode(_:)``): a process
     /// with many instances does not stall its thread encoding them all, nor sorting them (ten
-    /// thousand addresses took the coordinator's replica milliseconds to sort).
-    func exportStateJobs() -> [StateJob] {
-        var jobs = replicas.map { address, replica in
+    /// thousand addresses took the coordinator's replica milliseconds to sort), nor making a job
+    /// of each record at rest (a million took a node's loop about a second): those stay in their
+    /// arena, shared until the set next changes it.
+    func exportStateJobs() -> StateExport {
+        let live = replicas.map { address, replica in
             StateJob(
                 address: address, lastSeq: replica.lastSeq, ownership: replica.ownership, stateVersion: versions.stateVersion(at: address),
                 encode: replica.stateJSONJob()
             )
         }
-        jobs.reserveCapacity(jobs.count + resting.count)
-        // An instance at rest holds its state as this build wrote it, or as a snapshot it was
-        // restored from had it, which this build reads at its own version (``importStates(_:)``).
-        resting.forEach { record in
-            let state = record.state
-            jobs.append(
-                StateJob(
-                    address: record.address, lastSeq: record.lastSeq, ownership: record.ownership,
-                    stateVersion: versions.stateVersion(at: record.address), encode: { _ in state }
-                )
-            )
-        }
-        return jobs
+        return StateExport(live: live, resting: resting.frozen, versions: versions)
     }
 
     /// Replaces everything with the instances of a snapshot. Running effects of dropped instances end.

@@ -46,13 +46,13 @@ final class RestingInstances {
     private(set) var unhashed = 0
     private var hashCursor = 0
 
-    private static let woken: UInt8 = 1
+    static let woken: UInt8 = 1
     /// Hashed, or handed out for hashing.
-    private static let handedOut: UInt8 = 2
-    private static let hashed: UInt8 = 4
-    private static let header = 34
-    private static let lastSeqAt = 10
-    private static let termAt = 18
+    static let handedOut: UInt8 = 2
+    static let hashed: UInt8 = 4
+    static let header = 34
+    static let lastSeqAt = 10
+    static let termAt = 18
 
     /// Keeps an instance at rest, replacing a record of the same address. Its term, when given,
     /// describes `lastSeq`; without one it waits to be hashed.
@@ -107,12 +107,12 @@ final class RestingInstances {
 
     /// Every record at rest, in arena order.
     func forEach(_ body: (Record) -> Void) {
-        var offset = 0
-        while offset < arena.count {
-            if arena[offset] & Self.woken == 0 { body(read(at: offset)) }
-            offset += size(at: offset)
-        }
+        frozen.forEach(body)
     }
+
+    /// The records at rest now, to read on another thread: the arena itself, shared until this
+    /// set next changes it (then copied once, as an array is), not a value per record.
+    var frozen: Frozen { Frozen(arena: arena, count: count) }
 
     /// The address and ownership of every record at rest with one (owners or a fence).
     func forEachOwned(_ body: (String, SnapshotChunkMessage.Ownership) -> Void) {
@@ -186,31 +186,11 @@ final class RestingInstances {
 
     // MARK: The arena
 
-    private func size(at offset: Int) -> Int {
-        let length = Self.header + Int(arena[offset + 1]) + 1 + Int(load(UInt32.self, at: offset + 2)) + Int(load(UInt32.self, at: offset + 6))
-        return (length + 7) & ~7
-    }
+    private func size(at offset: Int) -> Int { Self.size(in: arena, at: offset) }
 
-    private func read(at offset: Int) -> Record {
-        let addressLength = Int(arena[offset + 1]) + 1
-        let stateStart = offset + Self.header + addressLength
-        let stateEnd = stateStart + Int(load(UInt32.self, at: offset + 2))
-        let ownershipEnd = stateEnd + Int(load(UInt32.self, at: offset + 6))
-        var owners = ByteReader(arena, from: stateEnd, to: ownershipEnd, subject: .described("an instance at rest"))
-        let hashed = arena[offset] & Self.hashed != 0
-        return Record(
-            address: String(decoding: arena[(offset + Self.header)..<stateStart], as: UTF8.self),
-            lastSeq: load(UInt64.self, at: offset + Self.lastSeqAt),
-            // Written by the same code a moment before: it reads back.
-            ownership: ownershipEnd > stateEnd ? (try? SnapshotChunkMessage.Ownership(from: &owners)) ?? .init() : .init(),
-            term: hashed ? DigestAccumulator.Term(high: load(UInt64.self, at: offset + Self.termAt), low: load(UInt64.self, at: offset + Self.termAt + 8)) : nil,
-            state: Array(arena[stateStart..<stateEnd])
-        )
-    }
+    private func read(at offset: Int) -> Record { Self.read(in: arena, at: offset) }
 
-    private func load<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
-        arena.withUnsafeBytes { T(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: T.self)) }
-    }
+    private func load<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T { Self.load(T.self, in: arena, at: offset) }
 
     private func store<T: FixedWidthInteger>(_ value: T, at offset: Int) {
         arena.withUnsafeMutableBytes { $0.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self) }

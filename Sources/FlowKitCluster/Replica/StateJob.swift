@@ -12,6 +12,35 @@ extension ReplicaSet {
         var encode: @Sendable (JSONEncoder) throws -> [UInt8]
     }
 
+    /// Every instance's state at one moment, to encode elsewhere (``ReplicaSet/exportStates()``):
+    /// a job per instance in use, and the records at rest as they lie (``RestingInstances/Frozen``),
+    /// made into jobs by whoever encodes them.
+    struct StateExport: Sendable {
+        var live: [StateJob]
+        var resting: RestingInstances.Frozen
+        var versions: ReadableVersions
+
+        var count: Int { live.count + resting.count }
+
+        /// A job for every instance. An instance at rest holds its state as this build wrote it,
+        /// or as a snapshot it was restored from had it, which this build reads at its own version
+        /// (``importStates(_:)``).
+        func jobs() -> [StateJob] {
+            var jobs = live
+            jobs.reserveCapacity(count)
+            resting.forEach { record in
+                let state = record.state
+                jobs.append(
+                    StateJob(
+                        address: record.address, lastSeq: record.lastSeq, ownership: record.ownership,
+                        stateVersion: versions.stateVersion(at: record.address), encode: { _ in state }
+                    )
+                )
+            }
+            return jobs
+        }
+    }
+
     /// How every state is encoded in snapshots and queries: JSON with sorted keys, so the bytes
     /// depend on the state alone.
     static func stateEncoder() -> JSONEncoder {
@@ -27,7 +56,9 @@ extension ReplicaSet {
     /// (``utf8Order(count:_:)`` sorts without touching them).
     ///
     /// `check` is called every 4,096 states, to give up by throwing (``BackgroundWork/Abandonment/check()``).
-    static func encode(_ jobs: [StateJob], checking check: () throws -> Void) rethrows -> [SnapshotChunkMessage.Instance] {
+    static func encode(_ export: StateExport, checking check: () throws -> Void) rethrows -> [SnapshotChunkMessage.Instance] {
+        let jobs = export.jobs()
+        try check()
         let encoder = stateEncoder()
         let order = utf8Order(count: jobs.count) { jobs[$0].address }
         var instances: [SnapshotChunkMessage.Instance] = []
@@ -45,8 +76,8 @@ extension ReplicaSet {
         return instances
     }
 
-    /// Every job's state, to the end (``encode(_:checking:)``).
-    static func encode(_ jobs: [StateJob]) -> [SnapshotChunkMessage.Instance] {
-        encode(jobs, checking: {})
+    /// Every state, to the end (``encode(_:checking:)``).
+    static func encode(_ export: StateExport) -> [SnapshotChunkMessage.Instance] {
+        encode(export, checking: {})
     }
 }
