@@ -19,8 +19,8 @@ import Testing
         }
     }
 
-    /// Inserts, wakes and inserts again at random, through table growth and the arena's
-    /// compaction: every lookup agrees with a dictionary, and so does the walk.
+    /// Inserts, wakes and inserts again at random, through table growth, a reservation and the
+    /// arena's compaction: every lookup agrees with a dictionary, and so does the walk.
     @Test func theTableAgreesWithADictionary() {
         let resting = RestingInstances()
         var model: [String: (lastSeq: UInt64, state: [UInt8])] = [:]
@@ -31,7 +31,8 @@ import Testing
             if Bool.random(using: &random), model[address] == nil || step % 3 == 0 {
                 let state = Array(repeating: UInt8(step % 251), count: Int.random(in: 0..<300, using: &random))
                 let term = step % 2 == 0 ? DigestAccumulator.Term(high: UInt64(step), low: 1) : nil
-                resting.insert(address: address, lastSeq: UInt64(step), ownership: .init(fence: UInt64(step % 5)), term: term, state: state)
+                let replaced = resting.insert(address: address, lastSeq: UInt64(step), ownership: .init(fence: UInt64(step % 5)), term: term, state: state)
+                #expect(replaced?.lastSeq == model[address]?.lastSeq && replaced?.state == model[address]?.state, "step \(step): \(address)")
                 model[address] = (UInt64(step), state)
             } else {
                 let taken = resting.take(address)
@@ -48,6 +49,7 @@ import Testing
                 if resting.arenaBytes < before { compactions += 1 }
             }
             #expect(resting.count == model.count)
+            if step == 30_000 { resting.reserve(records: 20_000, bytes: 4 << 20) }
         }
         var walked: [String: UInt64] = [:]
         resting.forEach { walked[$0.address] = $0.lastSeq }

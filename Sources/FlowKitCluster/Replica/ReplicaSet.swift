@@ -225,13 +225,15 @@ import Logging
         withEffects = [:]
         book.reset()
         owned.removeAll()
+        resting.reserve(records: instances.count, bytes: instances.reduce(0) { $0 + 48 + $1.address.utf8.count + $1.state.count })
         for instance in instances {
             let address = try Address(parsing: instance.address)
             if flows[address.flow] == nil { flows[address.flow] = try registry.flow(for: address).replicas(context: context, owned: owned) }
             let ownership = instance.ownership
             if context.owner.map({ !ownership.owners.contains($0) }) ?? true, replicas[instance.address] == nil {
-                if let replaced = resting.take(instance.address) { owned.replace(replaced.ownership.owners, with: []) }
-                resting.insert(address: instance.address, lastSeq: instance.lastSeq, ownership: ownership, term: nil, state: instance.state)
+                // A snapshot names each address once; one that named it twice keeps the last.
+                let replaced = resting.insert(address: instance.address, lastSeq: instance.lastSeq, ownership: ownership, term: nil, state: instance.state)
+                if let replaced { owned.replace(replaced.ownership.owners, with: []) }
                 owned.replace([], with: ownership.owners)
                 continue
             }

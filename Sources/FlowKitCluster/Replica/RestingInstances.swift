@@ -54,10 +54,24 @@ final class RestingInstances {
     static let lastSeqAt = 10
     static let termAt = 18
 
+    /// Makes room for `records` more records of about `bytes` in all, so that a restore of a
+    /// million neither rebuilds the table as it doubles nor moves the arena as it grows.
+    func reserve(records: Int, bytes: Int) {
+        arena.reserveCapacity(arena.count + bytes)
+        var capacity = slots.count
+        while (count + records) * 2 > capacity { capacity *= 2 }
+        if capacity > slots.count { rebuildSlots(capacity: capacity) }
+    }
+
     /// Keeps an instance at rest, replacing a record of the same address. Its term, when given,
     /// describes `lastSeq`; without one it waits to be hashed.
-    func insert(address: String, lastSeq: UInt64, ownership: SnapshotChunkMessage.Ownership, term: DigestAccumulator.Term?, state: [UInt8]) {
-        _ = take(address)
+    ///
+    /// - Returns: The record it replaced, if any.
+    @discardableResult
+    func insert(
+        address: String, lastSeq: UInt64, ownership: SnapshotChunkMessage.Ownership, term: DigestAccumulator.Term?, state: [UInt8]
+    ) -> Record? {
+        let replaced = take(address)
         if (count + 1) * 2 > slots.count { rebuildSlots(capacity: slots.count * 2) }
         let offset = arena.count
         precondition(offset / 8 < Int(UInt32.max), "more instances at rest than an arena of 32 GiB holds")
@@ -81,6 +95,7 @@ final class RestingInstances {
         slots[probe(forRecordAt: offset)] = UInt32(offset / 8 + 1)
         count += 1
         if term == nil { unhashed += 1 }
+        return replaced
     }
 
     /// Wakes an instance: its record, which leaves the table; nil when none rests at `address`.
@@ -258,6 +273,7 @@ final class RestingInstances {
         slots[hole] = 0
     }
 
+    /// - Parameter capacity: A power of two (the probes mask with it).
     private func rebuildSlots(capacity: Int) {
         var capacity = max(16, capacity)
         while count * 2 > capacity { capacity *= 2 }
