@@ -96,7 +96,7 @@ actor CoordinatorCore: SyncSource {
     func handleSubmitBatch(_ messages: [Message]) -> Bool {
         guard !interpreter.io.isRetired else { return false }
         let now = WallClock.micros()
-        interpreter.run { $0.receive(messages, now: now, received: configuration.trace == nil ? 0 : now) }
+        interpreter.receive(messages, now: now, received: configuration.trace == nil ? 0 : now)
         return true
     }
 

@@ -60,8 +60,8 @@ struct LeaderSyncFailed: Error, CustomStringConvertible {
 /// coordinator's decisions meet its sockets, log and election, for the process (``CoordinatorCore``)
 /// and the simulation alike, so a seed checks the code that runs in production.
 ///
-/// The leader's fencing is here: a reply or publication leaves only while ``CoordinatorIO/mayAct()``
-/// holds. Durable before visible is here too: the machine hears that a group committed only once
+/// The leader's fencing is here: a reply or publication leaves, a SUBMIT is ordered and a group
+/// is written only while ``CoordinatorIO/mayAct()`` holds. Durable before visible is here too: the machine hears that a group committed only once
 /// the write finished.
 final class CoordinatorInterpreter<IO: CoordinatorIO> {
     private(set) var machine: CoordinatorMachine
@@ -70,6 +70,8 @@ final class CoordinatorInterpreter<IO: CoordinatorIO> {
     let sink: ObservationSink
     /// A bug the simulation plants to prove its checks catch it; never set in a process.
     let injectedBug: InjectedBug?
+    /// A group the machine asked to commit while the lease did not hold (``commit(_:)``).
+    private var heldWrite: PendingCommit?
 
     init(machine: CoordinatorMachine, io: IO, sink: ObservationSink, injectedBug: InjectedBug? = nil) {
         self.machine = machine
@@ -85,6 +87,21 @@ final class CoordinatorInterpreter<IO: CoordinatorIO> {
         carryOut(try input(&machine))
     }
 
+    /// Feeds the machine messages read from the submit socket. A leader whose lease does not hold
+    /// orders none of their SUBMITs: woken past its lease, it may read one before its election
+    /// notices, and an entry it wrote then would be kept should it lead again. The submitter
+    /// hears nothing and retries, as when an acknowledgement is fenced.
+    func receive(_ messages: [Message], now: UInt64, received: UInt64 = 0) {
+        var messages = messages
+        if injectedBug != .orderPastTheLease, !io.mayAct() {
+            let before = messages.count
+            messages.removeAll(where: CoordinatorMachine.isSubmit)
+            counters.fencedDrops.add(before - messages.count)
+        }
+        guard !messages.isEmpty else { return }
+        run { $0.receive(messages, now: now, received: received) }
+    }
+
     /// Changes the machine without actions to carry out (what it notes for its status).
     func update(_ change: (inout CoordinatorMachine) -> Void) {
         change(&machine)
@@ -98,6 +115,10 @@ final class CoordinatorInterpreter<IO: CoordinatorIO> {
 
     func carryOut(_ actions: [CoordinatorMachine.Action]) {
         defer { deliverObservations() }
+        if let group = heldWrite, io.mayAct() {
+            heldWrite = nil
+            commit(group)
+        }
         guard !actions.isEmpty else { return }
         // Checked once per batch of actions: a lease outlives a batch by far more than it takes.
         let mayAct = injectedBug == .fenceOnlyOnTimer || io.mayAct()
@@ -142,6 +163,12 @@ final class CoordinatorInterpreter<IO: CoordinatorIO> {
     }
 
     private func commit(_ group: PendingCommit) {
+        if injectedBug != .orderPastTheLease, !io.mayAct() {
+            // Ordered while the lease held; written once it holds again (a renewal that was on its
+            // way), or never: the core steps down and its successor reads the log.
+            heldWrite = group
+            return
+        }
         if injectedBug == .acknowledgeBeforeSync {
             // The bug: acknowledged and published while the write may still be lost.
             carryOut(machine.committed(group, now: io.now))

@@ -128,6 +128,12 @@ struct CoordinatorMachine {
         return actions
     }
 
+    /// Whether `message` (as the submit socket reads it) is a SUBMIT.
+    static func isSubmit(_ message: Message) -> Bool {
+        guard let (_, body) = RouterEnvelope.split(message), let first = body.first else { return false }
+        return (try? WireHeader.read(first, expecting: .submit).0) == .submit
+    }
+
     /// Takes in one SUBMIT; notes the refusals and traces the sampled entries it ordered.
     private mutating func take(
         _ message: SubmitMessage, from peer: RouterEnvelope, now: UInt64, received: UInt64, answers: inout SubmissionIntake.Answers

@@ -234,7 +234,7 @@ final class ClusterSimulation {
             if let interpreter = coordinator.interpreter {
                 var message = options.bug == .trustTheSubmitOrigin ? asFromItsOrigin(packet.message) : packet.message
                 if options.bug == .noFencing { message = withoutTerms(message) }
-                interpreter.run { $0.receive([message], now: now) }
+                interpreter.receive([message], now: now)
             } else {
                 for reply in CoordinatorRole.redirections([packet.message], leader: coordinator.following) { replyToNode(reply, from: coordinator) }
             }

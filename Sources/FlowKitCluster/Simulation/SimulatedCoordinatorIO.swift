@@ -40,6 +40,9 @@ final class SimulatedCoordinatorIO: CoordinatorIO {
     /// replicated leader's held FETCHes are answered with it (the process's sync server sends a
     /// group from its feed while the log syncs it).
     func write(_ group: PendingCommit) -> CoordinatorWrite {
+        if !mayAct() {
+            for entry in group.entries { simulation.history.fencedWrites[entry.seq] = entry }
+        }
         let write = coordinator.write(group.records)
         let done = simulation.syncDone(coordinator.disk)
         simulation.schedule.schedule(.commitDone(coordinator.index, incarnation: coordinator.incarnation, write: write, group), at: done)

@@ -18,6 +18,13 @@ extension SimulationChecks {
                 SimulationFailure(check: "every coordinator holds the log", detail: "\(coordinator.id) holds \(copy.count) entries, the leader \(leader.id) \(log.count); they differ \(differs)")
             )
         }
+        // A leader past its lease is heard by no one: what it wrote then, no leader keeps.
+        for entry in log where simulation.history.fencedWrites[entry.seq] == entry {
+            failures.append(
+                SimulationFailure(check: "a leader past its lease orders nothing", detail: "seq \(entry.seq) of epoch \(entry.epoch), written by a leader whose lease had run out, is in the log")
+            )
+            break
+        }
         // What each one compacted away was committed there, so it is the log's too: a copy that
         // differed and was compacted before the end is caught here.
         for (index, disk) in simulation.disks.enumerated() {
@@ -32,13 +39,17 @@ extension SimulationChecks {
         return failures
     }
 
-    /// The whole log: what compaction dropped, from any coordinator's archive (committed, so the
-    /// same on every one), then what `disk` retains.
-    static func history(_ disk: SimulatedDisk, archives: [[UInt64: [UInt8]]]) throws -> [Entry] {
+    /// The whole log: what `disk` no longer holds (compacted, or skipped by installing a
+    /// snapshot) from any coordinator's archive or retained log (committed, so the same on every
+    /// one), then what `disk` retains.
+    static func history(_ disk: SimulatedDisk, others: [SimulatedDisk]) throws -> [Entry] {
         var entries: [Entry] = []
         for seq in 1..<max(1, disk.log.firstSeq) {
-            guard let record = archives.lazy.compactMap({ $0[seq] }).first else {
-                throw ProtocolError(.notFound, "seq \(seq) is neither in the log nor in any compacted archive")
+            let record = others.lazy.compactMap { other in
+                other.archive[seq] ?? (seq >= other.log.firstSeq ? try? other.log.read(from: seq, maxCount: 1, maxBytes: .max).first : nil)
+            }.first
+            guard let record else {
+                throw ProtocolError(.notFound, "seq \(seq) is neither in the log nor in any compacted archive nor in another coordinator's log")
             }
             entries.append(try Entry(decoding: record))
         }

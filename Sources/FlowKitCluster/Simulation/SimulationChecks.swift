@@ -33,7 +33,7 @@ package struct SimulationFailure: Sendable, CustomStringConvertible {
 ///
 /// With replicated coordinators, the log is the one the leader holds at the end, and also:
 /// - no coordinator acknowledged or published while the election service named another leader
-///   (fencing);
+///   (fencing), and no log keeps an entry a leader wrote while its lease did not hold;
 /// - someone leads at the end, everything it wrote is committed, and every coordinator holds the
 ///   same log.
 struct SimulationChecks {
@@ -49,7 +49,7 @@ struct SimulationChecks {
         }
         let log: [Entry]
         do {
-            log = try Self.history(disk, archives: simulation.disks.map(\.archive))
+            log = try Self.history(disk, others: simulation.disks)
         } catch {
             return failures + [SimulationFailure(check: "the log is whole", detail: "\(error)")]
         }

@@ -17,6 +17,9 @@ struct SimulationHistory {
     /// Acknowledgements and publications by a coordinator the election service did not name the
     /// leader at that moment.
     var fencing: [String] = []
+    /// Entries a replicated leader wrote while its lease did not hold (woken past it, it read a
+    /// SUBMIT before its election noticed), by seq: no log may keep them.
+    var fencedWrites: [UInt64: Entry] = [:]
     /// Divergences the coordinators alarmed, from the nodes' reported digests.
     var divergences: [String] = []
     var faults: [String] = []

@@ -66,6 +66,9 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// Replicated: a leader checks its lease only when its election's timer fires, not before each
     /// acknowledgement and publication: woken past its lease, it acts on what arrived meanwhile.
     case fenceOnlyOnTimer = "fence-only-on-timer"
+    /// Replicated: a leader orders and writes SUBMITs whatever its lease says, fencing only what
+    /// it sends: woken past its lease and leading again, it keeps entries no leader could order.
+    case orderPastTheLease = "order-past-the-lease"
     /// The coordinator takes a SUBMIT's word for who sent it: it handles each SUBMIT as if the
     /// connection of the node its `origin` names had sent it, so a stranger's forged submissions
     /// are ordered as that node's.
@@ -122,8 +125,8 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// Whether the bug lives among replicated coordinators (a run with several).
     package var needsReplicatedCoordinators: Bool {
         switch self {
-        case .commitWithoutStandbys, .fenceOnlyOnTimer, .reportReceivedAsDurable, .installWithoutStates, .epochsOfTheLogAtStart, .replicatePastTheLease,
-            .reuseSeqsAfterAFailedSync:
+        case .commitWithoutStandbys, .fenceOnlyOnTimer, .orderPastTheLease, .reportReceivedAsDurable, .installWithoutStates, .epochsOfTheLogAtStart,
+            .replicatePastTheLease, .reuseSeqsAfterAFailedSync:
             true
         case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode,
             .noFencing, .noTakeover, .servedSnapshotUnderTheReplicaSeq, .wokenWithoutItsDigest,

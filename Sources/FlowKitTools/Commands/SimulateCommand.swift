@@ -29,10 +29,14 @@ struct SimulateCommand: AsyncParsableCommand {
             standby machines against a simulated etcd (leases on the simulated clock), and the faults \
             strike the leader most of the time: it crashes, pauses (past its lease or not), is cut \
             from etcd or from everyone, its disk fills. Also checked: no coordinator acknowledges or \
-            publishes while etcd names another leader (fencing), someone leads at the end, and every \
-            coordinator holds the same log.
+            publishes while etcd names another leader (fencing), no log keeps an entry a leader wrote \
+            past its lease, someone leads at the end, and every coordinator holds the same log.
 
-            With --upgrade each seed also runs a rolling upgrade in the middle of its load, as             docs/VERSIONING.md describes it: the simulation's flow moves from build 1 to build 2             (labelled cases, a new state field, steps from version 1), the coordinators restarted             as build 2 one at a time, then the nodes; clients write for their node's build, and             the log is replayed by build 2. Also checked: every ordered event is in its             instance's state.
+            With --upgrade each seed also runs a rolling upgrade in the middle of its load, as \
+            docs/VERSIONING.md describes it: the simulation's flow moves from build 1 to build 2 \
+            (labelled cases, a new state field, steps from version 1), the coordinators restarted as \
+            build 2 one at a time, then the nodes; clients write for their node's build, and the log is \
+            replayed by build 2. Also checked: every ordered event is in its instance's state.
 
             A failing seed prints what broke, the faults it injected and the last --trace-lines of \
             its story (messages the machines logged, faults, syncs, restarts) at simulated times, and \
