@@ -126,7 +126,10 @@ import ZeroMQ
     ///   applied (LogFollower no longer restores one).
     /// - 399: a standby cut back to its installed snapshot's seq said epoch 0 there and was asked
     ///   for a cut below its floor, for good (StandbyCopy.floorEpoch).
-    @Test(arguments: [73, 104, 399] as [UInt64])
+    /// - 757: a standby that installed a snapshot and lost power, cut back to it, sent a FETCH
+    ///   with the end's epoch unknown, which the leader refused as malformed, for good
+    ///   (FetchAnswer takes it as agreeing).
+    @Test(arguments: [73, 104, 399, 757] as [UInt64])
     func regressionSeedWithReplicatedCoordinators(_ seed: UInt64) async {
         let result = await Self.offThePool { await Simulation.run(seed: seed, options: Self.replicated()) }
         #expect(result.passed, Comment(rawValue: result.report))

@@ -228,12 +228,22 @@ import Testing
         #expect(answer(durable: 5, lastEpoch: 1, firstSeq: 9) == .behindRetention(firstSeq: 9))
         #expect(answer(durable: 0, lastEpoch: 0, firstSeq: 9) == .behindRetention(firstSeq: 9))
         #expect(answer(durable: 9, lastEpoch: 1, firstSeq: 9) == .entries(from: 10))
+        // Nothing past a snapshot installed before a restart, its entry's epoch unknown: what a
+        // snapshot holds is committed, so the logs agree there.
+        #expect(answer(durable: 12, lastEpoch: 0, firstSeq: 9) == .entries(from: 13))
+        #expect(answer(durable: 30, lastEpoch: 0) == .wait)
+        // Past the leader's log, it cannot be a committed snapshot's end.
+        #expect(answer(durable: 33, lastEpoch: 0) == .truncate(keep: 0))
     }
 
     @Test func theNewMessagesRoundTrip() throws {
         let fetch = FetchRequest(request: 7, epoch: 4, durable: 12, end: 14, endEpoch: 3, maxBytes: 1 << 20, id: "c2")
         var (_, reader) = try WireHeader.read(fetch.frames[0], expecting: .fetch)
         #expect(try FetchRequest(reader: &reader) == fetch)
+        // Nothing past a snapshot installed before a restart: an end without its epoch.
+        let afterRestart = FetchRequest(request: 1, epoch: 4, durable: 524, end: 524, endEpoch: 0, maxBytes: 1 << 20, id: "c2")
+        (_, reader) = try WireHeader.read(afterRestart.frames[0], expecting: .fetch)
+        #expect(try FetchRequest(reader: &reader) == afterRestart)
         let fetched = FetchedMessage(request: 7, epoch: 4, committed: 11, records: [record(13, epoch: 4)])
         #expect(try FetchedMessage(frames: fetched.frames) == fetched)
         let cut = FetchedMessage(request: 8, epoch: 4, committed: 11, keep: 11, records: [])

@@ -72,6 +72,30 @@ import Testing
         }
     }
 
+    /// Where a log ends, as a standby's copy starts from it: a log started again after a snapshot
+    /// ends at the snapshot's seq, in an epoch it does not know (0), also once reopened; the leader
+    /// takes that as agreeing (``FetchAnswer``).
+    @Test func aLogStartedAgainAfterASnapshotEndsThereAcrossARestart() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("entry-log-end-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let options = SegmentLog.Options(segmentBytes: 4_096, preallocate: false)
+        var log: DurableEntryLog? = try DurableEntryLog(directory: directory, options: options, logger: logger)
+        #expect(try log!.end() == (0, 0))
+        try log!.append(Self.records(1...4, epoch: 2))
+        try log!.commit()
+        #expect(try log!.end() == (4, 2))
+        try log!.reset(after: 524)
+        #expect(try log!.end() == (524, 0))
+        log!.close()
+        log = try DurableEntryLog(directory: directory, options: options, logger: logger)
+        #expect(try log!.end() == (524, 0))
+        try log!.append(Self.records(525...525, epoch: 3))
+        try log!.commit()
+        #expect(try log!.end() == (525, 3))
+        log!.close()
+    }
+
     /// A commit that fails rolls the log back to the last commit, and its epochs with it.
     @Test func aFailedCommitForgetsTheEpochsItAppended() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("entry-log-epochs-\(UUID().uuidString)").path

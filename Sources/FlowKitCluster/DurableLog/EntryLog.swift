@@ -28,6 +28,16 @@ protocol EntryLog: AnyObject {
     func reset(after seq: UInt64) throws
 }
 
+extension EntryLog {
+    /// The newest seq held and the epoch that ordered it: (0, 0) when nothing was ever written.
+    /// A log that holds nothing after the snapshot it started again after (``reset(after:)``)
+    /// ends at the snapshot's seq, in an epoch it does not know: 0.
+    func end() throws -> (seq: UInt64, epoch: UInt32) {
+        guard lastSeq >= firstSeq, let record = try read(from: lastSeq, maxCount: 1, maxBytes: 1 << 24).first else { return (lastSeq, 0) }
+        return (lastSeq, Entry.peekEpoch(record) ?? 0)
+    }
+}
+
 /// An in-memory log: for tests and for clusters that need no durability.
 final class MemoryEntryLog: EntryLog {
     private var records: [[UInt8]] = []

@@ -15,7 +15,8 @@
     public var durable: UInt64
     /// The last seq the standby's log holds or is making durable.
     public var end: UInt64
-    /// The epoch that ordered the entry at ``end``; 0 for an empty log.
+    /// The epoch that ordered the entry at ``end``; 0 for an empty log, and for a log that holds
+    /// nothing after a snapshot installed before a restart (the leader takes it as agreeing).
     public var endEpoch: UInt32
     public var maxBytes: UInt32
     /// The standby's coordinator id.
@@ -53,8 +54,9 @@
         maxBytes = try reader.readUInt32("max bytes")
         id = try reader.readShortString("id")
         guard !id.isEmpty else { throw ProtocolError(.malformed, "FETCH needs the standby's coordinator id") }
-        guard (end == 0) == (endEpoch == 0) else {
-            throw ProtocolError(.malformed, "FETCH: the end epoch is 0 exactly when the end is 0; got end \(end), end epoch \(endEpoch)")
+        // The end epoch may be 0 past seq 0: nothing after a snapshot installed before a restart.
+        guard end > 0 || endEpoch == 0 else {
+            throw ProtocolError(.malformed, "FETCH: an empty log (end 0) has no end epoch; got \(endEpoch)")
         }
         guard durable <= end else { throw ProtocolError(.malformed, "FETCH: durable \(durable) lies past the end \(end)") }
     }

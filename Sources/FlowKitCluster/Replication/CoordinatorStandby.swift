@@ -59,10 +59,7 @@ actor CoordinatorStandby {
 
     /// The last seq the log holds and the epoch that ordered it.
     static func logEnd(_ writer: LogWriter) async throws -> (seq: UInt64, epoch: UInt32) {
-        try await writer.run { log -> (UInt64, UInt32) in
-            guard log.lastSeq > 0, let record = try log.read(from: log.lastSeq, maxCount: 1, maxBytes: 1 << 24).first else { return (0, 0) }
-            return (log.lastSeq, Entry.peekEpoch(record) ?? 0)
-        }
+        try await writer.run { log in try log.end() }
     }
 
     /// This coordinator stopped leading, its log written up to some end and committed up to

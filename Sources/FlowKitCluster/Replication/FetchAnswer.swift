@@ -19,7 +19,11 @@ enum FetchAnswer: Equatable {
             self = .behindRetention(firstSeq: firstSeq)
             return
         }
-        if fetch.end > 0 {
+        // `endEpoch` 0 past seq 0: the standby's log holds nothing after a snapshot it installed
+        // before a restart, and no record says the epoch of the entry the snapshot ends at. A
+        // snapshot holds only committed entries, and every leader's log holds those: it agrees.
+        // (Asked to cut instead, it could only refuse, for good: simulation seed 757.)
+        if fetch.end > 0, fetch.endEpoch != 0 || fetch.end > written {
             let mine = fetch.end <= written ? epochs.epoch(of: fetch.end) : nil
             if mine != fetch.endEpoch {
                 // Where the two logs still agree: the end of the standby's last epoch in this log

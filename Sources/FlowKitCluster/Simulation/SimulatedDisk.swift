@@ -14,10 +14,7 @@ final class SimulatedDisk {
     var lastSyncDone: UInt64 = 0
 
     /// The last seq the log holds and the epoch that ordered it (``CoordinatorStandby/logEnd(_:)``).
-    var end: (seq: UInt64, epoch: UInt32) {
-        guard log.lastSeq > 0, let record = try? log.read(from: log.lastSeq, maxCount: 1, maxBytes: .max).first else { return (0, 0) }
-        return (log.lastSeq, Entry.peekEpoch(record) ?? 0)
-    }
+    var end: (seq: UInt64, epoch: UInt32) { (try? log.end()) ?? (0, 0) }
 }
 
 /// A write asked of a simulated disk, until its sync completes.
