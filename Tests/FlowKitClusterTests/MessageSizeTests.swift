@@ -67,6 +67,43 @@ import Testing
         }
     }
 
+    /// A saved snapshot is served as its bytes lie: chunks cut where records end, a state larger
+    /// than a chunk split as ``SnapshotChunking`` splits it, the sessions frame as it lies. What a
+    /// node puts together from the chunks is the snapshot's instances and sessions.
+    @Test func aSavedSnapshotIsCutWhereItsRecordsEnd() throws {
+        let instances = (0..<40).map { index in
+            SnapshotChunkMessage.Instance(
+                address: "kv/\(index)", lastSeq: UInt64(index + 1),
+                state: index == 17 ? Array((2...2_501).map { UInt8(truncatingIfNeeded: $0) }) : Self.record(20 + index),
+                ownership: index % 5 == 0 ? .init(owners: [EffectOwner(node: 2, session: 7)], fence: 3) : .init(), stateVersion: index % 7 == 0 ? 2 : 1
+            )
+        }
+        let sessions = [DedupTable.Remembered(origin: 1, session: 9, watermark: 40, lastSeq: 40, above: [])]
+        for remembered in [[], sessions] {
+            let saved = try SnapshotRecords(SnapshotCodec.encode(instances, sessions: remembered))
+            #expect(saved.count == instances.count)
+            let request = SnapshotRequest(request: 4, withSessions: true)
+            let chunks = try SyncServer.snapshotChunks(request, seq: 40, epoch: 2, content: .saved(saved), maxChunkBytes: 1_000)
+            var joined: [SnapshotChunkMessage.Instance] = []
+            var received: [DedupTable.Remembered] = []
+            for (index, frames) in chunks.enumerated() {
+                let message = try SnapshotChunkMessage(frames: frames)
+                #expect(message.chunk == UInt32(index) && message.isLast == (index == chunks.count - 1) && message.seq == 40)
+                #expect(frames[1].count <= 1_000 + 100, "chunk \(index) holds \(frames[1].count) bytes of records")
+                try SnapshotChunking.append(message.instances, to: &joined)
+                received += message.sessions
+            }
+            #expect(joined == instances)
+            #expect(received == remembered)
+            // The replica's states, encoded anew, travel the same.
+            let encoded = try SyncServer.snapshotChunks(
+                request, seq: 40, epoch: 2, content: .instances(instances, sessions: remembered), maxChunkBytes: 1_000
+            )
+            #expect(try encoded.flatMap { try SnapshotChunkMessage(frames: $0).instances } == chunks.flatMap { try SnapshotChunkMessage(frames: $0).instances })
+        }
+        #expect(throws: ProtocolError.self) { try SnapshotRecords([0, 0, 0, 9, 1, 2]) }
+    }
+
     /// A snapshot whose chunk went missing on the way is asked for again, not restored short.
     @Test func aMissingSnapshotChunkRestartsTheSnapshot() {
         var follower = LogFollower()

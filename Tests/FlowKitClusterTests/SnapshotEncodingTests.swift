@@ -162,3 +162,13 @@ import Testing
         #expect(ran.load(ordering: .relaxed) == false)
     }
 }
+
+extension SnapshotEncoding.Snapshot {
+    /// Its instances, decoded from the saved bytes when it is a saved snapshot.
+    var instances: [SnapshotChunkMessage.Instance] {
+        switch content {
+        case .instances(let instances, _): instances
+        case .saved(let records): (try? SnapshotCodec.decode(records.bytes).instances) ?? []
+        }
+    }
+}

@@ -9,14 +9,32 @@ import FlowKitLog
 /// The coordinator's newest saved snapshot (``SavedSnapshots``) is served while few enough entries
 /// follow it; only when more do is the replica encoded anew.
 actor SnapshotEncoding {
-    /// What a snapshot holds: the replica's applied seq, every instance in address order, and the
+    /// What a snapshot holds: the seq it was taken at, every instance in address order, and the
     /// sessions the coordinator remembers.
     struct Snapshot: Sendable {
+        enum Content: Sendable {
+            /// The replica's states, encoded anew.
+            case instances([SnapshotChunkMessage.Instance], sessions: [DedupTable.Remembered])
+            /// The coordinator's saved snapshot, as its bytes lie.
+            case saved(SnapshotRecords)
+        }
+
         let seq: UInt64
-        let instances: [SnapshotChunkMessage.Instance]
-        let sessions: [DedupTable.Remembered]
+        let content: Content
+
         /// Whether it is the coordinator's saved snapshot, not the replica encoded anew.
-        var isSaved = false
+        var isSaved: Bool {
+            if case .saved = content { return true }
+            return false
+        }
+
+        /// How many instances it holds.
+        var count: Int {
+            switch content {
+            case .instances(let instances, _): instances.count
+            case .saved(let records): records.count
+            }
+        }
     }
 
     private let replica: CoordinatorReplica
@@ -46,7 +64,7 @@ actor SnapshotEncoding {
             }
             let (seq, jobs, sessions) = await replica.snapshotJobs()
             let instances = try await BackgroundWork.shared.run { ReplicaSet.encode(jobs) }
-            return Snapshot(seq: seq, instances: instances, sessions: sessions)
+            return Snapshot(seq: seq, content: .instances(instances, sessions: sessions))
         }
         inFlight = task
         defer { inFlight = nil }
@@ -70,16 +88,17 @@ struct SavedSnapshots: Sendable {
     /// The Compactor that saves them: a snapshot it is saving when a node asks is waited for.
     var compactor: Compactor?
 
-    /// The newest saved snapshot, read and decoded on the background thread, if few enough
-    /// entries follow it; nil if there is none, it lies too far behind, or it cannot be read (the
-    /// Compactor may be replacing it: the replica is encoded instead).
+    /// The newest saved snapshot, read on the background thread (its records' lengths, not their
+    /// contents: ``SnapshotRecords``), if few enough entries follow it; nil if there is none, it
+    /// lies too far behind, or it cannot be read (the Compactor may be replacing it: the replica
+    /// is encoded instead).
     func newest(applied: UInt64) async -> SnapshotEncoding.Snapshot? {
         let store = store
         return try? await BackgroundWork.shared.run { () -> SnapshotEncoding.Snapshot? in
             guard let seq = try store.seqs().first, seq <= applied else { return nil }
-            let (instances, sessions) = try SnapshotCodec.decode(store.load(seq: seq).bytes)
-            guard Self.serves(tail: applied - seq, instances: instances.count, maxReplay: maxReplay) else { return nil }
-            return SnapshotEncoding.Snapshot(seq: seq, instances: instances, sessions: sessions, isSaved: true)
+            let records = try SnapshotRecords(store.load(seq: seq).bytes)
+            guard Self.serves(tail: applied - seq, instances: records.count, maxReplay: maxReplay) else { return nil }
+            return SnapshotEncoding.Snapshot(seq: seq, content: .saved(records))
         }
     }
 

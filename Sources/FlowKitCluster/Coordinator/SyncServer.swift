@@ -240,13 +240,11 @@ struct SyncServer: Sendable {
             let epoch = await source.committed().epoch
             let maxChunkBytes = maxChunkBytes
             let chunks = try await BackgroundWork.shared.run {
-                Self.snapshotChunks(
-                    request, seq: snapshot.seq, epoch: epoch, instances: snapshot.instances, sessions: snapshot.sessions, maxChunkBytes: maxChunkBytes
-                )
+                try Self.snapshotChunks(request, seq: snapshot.seq, epoch: epoch, content: snapshot.content, maxChunkBytes: maxChunkBytes)
             }
             logger.info(
                 "serving a snapshot",
-                metadata: ["flowkit.seq": "\(snapshot.seq)", "flowkit.instances": "\(snapshot.instances.count)", "flowkit.saved": "\(snapshot.isSaved)"]
+                metadata: ["flowkit.seq": "\(snapshot.seq)", "flowkit.instances": "\(snapshot.count)", "flowkit.saved": "\(snapshot.isSaved)"]
             )
             for frames in chunks {
                 try await socket.send(peer.reply(frames))
@@ -267,18 +265,27 @@ struct SyncServer: Sendable {
         return try log.read(from: request.from, maxCount: count, maxBytes: maxBytes).map(quarantine.deliverable)
     }
 
-    /// A snapshot as the SNAPSHOT_CHUNK messages that carry it, in order.
+    /// A snapshot as the SNAPSHOT_CHUNK messages that carry it, in order: the replica's states
+    /// chunked by ``SnapshotChunking``, a saved snapshot's records cut where they end.
     static func snapshotChunks(
-        _ request: SnapshotRequest, seq: UInt64, epoch: UInt32, instances: [SnapshotChunkMessage.Instance], sessions: [DedupTable.Remembered] = [],
-        maxChunkBytes: Int
-    ) -> [[[UInt8]]] {
-        let chunks = SnapshotChunking.chunks(instances, maxChunkBytes: maxChunkBytes)
-        return chunks.enumerated().map { index, chunk in
-            var message = SnapshotChunkMessage(
-                request: request.request, seq: seq, epoch: epoch, chunk: UInt32(index), isLast: index == chunks.count - 1, instances: chunk
+        _ request: SnapshotRequest, seq: UInt64, epoch: UInt32, content: SnapshotEncoding.Snapshot.Content, maxChunkBytes: Int
+    ) throws -> [[[UInt8]]] {
+        let records: [[UInt8]]
+        let sessions: [UInt8]
+        switch content {
+        case .instances(let instances, let remembered):
+            records = SnapshotChunking.chunks(instances, maxChunkBytes: maxChunkBytes).map(SnapshotChunkMessage.recordsFrame)
+            sessions = remembered.isEmpty ? [] : SnapshotChunkMessage.sessionsFrame(remembered)
+        case .saved(let saved):
+            records = try saved.chunks(maxChunkBytes: maxChunkBytes)
+            sessions = saved.sessionsFrame
+        }
+        return records.enumerated().map { index, chunk in
+            let isLast = index == records.count - 1
+            return SnapshotChunkMessage.frames(
+                request: request.request, seq: seq, epoch: epoch, chunk: UInt32(index), isLast: isLast, records: chunk,
+                sessions: isLast && request.withSessions ? sessions : []
             )
-            if message.isLast, request.withSessions { message.sessions = sessions }
-            return message.frames
         }
     }
 }

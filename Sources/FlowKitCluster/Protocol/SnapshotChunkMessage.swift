@@ -125,6 +125,15 @@
     }
 
     public var frames: [[UInt8]] {
+        Self.frames(
+            request: request, seq: seq, epoch: epoch, chunk: chunk, isLast: isLast, records: Self.recordsFrame(instances),
+            sessions: sessions.isEmpty ? [] : Self.sessionsFrame(sessions)
+        )
+    }
+
+    /// A chunk's frames around its records frame and, if not empty, its sessions frame, as they
+    /// are (a saved snapshot's bytes: ``SnapshotRecords``).
+    static func frames(request: UInt64, seq: UInt64, epoch: UInt32, chunk: UInt32, isLast: Bool, records: [UInt8], sessions: [UInt8]) -> [[UInt8]] {
         var header = ByteWriter(capacity: 32)
         WireHeader.write(.snapshotChunk, into: &header)
         header.write(request)
@@ -132,6 +141,11 @@
         header.write(epoch)
         header.write(chunk)
         header.write(isLast ? 1 as UInt8 : 0)
+        return sessions.isEmpty ? [header.bytes, records] : [header.bytes, records, sessions]
+    }
+
+    /// The records frame of `instances`.
+    static func recordsFrame(_ instances: [Instance]) -> [UInt8] {
         var body = ByteWriter(capacity: instances.reduce(0) { $0 + $1.state.count + $1.address.utf8.count + 16 })
         for instance in instances {
             body.writeLengthPrefixed { writer in
@@ -145,7 +159,7 @@
                 writer.write(contentsOf: instance.state)
             }
         }
-        return sessions.isEmpty ? [header.bytes, body.bytes] : [header.bytes, body.bytes, Self.sessionsFrame(sessions)]
+        return body.bytes
     }
 
     public init(frames: [[UInt8]]) throws {

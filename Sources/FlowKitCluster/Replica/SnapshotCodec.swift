@@ -6,7 +6,7 @@ enum SnapshotCodec {
     static let sessionsMark: [UInt8] = Array("FKSS".utf8)
 
     static func encode(_ instances: [SnapshotChunkMessage.Instance], sessions: [DedupTable.Remembered] = []) -> [UInt8] {
-        var bytes = SnapshotChunkMessage(request: 0, seq: 0, epoch: 0, chunk: 0, isLast: true, instances: instances).frames[1]
+        var bytes = SnapshotChunkMessage.recordsFrame(instances)
         guard !sessions.isEmpty else { return bytes }
         let block = SnapshotChunkMessage.sessionsFrame(sessions)
         var trailer = ByteWriter(capacity: 8)
@@ -16,16 +16,18 @@ enum SnapshotCodec {
     }
 
     static func decode(_ bytes: [UInt8]) throws -> (instances: [SnapshotChunkMessage.Instance], sessions: [DedupTable.Remembered]) {
-        var records = bytes[...]
-        var sessions: [DedupTable.Remembered] = []
-        if bytes.count >= 8, Array(bytes.suffix(4)) == sessionsMark {
-            var reader = ByteReader(Array(bytes.suffix(8).prefix(4)), context: "snapshot sessions length")
-            let length = Int(try reader.readUInt32("length"))
-            guard length <= bytes.count - 8 else { throw ProtocolError(.malformed, "a snapshot's sessions block is longer than the snapshot") }
-            let start = bytes.count - 8 - length
-            sessions = try SnapshotChunkMessage.sessions(from: Array(bytes[start..<(bytes.count - 8)]))
-            records = bytes[..<start]
-        }
-        return (try SnapshotChunkMessage.instances(inRecords: Array(records)), sessions)
+        let layout = try layout(bytes)
+        let sessions = try layout.sessions.map { try SnapshotChunkMessage.sessions(from: Array(bytes[$0])) } ?? []
+        return (try SnapshotChunkMessage.instances(inRecords: Array(bytes[..<layout.recordsEnd])), sessions)
+    }
+
+    /// Where a snapshot's instance records end, and where its sessions frame lies, if it has one.
+    static func layout(_ bytes: [UInt8]) throws -> (recordsEnd: Int, sessions: Range<Int>?) {
+        guard bytes.count >= 8, bytes.suffix(4).elementsEqual(sessionsMark) else { return (bytes.count, nil) }
+        var reader = ByteReader(Array(bytes.suffix(8).prefix(4)), context: "snapshot sessions length")
+        let length = Int(try reader.readUInt32("length"))
+        guard length <= bytes.count - 8 else { throw ProtocolError(.malformed, "a snapshot's sessions block is longer than the snapshot") }
+        let start = bytes.count - 8 - length
+        return (start, start..<(bytes.count - 8))
     }
 }
