@@ -25,6 +25,9 @@ struct BenchConfiguration: Codable, Sendable {
     /// created by the step's own events.
     var populateRate: Double? = nil
     var idleSeconds: Double? = nil
+    /// With `--populate --settle`: the idle cluster is watched only once the population's
+    /// after-work is done (``BenchPopulation/settleRule``). Absent in older results: false.
+    var settle: Bool? = nil
     /// Padding bytes per event.
     var eventSize: Int
     /// `tickWithEffect` instead of `tick`: each event starts an effect on its origin node.

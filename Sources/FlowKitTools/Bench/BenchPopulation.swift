@@ -55,10 +55,21 @@ struct BenchPopulation {
         let populatedSeconds = (began.duration(to: .now) / .milliseconds(1)).rounded() / 1_000
         let after = processes.sample()
         let idleSeconds = configuration.idleSeconds ?? 0
+        if runner.live {
+            FileHandle.standardError.write(Data("populated in \(BenchFormat.fixed(populatedSeconds, 1)) s\n".utf8))
+        }
+        var settledSeconds: Double?
+        if configuration.settle == true {
+            settledSeconds = await waitUntilSettled()
+            if settledSeconds == nil, !runner.stop.isSet {
+                problems.append("the cluster was not quiet \(Self.settleRule.timeout) after the population (\(Self.settleRule.description))")
+            }
+        }
         if runner.live, idleSeconds > 0 {
-            FileHandle.standardError.write(Data("populated in \(BenchFormat.fixed(populatedSeconds, 1)) s; watching the idle cluster for \(BenchFormat.fixed(idleSeconds, 0)) s\n".utf8))
+            FileHandle.standardError.write(Data("watching the idle cluster for \(BenchFormat.fixed(idleSeconds, 0)) s\n".utf8))
         }
         let idleStart = ContinuousClock.now
+        let idleBegin = processes.sample()
         try? await Task.sleep(for: .seconds(idleSeconds))
         let idleEnd = processes.sample()
         let watched = max(0.001, idleStart.duration(to: .now) / .milliseconds(1) / 1_000)
@@ -68,6 +79,7 @@ struct BenchPopulation {
             bytesPerInstance: [:], rssIdleBytes: idleSeconds > 0 ? [:] : nil, bytesPerInstanceIdle: idleSeconds > 0 ? [:] : nil,
             idleSeconds: (watched * 10).rounded() / 10, idleCPUPercent: [:]
         )
+        figures.settledSeconds = settledSeconds
         for (name, stats) in after {
             figures.rssAfterBytes[name] = stats.rssBytes
             if let start = before[name] {
@@ -75,8 +87,8 @@ struct BenchPopulation {
                 let growth = Double(stats.rssBytes) - Double(start.rssBytes)
                 figures.bytesPerInstance[name] = (growth / Double(max(1, plan.count))).rounded()
             }
-            if let end = idleEnd[name] {
-                figures.idleCPUPercent[name] = (max(0, end.cpuSeconds - stats.cpuSeconds) / watched * 1_000).rounded() / 10
+            if let end = idleEnd[name], let begin = idleBegin[name] {
+                figures.idleCPUPercent[name] = (max(0, end.cpuSeconds - begin.cpuSeconds) / watched * 1_000).rounded() / 10
                 if let start = before[name] {
                     figures.rssIdleBytes?[name] = end.rssBytes
                     figures.bytesPerInstanceIdle?[name] = ((Double(end.rssBytes) - Double(start.rssBytes)) / Double(max(1, plan.count))).rounded()
@@ -96,6 +108,52 @@ struct BenchPopulation {
                 ? report.sentPerInstance[instance] - outcome.acknowledgedPerInstance[instance] - outcome.refusedPerInstance[instance] : 0
         }
         return Outcome(figures: figures, acknowledgedPerInstance: outcome.acknowledgedPerInstance, unknownPerInstance: unknown, problems: problems)
+    }
+
+    /// When a population has settled (`--settle`): every process of the cluster (not the bench)
+    /// under ``cpuPercent`` of a core over the last ``window``, watched for at most ``timeout``.
+    /// A million populated instances keep each process busy for a minute or two after the last
+    /// event (their digests, then each going to rest a minute after it last changed): work that
+    /// follows the population, which a step measured meanwhile would count as the cost of holding them.
+    struct SettleRule: CustomStringConvertible {
+        var cpuPercent = 2.0
+        var window: Duration = .seconds(5)
+        var timeout: Duration = .seconds(600)
+
+        var description: String { "every process under \(BenchFormat.fixed(cpuPercent, 0)) % of a core for \(window)" }
+    }
+
+    static let settleRule = SettleRule()
+
+    /// Samples the cluster's processes every second until ``settleRule`` holds; the seconds that
+    /// took, or nil at its timeout (or when the bench is stopped).
+    private func waitUntilSettled() async -> Double? {
+        let rule = Self.settleRule
+        let processes = runner.target.processes
+        let started = ContinuousClock.now
+        let windowSamples = Int(rule.window / .seconds(1))
+        var samples: [(at: ContinuousClock.Instant, stats: [String: ProcessStats])] = []
+        var lastNote = started
+        while started.duration(to: .now) < rule.timeout, !runner.stop.isSet {
+            samples.append((.now, processes.sample()))
+            if samples.count > windowSamples + 1 { samples.removeFirst() }
+            if samples.count == windowSamples + 1, let first = samples.first, let last = samples.last {
+                let seconds = max(0.001, first.at.duration(to: last.at) / .milliseconds(1) / 1_000)
+                let busiest = last.stats.filter { $0.key != "bench" }.map { name, stats in
+                    (name, max(0, stats.cpuSeconds - (first.stats[name]?.cpuSeconds ?? 0)) / seconds * 100)
+                }.max { $0.1 < $1.1 }
+                if let busiest, busiest.1 < rule.cpuPercent {
+                    return (started.duration(to: .now) / .milliseconds(1)).rounded() / 1_000
+                }
+                if runner.live, lastNote.duration(to: .now) >= .seconds(10), let busiest {
+                    lastNote = .now
+                    let waited = started.duration(to: .now) / .seconds(1)
+                    FileHandle.standardError.write(Data("settling: \(BenchFormat.fixed(waited, 0)) s, busiest \(busiest.0) at \(BenchFormat.fixed(busiest.1, 1)) % of a core\n".utf8))
+                }
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+        return nil
     }
 
     /// Starts one more node, with no data, and times it until it has applied the head (it joins

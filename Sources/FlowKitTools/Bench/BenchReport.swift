@@ -64,6 +64,7 @@ enum BenchReport {
         if let population = result.population {
             lines.append(
                 "population: \(BenchFormat.count(population.instances)) instances given state in \(BenchFormat.fixed(population.seconds, 1)) s; "
+                    + (population.settledSeconds.map { "settled \(BenchFormat.fixed($0, 0)) s later; " } ?? "")
                     + "then idle for \(BenchFormat.fixed(population.idleSeconds, 0)) s"
                     + (population.joinSeconds.map { "; a fresh node joined behind them in \(BenchFormat.fixed($0, 2)) s" } ?? "")
             )

@@ -38,6 +38,9 @@ struct BenchResult: Codable, Sendable {
         var acknowledged: Int
         /// From the population's first event until every node had applied it all.
         var seconds: Double
+        /// With `--settle`: seconds from then until every cluster process was quiet
+        /// (``BenchPopulation/settleRule``); nil when not asked or never quiet.
+        var settledSeconds: Double? = nil
         /// Each process's resident memory (VmRSS) before the population and once every node
         /// holds it, and the growth divided by the instances.
         var rssBeforeBytes: [String: UInt64]
