@@ -13,10 +13,18 @@
 /// 40     n    body
 /// ```
 ///
-/// Written as `<name>.tmp`, synced, renamed over `<name>`, then the directory is synced: a
-/// reader sees the old file or the new one, never a mix.
+/// Written as `<name>.tmp` (a large body a piece at a time, each written out before the next),
+/// synced, renamed over `<name>`, then the directory is synced: a reader sees the old file or the
+/// new one, never a mix.
 enum BlobFile {
     static let headerSize = 40
+    /// A large body (a snapshot of a million instances is 60 MB) goes to the disk a piece of this
+    /// many bytes at a time, each written out before the next (``FileSystem/writeOut(_:offset:length:)``):
+    /// written whole and synced at the end, its 60 MB went out in one burst, and every sync of
+    /// every other file on the disk waited behind it, the coordinator's log commits first (a
+    /// second's p99 at 20,000 events a second rose to 0.2-0.3 s at each snapshot). A piece is a
+    /// few milliseconds of the disk's time.
+    static let writtenOutEvery = 1 << 20
     static let version: UInt32 = 1
 
     static func write(
@@ -40,7 +48,15 @@ enum BlobFile {
         let fd = try fileSystem.openFile(temporary, create: true)
         do {
             try header.withUnsafeBytes { try fileSystem.write(fd, $0, at: 0, path: temporary) }
-            try body.withUnsafeBytes { try fileSystem.write(fd, $0, at: headerSize, path: temporary) }
+            try body.withUnsafeBytes { body in
+                var written = 0
+                while written < body.count {
+                    let piece = min(writtenOutEvery, body.count - written)
+                    try fileSystem.write(fd, UnsafeRawBufferPointer(rebasing: body[written..<(written + piece)]), at: headerSize + written, path: temporary)
+                    fileSystem.writeOut(fd, offset: headerSize + written, length: piece)
+                    written += piece
+                }
+            }
             try fileSystem.sync(fd, path: temporary)
             fileSystem.closeFile(fd)
         } catch {

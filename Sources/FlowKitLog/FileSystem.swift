@@ -91,6 +91,28 @@ struct FileSystem: Sendable {
         }
     }
 
+    /// Starts writing a file's range to the disk and waits until it is written (Linux's
+    /// `sync_file_range(2)`; elsewhere nothing): a large file written a piece at a time, each
+    /// written out before the next, never leaves the disk a burst to flush that other files'
+    /// syncs wait behind. Not a sync (metadata and the disk's cache are not flushed: ``sync(_:path:)``
+    /// does that, and reports errors); a failure here is left for it to find.
+    func writeOut(_ fd: Int32, offset: Int, length: Int) {
+        #if os(Linux)
+        guard let syncFileRange = Self.syncFileRange else { return }
+        // SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER
+        while syncFileRange(fd, Int64(offset), Int64(length), 1 | 2 | 4) != 0, errno == EINTR {}
+        #endif
+    }
+
+    #if os(Linux)
+    /// `sync_file_range`, which Glibc's module does not export (its header declares it only with
+    /// `_GNU_SOURCE`): looked up once in the C library.
+    private static let syncFileRange: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32)? = {
+        guard let symbol = dlsym(nil, "sync_file_range") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32).self)
+    }()
+    #endif
+
     /// `fsync` on a directory, so created, renamed and removed entries survive power loss.
     func syncDirectory(_ path: String) throws {
         if let fault = fault(.sync, path) { throw LogError.system("syncing the directory", path: path, errno: fault.errno) }

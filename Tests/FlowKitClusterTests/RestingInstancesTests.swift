@@ -20,9 +20,11 @@ import Testing
     }
 
     /// Inserts, wakes and inserts again at random, through table growth, a reservation and the
-    /// arena's compaction: every lookup agrees with a dictionary, and so does the walk.
-    @Test func theTableAgreesWithADictionary() {
-        let resting = RestingInstances()
+    /// emptying of mostly dead chunks: every lookup agrees with a dictionary, and so does the walk.
+    /// With chunks smaller than some records (256 bytes), a chunk of a few records (4 KiB), and
+    /// the default.
+    @Test(arguments: [256, 4_096, 1 << 20]) func theTableAgreesWithADictionary(chunkBytes: Int) {
+        let resting = RestingInstances(chunkBytes: chunkBytes)
         var model: [String: (lastSeq: UInt64, state: [UInt8])] = [:]
         var random = SplitMix(state: 7)
         var compactions = 0
@@ -49,13 +51,68 @@ import Testing
                 if resting.arenaBytes < before { compactions += 1 }
             }
             #expect(resting.count == model.count)
-            if step == 30_000 { resting.reserve(records: 20_000, bytes: 4 << 20) }
+            if step == 30_000 { resting.reserve(records: 20_000) }
         }
         var walked: [String: UInt64] = [:]
         resting.forEach { walked[$0.address] = $0.lastSeq }
         #expect(walked == model.mapValues(\.lastSeq))
         #expect(model.keys.allSatisfy(resting.contains) && !resting.contains("counter/absent"))
-        #expect(compactions > 0)
+        #expect(resting.arenaBytes == resting.chunks.reduce(0) { $0 + $1.count })
+        // Some 1.6 MB of records at most: a chunk of 1 MiB is emptied only once it is not the
+        // one being filled.
+        #expect(compactions > 0 || chunkBytes > 1 << 19)
+    }
+
+    /// A snapshot's view of the records (``RestingInstances/frozen``) stays as it was while the
+    /// set changes, and a change copies only the chunk it touches: after a million records rested,
+    /// waking one after a snapshot copied all 60 MB of them on the owner's thread.
+    @Test func aSnapshotsViewSharesEveryChunkAChangeDoesNotTouch() {
+        let resting = RestingInstances(chunkBytes: 4_096)
+        for key in 0..<1_000 {
+            resting.insert(address: "counter/\(key)", lastSeq: UInt64(key + 1), ownership: .init(), term: .init(high: 1, low: UInt64(key)), state: Array("{\"count\":\(key)}".utf8))
+        }
+        let frozen = resting.frozen
+        let chunks = resting.chunks.count
+        #expect(chunks > 10 && sharedChunks(resting, frozen) == chunks)
+        let woken = resting.take("counter/500")
+        #expect(woken?.lastSeq == 501)
+        // The woken record's chunk was copied; every other chunk is still the snapshot's.
+        #expect(sharedChunks(resting, frozen) == chunks - 1)
+        resting.insert(address: "counter/new", lastSeq: 2_000, ownership: .init(), term: nil, state: [])
+        var seen: [String: UInt64] = [:]
+        frozen.forEach { seen[$0.address] = $0.lastSeq }
+        #expect(seen.count == 1_000 && seen["counter/500"] == 501 && seen["counter/new"] == nil)
+        #expect(frozen.count == 1_000 && resting.count == 1_000)
+    }
+
+    /// How many of the set's chunks are the same storage as the snapshot's.
+    private func sharedChunks(_ resting: RestingInstances, _ frozen: RestingInstances.Frozen) -> Int {
+        zip(resting.chunks, frozen.chunks).filter { live, shared in
+            live.withUnsafeBytes { a in shared.withUnsafeBytes { b in a.baseAddress == b.baseAddress } }
+        }.count
+    }
+
+    /// Records woken until most of a chunk is dead: the chunk is emptied (its live records moved
+    /// to the chunk being filled, their places in the table updated), and reused before the arena
+    /// grows; everything still wakes with what it rested with.
+    @Test func aMostlyDeadChunkIsEmptiedAndReused() {
+        let resting = RestingInstances(chunkBytes: 1_024)
+        for key in 0..<200 { resting.insert(address: "counter/\(key)", lastSeq: UInt64(key + 1), ownership: .init(fence: UInt64(key)), term: .init(high: 1, low: 1), state: [UInt8(key % 256)]) }
+        let grown = resting.chunks.count
+        // Wake two of every three: every chunk but the one being filled becomes mostly dead.
+        for key in 0..<200 where key % 3 != 0 {
+            _ = resting.take("counter/\(key)")
+            resting.compactIfWorthIt(hashingOut: false)
+        }
+        let emptied = resting.chunks.filter(\.isEmpty).count
+        #expect(emptied > 0, "chunks emptied")
+        for key in 200..<260 { resting.insert(address: "counter/\(key)", lastSeq: UInt64(key + 1), ownership: .init(fence: UInt64(key)), term: .init(high: 1, low: 1), state: [UInt8(key % 256)]) }
+        #expect(resting.chunks.count <= grown, "emptied chunks are filled again before new ones")
+        for key in Array(stride(from: 0, to: 200, by: 3)) + Array(200..<260) {
+            let record = resting.take("counter/\(key)")
+            #expect(record?.lastSeq == UInt64(key + 1) && record?.ownership.fence == UInt64(key) && record?.state == [UInt8(key % 256)], "counter/\(key)")
+        }
+        #expect(resting.count == 0)
     }
 
     /// Records handed out for hashing take their terms back unless woken meanwhile.

@@ -51,6 +51,31 @@ struct SegmentLogCompactionTests {
         #expect(try readAll(reopened) == records(starts.last!...310, size: 40))
     }
 
+    /// Segments taken out of the log leave it at once, and their files are deleted apart (off the
+    /// log's thread, in a coordinator); a log reopened before they are deleted is valid and
+    /// longer, and the next compaction shortens it again.
+    @Test func detachedSegmentsLeaveTheLogAndAreDeletedApart() throws {
+        let dir = TemporaryDirectory("compactdetach")
+        let log = try filledLog(dir)
+        let starts = segmentStarts(dir)
+        let detached = try log.detachPrefix(through: starts[3] - 1)
+        #expect(detached.count == 3 && log.firstSeq == starts[3])
+        #expect(segmentStarts(dir) == starts, "the files stay until deleted")
+        #expect(throws: LogError.self) { try log.read(from: starts[3] - 1) }
+        log.close()
+
+        // A crash before the deletion: the log opens with them, whole.
+        let reopened = try SegmentLog(directory: dir.path, options: options, logger: quietLogger)
+        #expect(reopened.firstSeq == 1 && reopened.lastSeq == 300)
+        #expect(try readAll(reopened) == records(1...300, size: 40))
+        reopened.close()
+        try detached.delete()
+        #expect(segmentStarts(dir) == Array(starts.dropFirst(3)))
+        let again = try SegmentLog(directory: dir.path, options: options, logger: quietLogger)
+        #expect(again.firstSeq == starts[3])
+        #expect(try readAll(again) == records(starts[3]...300, size: 40))
+    }
+
     @Test func uncommittedSegmentsAreNeverRemoved() throws {
         let dir = TemporaryDirectory("compactpending")
         let log = try filledLog(dir, through: 10)

@@ -27,6 +27,16 @@ struct SnapshotStoreTests {
         #expect(try reopened.latest()?.seq == 250)
     }
 
+    /// A body of several pieces and a part (each piece written out before the next) reads back
+    /// whole, byte for byte.
+    @Test func aLargeSnapshotWrittenAPieceAtATimeReadsBackWhole() throws {
+        let dir = TemporaryDirectory("snaplarge")
+        let store = try SnapshotStore(directory: dir.path, logger: quietLogger)
+        let bytes = blob(9, size: 3 << 20 + 12_345)
+        try store.save(Snapshot(seq: 9, bytes: bytes))
+        #expect(try SnapshotStore(directory: dir.path, logger: quietLogger).latest() == Snapshot(seq: 9, bytes: bytes))
+    }
+
     @Test func retainKeepsTheNewestK() throws {
         let dir = TemporaryDirectory("snapretain")
         let store = try SnapshotStore(directory: dir.path, retain: 3, logger: quietLogger)

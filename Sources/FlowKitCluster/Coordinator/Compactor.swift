@@ -66,11 +66,13 @@ actor Compactor {
             lastSnapshot = seq
             guard seq > retain else { return }
             let through = seq - retain
-            let first = try await writer.run { log in
-                try log.removePrefix(through: through)
-                return log.firstSeq
+            let (first, detached) = try await writer.run { log in
+                let detached = try log.removePrefix(through: through)
+                return (log.firstSeq, detached)
             }
             await compacted(first)
+            // Deleted here, not on the log's thread: its commits do not wait for the file system.
+            try await BackgroundWork.shared.run { try detached.delete() }
             logger.info(
                 "snapshot saved, log compacted",
                 metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances)", "flowkit.first": "\(first)"]

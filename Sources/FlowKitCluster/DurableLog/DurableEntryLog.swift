@@ -61,8 +61,8 @@ final class DurableEntryLog: EntryLog {
         }
     }
 
-    func removePrefix(through seq: UInt64) throws {
-        _ = try log.removePrefix(through: seq)
+    func removePrefix(through seq: UInt64) throws -> DetachedSegments {
+        try log.detachPrefix(through: seq)
     }
 
     func removeSuffix(after seq: UInt64) throws {

@@ -1,3 +1,5 @@
+import FlowKitLog
+
 /// Where the coordinator keeps the ordered entries: appended in groups, made durable at each
 /// commit, read back for gap repair and late joins, and compacted once a snapshot covers a prefix.
 ///
@@ -18,8 +20,9 @@ protocol EntryLog: AnyObject {
     func commit() throws
     /// Up to `maxCount` records from `seq` on, fewer if `maxBytes` is reached first.
     func read(from seq: UInt64, maxCount: Int, maxBytes: Int) throws -> [[UInt8]]
-    /// Drops entries up to `seq` (whole segments at most), once a durable snapshot covers them.
-    func removePrefix(through seq: UInt64) throws
+    /// Drops entries up to `seq` (whole segments at most), once a durable snapshot covers them;
+    /// returns the files to delete, which the caller does off the log's thread.
+    func removePrefix(through seq: UInt64) throws -> DetachedSegments
     /// Drops every entry after `seq`, durably: a follower coordinator's tail that its leader's log
     /// does not hold (ordered by a deposed leader, never committed).
     func removeSuffix(after seq: UInt64) throws
@@ -90,10 +93,11 @@ final class MemoryEntryLog: EntryLog {
         epochs = EpochHistory()
     }
 
-    func removePrefix(through seq: UInt64) throws {
-        guard seq >= firstSeq, lastSeq >= firstSeq else { return }
+    func removePrefix(through seq: UInt64) throws -> DetachedSegments {
+        guard seq >= firstSeq, lastSeq >= firstSeq else { return DetachedSegments() }
         let drop = Int(min(seq, lastSeq) - firstSeq + 1)
         records.removeFirst(drop)
         firstSeq += UInt64(drop)
+        return DetachedSegments()
     }
 }

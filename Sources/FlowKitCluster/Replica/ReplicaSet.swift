@@ -19,8 +19,8 @@ import Logging
     /// The replicas by address text, as entries carry it: the apply path finds an instance without
     /// parsing or validating its address again. One table: each instance's digest lives on it.
     private(set) var replicas: [String: any FlowReplica] = [:]
-    /// The instances at rest: a restored snapshot's, not used since.
-    private let resting = RestingInstances()
+    /// The instances at rest: a restored snapshot's, or unchanged for ``restAfter``.
+    private let resting: RestingInstances
     /// The digests of the instances, and the rounds that keep them current.
     let book: DigestBook
     /// Entries whose payload did not decode, and quarantined ones; every replica skips the same ones.
@@ -45,10 +45,14 @@ import Logging
     ///   - restAfter: How long an instance stays unchanged before it goes to rest (µs; nil:
     ///     never), as ``RestingInstances`` says.
     ///   - hashedNowAtMost: ``DigestBook/hashedNowAtMost``.
+    ///   - restingChunkBytes: ``RestingInstances/chunkBytes`` (the simulation's are small, so that
+    ///     its few instances fill chunks and empty them).
     init(
         registry: FlowRegistry, context: ReplicaContext, logger: Logger, restAfter: UInt64? = ReplicaSet.restAfter,
-        hashedNowAtMost: Int = DigestBook.defaultHashedNowAtMost, clock: @escaping () -> UInt64 = WallClock.micros
+        hashedNowAtMost: Int = DigestBook.defaultHashedNowAtMost, restingChunkBytes: Int = 1 << 20,
+        clock: @escaping () -> UInt64 = WallClock.micros
     ) {
+        self.resting = RestingInstances(chunkBytes: restingChunkBytes)
         self.registry = registry
         self.versions = ReadableVersions(registry)
         self.context = context
@@ -225,7 +229,7 @@ import Logging
         withEffects = [:]
         book.reset()
         owned.removeAll()
-        resting.reserve(records: instances.count, bytes: instances.reduce(0) { $0 + 48 + $1.address.utf8.count + $1.state.count })
+        resting.reserve(records: instances.count)
         for instance in instances {
             let address = try Address(parsing: instance.address)
             if flows[address.flow] == nil { flows[address.flow] = try registry.flow(for: address).replicas(context: context, owned: owned) }

@@ -5,24 +5,51 @@ extension RestingInstances {
     /// snapshot of a node holding a million instances at rest takes this, not a million values
     /// made on the node's thread, which held it for a second.
     struct Frozen: Sendable {
-        fileprivate let arena: [UInt8]
+        let chunks: [[UInt8]]
         /// How many records are at rest in it.
         let count: Int
 
-        init(arena: [UInt8], count: Int) {
-            self.arena = arena
+        init(chunks: [[UInt8]], count: Int) {
+            self.chunks = chunks
             self.count = count
         }
 
-        /// Every record at rest, in arena order.
+        /// Every record at rest, chunk by chunk.
         func forEach(_ body: (Record) -> Void) {
-            var offset = 0
-            while offset < arena.count {
-                if arena[offset] & RestingInstances.woken == 0 { body(RestingInstances.read(in: arena, at: offset)) }
-                offset += RestingInstances.size(in: arena, at: offset)
+            for chunk in chunks {
+                var offset = 0
+                while offset < chunk.count {
+                    if chunk[offset] & RestingInstances.woken == 0 { body(RestingInstances.read(in: chunk, at: offset)) }
+                    offset += RestingInstances.size(in: chunk, at: offset)
+                }
             }
         }
     }
+
+    // MARK: Reading the records
+
+    /// The address and ownership of every record at rest with one (owners or a fence).
+    func forEachOwned(_ body: (String, SnapshotChunkMessage.Ownership) -> Void) {
+        forEachPlace { place in
+            let (chunk, offset) = (place / chunkBytes, place % chunkBytes)
+            guard chunks[chunk][offset] & Self.woken == 0, Self.load(UInt32.self, in: chunks[chunk], at: offset + 6) > 0 else { return }
+            let record = read(at: place)
+            body(record.address, record.ownership)
+        }
+    }
+
+    /// Calls `body` with the place of every record, dead ones too, chunk by chunk.
+    func forEachPlace(_ body: (Int) -> Void) {
+        for chunk in chunks.indices {
+            var offset = 0
+            while offset < chunks[chunk].count {
+                body(chunk * chunkBytes + offset)
+                offset += Self.size(in: chunks[chunk], at: offset)
+            }
+        }
+    }
+
+    func read(at place: Int) -> Record { Self.read(in: chunks[place / chunkBytes], at: place % chunkBytes) }
 
     // MARK: Reading a record
 

@@ -3,14 +3,20 @@ import Foundation
 
 /// The instances a ``ReplicaSet`` holds at rest: restored from a snapshot and not used since, each
 /// kept as the snapshot had it (its address, last seq, state's JSON, effects' owners and, once
-/// hashed, its term in the combined digest) in one arena of bytes, found through a table of
-/// offsets. An
-/// instance object cost a joining node about 500 bytes and 2.3 s of its loop for a million;
+/// hashed, its term in the combined digest) in chunks of bytes, found through a table of places.
+/// An instance object cost a joining node about 500 bytes and 2.3 s of its loop for a million;
 /// a record costs its bytes, about 40 beyond the address and the state, and an append.
 ///
 /// An instance is woken (``take(_:)``) when it is first used, and its record is left behind as
-/// dead bytes, reclaimed when they are most of the arena. Records restored but not hashed yet are
-/// handed out for hashing in arena order (``takeUnhashed(limit:)``). Not thread-safe.
+/// dead bytes. Records restored but not hashed yet are handed out for hashing in order
+/// (``takeUnhashed(limit:)``). Not thread-safe.
+///
+/// Chunks, not one array: a snapshot takes the records as they are (``frozen``), sharing their
+/// bytes, and the next change copies only the chunk it touches. With one array, the first instance
+/// woken after a snapshot began copied every record (60 MB for a million) on the owner's thread, a
+/// stall in each node and the coordinator at every snapshot; so did the array's growth and the
+/// reclaiming of dead records. A chunk whose records are mostly dead is emptied by moving its live
+/// ones to the chunk being filled (``compactIfWorthIt(hashingOut:)``), one chunk at a time.
 final class RestingInstances {
     /// What a record holds.
     struct Record {
@@ -31,17 +37,27 @@ final class RestingInstances {
         let state: [UInt8]
     }
 
-    /// Records back to back, each at a multiple of 8 bytes: flags (1), the address's length - 1
-    /// (1), the state's length (4), the ownership's (4), last seq (8), term (16), the address, the
-    /// state, the ownership (as a snapshot record has it; nothing when empty).
-    private var arena: [UInt8] = []
-    /// Open addressing with linear probing: each slot holds a record's offset / 8 + 1; 0 is empty.
-    private var slots = [UInt32](repeating: 0, count: 16)
+    /// Records back to back in each chunk, each at a multiple of 8 bytes: flags (1), the address's
+    /// length - 1 (1), the state's length (4), the ownership's (4), last seq (8), term (16), the
+    /// address, the state, the ownership (as a snapshot record has it; nothing when empty). A
+    /// record larger than ``chunkBytes`` has a chunk of its own. A record's place is its chunk's
+    /// index × ``chunkBytes`` + its offset there.
+    private(set) var chunks: [[UInt8]] = []
+    /// Bytes of woken records in each chunk.
+    private var deadBytes: [Int] = []
+    /// The chunk records are appended to, if any; chunks emptied, to fill again.
+    private var filling: Int?
+    private var emptied: [Int] = []
+    /// Chunks mostly dead, to empty (``compactIfWorthIt(hashingOut:)``).
+    private var mostlyDead: Set<Int> = []
+    /// The most bytes records fill a chunk with (a power of two).
+    let chunkBytes: Int
+    /// Open addressing with linear probing: each slot holds a record's place / 8 + 1; 0 is empty
+    /// (RestingInstances+Table.swift).
+    var slots = [UInt32](repeating: 0, count: 16)
     private(set) var count = 0
-    /// The arena's length, dead records included.
-    var arenaBytes: Int { arena.count }
-    /// Bytes of woken records, reclaimed when they are more than half the arena.
-    private var deadBytes = 0
+    /// The chunks' bytes, dead records included.
+    private(set) var arenaBytes = 0
     /// Records not handed out for hashing yet, and where the next may be (all before it are).
     private(set) var unhashed = 0
     private var hashCursor = 0
@@ -54,10 +70,16 @@ final class RestingInstances {
     static let lastSeqAt = 10
     static let termAt = 18
 
-    /// Makes room for `records` more records of about `bytes` in all, so that a restore of a
-    /// million neither rebuilds the table as it doubles nor moves the arena as it grows.
-    func reserve(records: Int, bytes: Int) {
-        arena.reserveCapacity(arena.count + bytes)
+    /// - Parameter chunkBytes: A power of two: 1 MiB copies in about 0.1 ms when a snapshot
+    ///   shares it.
+    init(chunkBytes: Int = 1 << 20) {
+        precondition(chunkBytes >= 64 && chunkBytes.nonzeroBitCount == 1, "a chunk is a power of two of at least 64 bytes")
+        self.chunkBytes = chunkBytes
+    }
+
+    /// Makes room in the table for `records` more, so that a restore of a million does not
+    /// rebuild it each time it doubles.
+    func reserve(records: Int) {
         var capacity = slots.count
         while (count + records) * 2 > capacity { capacity *= 2 }
         if capacity > slots.count { rebuildSlots(capacity: capacity) }
@@ -73,29 +95,57 @@ final class RestingInstances {
     ) -> Record? {
         let replaced = take(address)
         if (count + 1) * 2 > slots.count { rebuildSlots(capacity: slots.count * 2) }
-        let offset = arena.count
-        precondition(offset / 8 < Int(UInt32.max), "more instances at rest than an arena of 32 GiB holds")
         var owners = ByteWriter(capacity: 0)
         ownership.encode(into: &owners)
         var address = address
-        address.withUTF8 { addressBytes in
+        let place = address.withUTF8 { addressBytes in
             precondition((1...256).contains(addressBytes.count), "an address is 1 to 256 bytes")
-            arena.append(term == nil ? 0 : Self.hashed | Self.handedOut)
-            arena.append(UInt8(addressBytes.count - 1))
-            append(UInt32(state.count))
-            append(UInt32(owners.bytes.count))
-            append(lastSeq)
-            append(term?.high ?? 0)
-            append(term?.low ?? 0)
-            arena.append(contentsOf: addressBytes)
+            let length = Self.header + addressBytes.count + state.count + owners.bytes.count
+            let place = room(for: (length + 7) & ~7)
+            let chunk = place / chunkBytes
+            chunks[chunk].append(term == nil ? 0 : Self.hashed | Self.handedOut)
+            chunks[chunk].append(UInt8(addressBytes.count - 1))
+            append(UInt32(state.count), to: chunk)
+            append(UInt32(owners.bytes.count), to: chunk)
+            append(lastSeq, to: chunk)
+            append(term?.high ?? 0, to: chunk)
+            append(term?.low ?? 0, to: chunk)
+            chunks[chunk].append(contentsOf: addressBytes)
+            chunks[chunk].append(contentsOf: state)
+            chunks[chunk].append(contentsOf: owners.bytes)
+            chunks[chunk].append(contentsOf: repeatElement(0, count: (8 - chunks[chunk].count % 8) % 8))
+            arenaBytes += chunks[chunk].count - place % chunkBytes
+            return place
         }
-        arena.append(contentsOf: state)
-        arena.append(contentsOf: owners.bytes)
-        arena.append(contentsOf: repeatElement(0, count: (8 - arena.count % 8) % 8))
-        slots[probe(forRecordAt: offset)] = UInt32(offset / 8 + 1)
+        slots[probe(forRecordAt: place)] = UInt32(place / 8 + 1)
         count += 1
-        if term == nil { unhashed += 1 }
+        if term == nil {
+            unhashed += 1
+            hashCursor = min(hashCursor, place)
+        }
         return replaced
+    }
+
+    /// Where a record of `bytes` goes: the end of the chunk being filled, or of a new one (an
+    /// emptied one first); a chunk of its own when it is larger than a chunk.
+    private func room(for bytes: Int) -> Int {
+        if let filling {
+            if chunks[filling].count + bytes <= chunkBytes { return filling * chunkBytes + chunks[filling].count }
+            self.filling = nil
+            noteIfMostlyDead(filling)
+        }
+        let chunk: Int
+        if let reused = emptied.popLast() {
+            chunk = reused
+        } else {
+            chunk = chunks.count
+            precondition((chunk + 1) * (chunkBytes / 8) < Int(UInt32.max), "more instances at rest than 32 GiB of chunks hold")
+            chunks.append([])
+            deadBytes.append(0)
+        }
+        chunks[chunk].reserveCapacity(bytes > chunkBytes ? bytes : min(chunkBytes, max(bytes, 4_096)))
+        filling = bytes > chunkBytes ? nil : chunk
+        return chunk * chunkBytes
     }
 
     /// Wakes an instance: its record, which leaves the table; nil when none rests at `address`.
@@ -103,15 +153,24 @@ final class RestingInstances {
         guard count > 0 else { return nil }
         var address = address
         guard let slot = address.withUTF8({ find(UnsafeRawBufferPointer($0)) }) else { return nil }
-        let offset = Int(slots[slot] - 1) * 8
-        let record = read(at: offset)
-        let flags = arena[offset]
-        arena[offset] = flags | Self.woken
+        let place = Int(slots[slot] - 1) * 8
+        let (chunk, offset) = (place / chunkBytes, place % chunkBytes)
+        let record = read(at: place)
+        let flags = chunks[chunk][offset]
+        chunks[chunk][offset] = flags | Self.woken
         if flags & Self.handedOut == 0 { unhashed -= 1 }
-        deadBytes += size(at: offset)
+        let size = Self.size(in: chunks[chunk], at: offset)
+        deadBytes[chunk] += size
         count -= 1
         removeSlot(slot)
+        noteIfMostlyDead(chunk)
         return record
+    }
+
+    /// Notes a chunk to empty once more than half its bytes are dead records, unless records are
+    /// being appended to it.
+    private func noteIfMostlyDead(_ chunk: Int) {
+        if chunk != filling, deadBytes[chunk] * 2 > chunks[chunk].count { mostlyDead.insert(chunk) }
     }
 
     func contains(_ address: String) -> Bool {
@@ -120,51 +179,54 @@ final class RestingInstances {
         return address.withUTF8 { find(UnsafeRawBufferPointer($0)) } != nil
     }
 
-    /// Every record at rest, in arena order.
+    /// Every record at rest, chunk by chunk.
     func forEach(_ body: (Record) -> Void) {
         frozen.forEach(body)
     }
 
-    /// The records at rest now, to read on another thread: the arena itself, shared until this
-    /// set next changes it (then copied once, as an array is), not a value per record.
-    var frozen: Frozen { Frozen(arena: arena, count: count) }
-
-    /// The address and ownership of every record at rest with one (owners or a fence).
-    func forEachOwned(_ body: (String, SnapshotChunkMessage.Ownership) -> Void) {
-        var offset = 0
-        while offset < arena.count {
-            if arena[offset] & Self.woken == 0, load(UInt32.self, at: offset + 6) > 0 {
-                let record = read(at: offset)
-                body(record.address, record.ownership)
-            }
-            offset += size(at: offset)
-        }
-    }
+    /// The records at rest now, to read on another thread: the chunks themselves, each shared until
+    /// this set next changes it (then that one is copied, as an array is), not a value per record.
+    var frozen: Frozen { Frozen(chunks: chunks, count: count) }
 
     /// Forgets every record.
     func removeAll() {
-        arena = []
+        chunks = []
+        arenaBytes = 0
+        deadBytes = []
+        filling = nil
+        emptied = []
+        mostlyDead = []
         slots = [UInt32](repeating: 0, count: 16)
         count = 0
-        deadBytes = 0
         unhashed = 0
         hashCursor = 0
     }
 
     // MARK: Hashing a restore
 
-    /// Hands out up to `limit` records not hashed yet, oldest first; give each one's term back
+    /// Hands out up to `limit` records not hashed yet, in order; give each one's term back
     /// with ``setTerm(_:at:lastSeq:)`` (one that does not hash stays without a term).
     func takeUnhashed(limit: Int) -> [Unhashed] {
         var taken: [Unhashed] = []
-        while taken.count < limit, unhashed > 0, hashCursor < arena.count {
-            let offset = hashCursor
-            hashCursor += size(at: offset)
-            guard arena[offset] & (Self.woken | Self.handedOut) == 0 else { continue }
-            arena[offset] |= Self.handedOut
+        var (chunk, offset) = (hashCursor / chunkBytes, hashCursor % chunkBytes)
+        while taken.count < limit, unhashed > 0, chunk < chunks.count {
+            guard offset < chunks[chunk].count else {
+                (chunk, offset) = (chunk + 1, 0)
+                continue
+            }
+            let place = chunk * chunkBytes + offset
+            offset += Self.size(in: chunks[chunk], at: offset)
+            guard chunks[chunk][place % chunkBytes] & (Self.woken | Self.handedOut) == 0 else { continue }
+            chunks[chunk][place % chunkBytes] |= Self.handedOut
             unhashed -= 1
-            let record = read(at: offset)
-            taken.append(Unhashed(place: offset, address: record.address, lastSeq: record.lastSeq, state: record.state))
+            let record = read(at: place)
+            taken.append(Unhashed(place: place, address: record.address, lastSeq: record.lastSeq, state: record.state))
+        }
+        // Past a chunk's end, the next chunk: a place past a record larger than a chunk is not one.
+        if chunk >= chunks.count {
+            hashCursor = chunks.count * chunkBytes
+        } else {
+            hashCursor = offset < chunks[chunk].count ? chunk * chunkBytes + offset : (chunk + 1) * chunkBytes
         }
         return taken
     }
@@ -172,116 +234,62 @@ final class RestingInstances {
     /// Sets the term of a record handed out for hashing; false when it was woken meanwhile (or the
     /// records were replaced: `lastSeq` no longer matches).
     func setTerm(_ term: DigestAccumulator.Term, at place: Int, lastSeq: UInt64) -> Bool {
-        guard place + Self.header <= arena.count, arena[place] & (Self.woken | Self.hashed) == 0,
-            arena[place] & Self.handedOut != 0, load(UInt64.self, at: place + Self.lastSeqAt) == lastSeq
+        let (chunk, offset) = (place / chunkBytes, place % chunkBytes)
+        guard chunk < chunks.count, offset + Self.header <= chunks[chunk].count,
+            chunks[chunk][offset] & (Self.woken | Self.hashed) == 0, chunks[chunk][offset] & Self.handedOut != 0,
+            Self.load(UInt64.self, in: chunks[chunk], at: offset + Self.lastSeqAt) == lastSeq
         else { return false }
-        arena[place] |= Self.hashed
-        store(term.high, at: place + Self.termAt)
-        store(term.low, at: place + Self.termAt + 8)
+        chunks[chunk][offset] |= Self.hashed
+        store(term.high, at: offset + Self.termAt, in: chunk)
+        store(term.low, at: offset + Self.termAt + 8, in: chunk)
         return true
     }
 
-    /// Reclaims the dead records' bytes when they are most of the arena and no record is out for
-    /// hashing (the places handed out stay valid until their terms are back).
+    /// Empties one chunk whose records are mostly dead, moving its live ones to the chunk being
+    /// filled, unless records are out for hashing (their places stay valid until their terms are
+    /// back). One chunk a call: at most a chunk's bytes copied on the owner's thread at a time.
     func compactIfWorthIt(hashingOut: Bool) {
-        guard !hashingOut, unhashed == 0, deadBytes > 1 << 20, deadBytes * 2 > arena.count else { return }
-        var kept: [UInt8] = []
-        kept.reserveCapacity(arena.count - deadBytes)
-        var offset = 0
-        while offset < arena.count {
-            let size = size(at: offset)
-            if arena[offset] & Self.woken == 0 { kept.append(contentsOf: arena[offset..<(offset + size)]) }
-            offset += size
-        }
-        arena = kept
-        deadBytes = 0
-        hashCursor = arena.count
-        rebuildSlots(capacity: slots.count)
-    }
-
-    // MARK: The arena
-
-    private func size(at offset: Int) -> Int { Self.size(in: arena, at: offset) }
-
-    private func read(at offset: Int) -> Record { Self.read(in: arena, at: offset) }
-
-    private func load<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T { Self.load(T.self, in: arena, at: offset) }
-
-    private func store<T: FixedWidthInteger>(_ value: T, at offset: Int) {
-        arena.withUnsafeMutableBytes { $0.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self) }
-    }
-
-    private func append<T: FixedWidthInteger>(_ value: T) {
-        withUnsafeBytes(of: value.littleEndian) { arena.append(contentsOf: $0) }
-    }
-
-    // MARK: The table
-
-    private static func hash(_ bytes: UnsafeRawBufferPointer) -> Int {
-        var hasher = Hasher()
-        hasher.combine(bytes: bytes)
-        return hasher.finalize()
-    }
-
-    private func addressHash(at offset: Int) -> Int {
-        arena.withUnsafeBytes { Self.hash(UnsafeRawBufferPointer(rebasing: $0[(offset + Self.header)...].prefix(Int($0[offset + 1]) + 1))) }
-    }
-
-    /// The slot of the record whose address is `address`.
-    private func find(_ address: UnsafeRawBufferPointer) -> Int? {
-        let mask = slots.count - 1
-        var slot = Self.hash(address) & mask
-        return arena.withUnsafeBytes { arena in
-            while slots[slot] != 0 {
-                let offset = Int(slots[slot] - 1) * 8
-                if Int(arena[offset + 1]) + 1 == address.count,
-                    memcmp(arena.baseAddress! + offset + Self.header, address.baseAddress!, address.count) == 0
-                {
-                    return slot
-                }
-                slot = (slot + 1) & mask
+        guard !hashingOut, unhashed == 0 else { return }
+        while let chunk = mostlyDead.popFirst() {
+            // Noted once, when it became mostly dead; it may have been emptied since.
+            guard chunk != filling, !chunks[chunk].isEmpty, deadBytes[chunk] * 2 > chunks[chunk].count else { continue }
+            let old = chunks[chunk]
+            var offset = 0
+            while offset < old.count {
+                let size = Self.size(in: old, at: offset)
+                if old[offset] & Self.woken == 0 { move(old[offset..<(offset + size)], from: chunk * chunkBytes + offset) }
+                offset += size
             }
-            return nil
+            chunks[chunk] = []
+            arenaBytes -= old.count
+            deadBytes[chunk] = 0
+            emptied.append(chunk)
+            // None waits to be hashed; the next record that does sets it back (``insert``), to
+            // where a record begins: the chunks changed under the old place.
+            hashCursor = .max
+            return
         }
     }
 
-    /// The first free slot on the probe path of the record at `offset`.
-    private func probe(forRecordAt offset: Int) -> Int {
-        let mask = slots.count - 1
-        var slot = addressHash(at: offset) & mask
-        while slots[slot] != 0 { slot = (slot + 1) & mask }
-        return slot
+    /// Appends a live record's bytes where records are filled and points its slot there.
+    private func move(_ record: ArraySlice<UInt8>, from place: Int) {
+        let slot = record.withUnsafeBytes { bytes in
+            find(UnsafeRawBufferPointer(rebasing: bytes[Self.header..<(Self.header + Int(bytes[1]) + 1)]))
+        }
+        guard let slot, Int(slots[slot] - 1) * 8 == place else { preconditionFailure("a record at rest is missing from the table") }
+        let newPlace = room(for: record.count)
+        chunks[newPlace / chunkBytes].append(contentsOf: record)
+        arenaBytes += record.count
+        slots[slot] = UInt32(newPlace / 8 + 1)
     }
 
-    /// Empties `slot`, moving back the records after it whose probe paths cross it, so that no
-    /// lookup stops short of its record (deletion without tombstones).
-    private func removeSlot(_ slot: Int) {
-        let mask = slots.count - 1
-        var hole = slot
-        var next = slot
-        while true {
-            next = (next + 1) & mask
-            guard slots[next] != 0 else { break }
-            let home = addressHash(at: Int(slots[next] - 1) * 8) & mask
-            // The record at `next` may move to `hole` unless its home lies cyclically in (hole, next].
-            let stays = hole <= next ? (hole < home && home <= next) : (hole < home || home <= next)
-            if !stays {
-                slots[hole] = slots[next]
-                hole = next
-            }
-        }
-        slots[hole] = 0
+    // MARK: The chunks
+
+    private func store<T: FixedWidthInteger>(_ value: T, at offset: Int, in chunk: Int) {
+        chunks[chunk].withUnsafeMutableBytes { $0.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self) }
     }
 
-    /// - Parameter capacity: A power of two (the probes mask with it).
-    private func rebuildSlots(capacity: Int) {
-        var capacity = max(16, capacity)
-        while count * 2 > capacity { capacity *= 2 }
-        slots = [UInt32](repeating: 0, count: capacity)
-        var offset = 0
-        while offset < arena.count {
-            if arena[offset] & Self.woken == 0 { slots[probe(forRecordAt: offset)] = UInt32(offset / 8 + 1) }
-            offset += size(at: offset)
-        }
+    private func append<T: FixedWidthInteger>(_ value: T, to chunk: Int) {
+        withUnsafeBytes(of: value.littleEndian) { chunks[chunk].append(contentsOf: $0) }
     }
 }

@@ -26,7 +26,7 @@ extension SimulatedCoordinator {
         guard seq > retain, seq - retain >= disk.log.firstSeq else { return }
         let dropped = (try? disk.log.read(from: disk.log.firstSeq, maxCount: Int(seq - retain - disk.log.firstSeq + 1), maxBytes: .max)) ?? []
         for (offset, record) in dropped.enumerated() { disk.archive[disk.log.firstSeq + UInt64(offset)] = record }
-        try? disk.log.removePrefix(through: seq - retain)
+        _ = try? disk.log.removePrefix(through: seq - retain)
         let first = disk.log.firstSeq
         interpreter?.update { $0.noteCompacted(firstSeq: first) }
     }

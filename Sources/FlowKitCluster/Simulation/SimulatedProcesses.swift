@@ -246,9 +246,12 @@ final class SimulatedNode {
         // that names this process resumes them here.
         var context = ReplicaContext.passive(logger: logger)
         context.owner = EffectOwner(node: configuration.id, session: session)
-        // Instances go to rest after 100 ms unchanged, and any changed instance is
-        // settled off the thread, so that seeds rest, wake and settle instances often.
-        let replicas = ReplicaSet(registry: registry, context: context, logger: logger, restAfter: 100_000, hashedNowAtMost: 0) { [trace = simulation.trace] in
+        // Instances go to rest after 100 ms unchanged, in chunks of 256 bytes (a few records
+        // each, some records larger than one), and any changed instance is settled off the
+        // thread, so that seeds rest, wake and settle instances often, and fill and empty chunks.
+        let replicas = ReplicaSet(
+            registry: registry, context: context, logger: logger, restAfter: 100_000, hashedNowAtMost: 0, restingChunkBytes: 256
+        ) { [trace = simulation.trace] in
             trace.clock.load(ordering: .relaxed)
         }
         replicas.injectedBug = bug

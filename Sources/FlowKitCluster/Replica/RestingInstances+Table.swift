@@ -1,0 +1,72 @@
+import Foundation
+
+/// The table that finds a record at rest by its address: open addressing with linear probing over
+/// ``RestingInstances/slots``, each holding a record's place / 8 + 1.
+extension RestingInstances {
+    static func hash(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var hasher = Hasher()
+        hasher.combine(bytes: bytes)
+        return hasher.finalize()
+    }
+
+    func addressHash(at place: Int) -> Int {
+        let offset = place % chunkBytes
+        return chunks[place / chunkBytes].withUnsafeBytes {
+            Self.hash(UnsafeRawBufferPointer(rebasing: $0[(offset + Self.header)...].prefix(Int($0[offset + 1]) + 1)))
+        }
+    }
+
+    /// The slot of the record whose address is `address`.
+    func find(_ address: UnsafeRawBufferPointer) -> Int? {
+        let mask = slots.count - 1
+        var slot = Self.hash(address) & mask
+        while slots[slot] != 0 {
+            let place = Int(slots[slot] - 1) * 8
+            let offset = place % chunkBytes
+            let matches = chunks[place / chunkBytes].withUnsafeBytes { chunk in
+                Int(chunk[offset + 1]) + 1 == address.count && memcmp(chunk.baseAddress! + offset + Self.header, address.baseAddress!, address.count) == 0
+            }
+            if matches { return slot }
+            slot = (slot + 1) & mask
+        }
+        return nil
+    }
+
+    /// The first free slot on the probe path of the record at `place`.
+    func probe(forRecordAt place: Int) -> Int {
+        let mask = slots.count - 1
+        var slot = addressHash(at: place) & mask
+        while slots[slot] != 0 { slot = (slot + 1) & mask }
+        return slot
+    }
+
+    /// Empties `slot`, moving back the records after it whose probe paths cross it, so that no
+    /// lookup stops short of its record (deletion without tombstones).
+    func removeSlot(_ slot: Int) {
+        let mask = slots.count - 1
+        var hole = slot
+        var next = slot
+        while true {
+            next = (next + 1) & mask
+            guard slots[next] != 0 else { break }
+            let home = addressHash(at: Int(slots[next] - 1) * 8) & mask
+            // The record at `next` may move to `hole` unless its home lies cyclically in (hole, next].
+            let stays = hole <= next ? (hole < home && home <= next) : (hole < home || home <= next)
+            if !stays {
+                slots[hole] = slots[next]
+                hole = next
+            }
+        }
+        slots[hole] = 0
+    }
+
+    /// - Parameter capacity: A power of two (the probes mask with it).
+    func rebuildSlots(capacity: Int) {
+        var capacity = max(16, capacity)
+        while count * 2 > capacity { capacity *= 2 }
+        slots = [UInt32](repeating: 0, count: capacity)
+        forEachPlace { place in
+            if chunks[place / chunkBytes][place % chunkBytes] & Self.woken == 0 { slots[probe(forRecordAt: place)] = UInt32(place / 8 + 1) }
+        }
+    }
+}
