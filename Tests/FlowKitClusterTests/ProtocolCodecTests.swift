@@ -53,6 +53,12 @@ import Testing
 
         let entries = EntriesMessage(address: "counter/room-1", epoch: 3, entries: [Self.entry, { var e = Self.entry; e.seq = 43; return e }()])
         #expect(try EntriesMessage(frames: entries.frames) == entries)
+        // Seqs that do not follow one another are refused; after UInt64.max nothing follows (the
+        // fuzzer's input: the check overflowed and trapped).
+        for seqs: [UInt64] in [[42, 44], [.max, 0], [.max, .max]] {
+            let message = EntriesMessage(address: "counter/room-1", epoch: 3, entries: seqs.map { seq in var e = Self.entry; e.seq = seq; return e })
+            #expect(throws: ProtocolError.self, "seqs \(seqs)") { try EntriesMessage(frames: message.frames) }
+        }
 
         let heartbeat = HeartbeatMessage(epoch: 1, head: 99, time: 123)
         #expect(try HeartbeatMessage(frames: heartbeat.frames) == heartbeat)

@@ -50,7 +50,8 @@
             guard address == Self.batchTopic || entry.address == address else {
                 throw ProtocolError(.malformed, "entry \(entry.seq) is for \(entry.address), not the topic \(address)")
             }
-            guard index == 0 || entry.seq == entries[index - 1].seq + 1 else {
+            // Compared without adding: a previous seq of UInt64.max (a fuzzer's) overflowed here.
+            guard index == 0 || (entries[index - 1].seq < .max && entry.seq == entries[index - 1].seq + 1) else {
                 throw ProtocolError(.malformed, "the entries of one ENTRIES message must have consecutive seqs")
             }
         }
