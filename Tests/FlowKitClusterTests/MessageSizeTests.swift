@@ -83,7 +83,7 @@ import Testing
             let saved = try SnapshotRecords(SnapshotCodec.encode(instances, sessions: remembered))
             #expect(saved.count == instances.count)
             let request = SnapshotRequest(request: 4, withSessions: true)
-            let chunks = try SyncServer.snapshotChunks(request, seq: 40, epoch: 2, content: .saved(saved), maxChunkBytes: 1_000)
+            let chunks = try SyncServer.snapshotChunks(request, seq: 40, epoch: 2, records: saved, maxChunkBytes: 1_000)
             var joined: [SnapshotChunkMessage.Instance] = []
             var received: [DedupTable.Remembered] = []
             for (index, frames) in chunks.enumerated() {
@@ -95,11 +95,6 @@ import Testing
             }
             #expect(joined == instances)
             #expect(received == remembered)
-            // The replica's states, encoded anew, travel the same.
-            let encoded = try SyncServer.snapshotChunks(
-                request, seq: 40, epoch: 2, content: .instances(instances, sessions: remembered), maxChunkBytes: 1_000
-            )
-            #expect(try encoded.flatMap { try SnapshotChunkMessage(frames: $0).instances } == chunks.flatMap { try SnapshotChunkMessage(frames: $0).instances })
         }
         #expect(throws: ProtocolError.self) { try SnapshotRecords([0, 0, 0, 9, 1, 2]) }
     }

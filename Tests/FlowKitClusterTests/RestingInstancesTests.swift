@@ -190,8 +190,28 @@ import Testing
         #expect(export.live.count == 1 && export.resting.count == 999)
         for key in 2..<50 { restored.apply(Self.increment(key, seq: UInt64(1_000 + key)), runEffects: false) }
         #expect(restored.restingCount == 951)
-        #expect(ReplicaSet.encode(export) == before)
+        #expect(try SnapshotChunkMessage.instances(inRecords: SnapshotCodec.encode(export).bytes) == before)
         #expect(restored.exportStates() != before)
+    }
+
+    /// A snapshot's bytes copy a record at rest as it lies and encode an instance in use: the same
+    /// instances give the same bytes either way, and mixed, in address order.
+    @Test func aSnapshotOfInstancesAtRestIsByteForByteTheSnapshotOfThemInUse() throws {
+        let source = ReplicaDigestTests.counters(3_000)
+        let sessions = [DedupTable.Remembered(origin: 1, session: 9, watermark: 40, lastSeq: 40, above: [])]
+        let inUse = SnapshotCodec.encode(source.exportStateJobs(), sessions: sessions)
+        #expect(inUse.count == 3_000 && source.exportStateJobs().live.count == 3_000)
+        let restored = ReplicaDigestTests.counters(0)
+        try restored.importStates(source.exportStates())
+        #expect(restored.exportStateJobs().resting.count == 3_000)
+        #expect(SnapshotCodec.encode(restored.exportStateJobs(), sessions: sessions).bytes == inUse.bytes)
+        for key in stride(from: 0, to: 3_000, by: 7) { _ = restored.replica(at: try Address(parsing: "counter/\(key)")) }
+        let mixed = restored.exportStateJobs()
+        #expect(mixed.live.count == 429 && mixed.resting.count == 2_571)
+        #expect(SnapshotCodec.encode(mixed, sessions: sessions).bytes == inUse.bytes)
+        let (instances, remembered) = try SnapshotCodec.decode(inUse.bytes)
+        #expect(instances == source.exportStates() && remembered == sessions)
+        #expect(instances.map(\.address) == instances.map(\.address).sorted { $0.utf8Precedes($1) })
     }
 
     /// A clock a test moves by hand.

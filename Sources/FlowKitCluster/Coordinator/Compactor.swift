@@ -55,12 +55,17 @@ actor Compactor {
             // Encoded and written on the background thread: the states were copied at `seq`. A
             // stop abandons it (the task is cancelled): a million states took the coordinator's
             // exit a second on an idle machine, and longer on a busy one.
-            let (instances, cost) = try await BackgroundWork.shared.run(abandonable: { abandonment in
+            let (instances, encodeMicros, cost) = try await BackgroundWork.shared.run(abandonable: { abandonment in
                 let started = ThreadCPUClock.micros()
-                let instances = try ReplicaSet.encode(jobs, checking: abandonment.check)
+                var dutyCycle = SnapshotDutyCycle()
+                let (bytes, count) = try SnapshotCodec.encode(jobs, sessions: sessions) {
+                    try abandonment.check()
+                    dutyCycle.restIfDue()
+                }
+                let encoded = ThreadCPUClock.micros()
                 try abandonment.check()
-                try snapshots.save(Snapshot(seq: seq, bytes: SnapshotCodec.encode(instances, sessions: sessions)))
-                return (instances.count, ThreadCPUClock.micros() - started)
+                try snapshots.save(Snapshot(seq: seq, bytes: bytes))
+                return (count, encoded - started, ThreadCPUClock.micros() - started)
             })
             pacing.saved(cost: cost, now: WallClock.micros())
             lastSnapshot = seq
@@ -75,7 +80,10 @@ actor Compactor {
             try await BackgroundWork.shared.run { try detached.delete() }
             logger.info(
                 "snapshot saved, log compacted",
-                metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(instances)", "flowkit.first": "\(first)"]
+                metadata: [
+                    "flowkit.seq": "\(seq)", "flowkit.instances": "\(instances)", "flowkit.first": "\(first)",
+                    "flowkit.encodeMicros": "\(encodeMicros)", "flowkit.backgroundMicros": "\(cost)",
+                ]
             )
         } catch is CancellationError {
             logger.info("snapshot abandoned: stopping", metadata: ["flowkit.seq": "\(seq)"])

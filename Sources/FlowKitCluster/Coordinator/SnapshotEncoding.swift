@@ -9,32 +9,16 @@ import FlowKitLog
 /// The coordinator's newest saved snapshot (``SavedSnapshots``) is served while few enough entries
 /// follow it; only when more do is the replica encoded anew.
 actor SnapshotEncoding {
-    /// What a snapshot holds: the seq it was taken at, every instance in address order, and the
-    /// sessions the coordinator remembers.
+    /// What a snapshot holds: the seq it was taken at, and its bytes (``SnapshotCodec``): every
+    /// instance in address order and the sessions the coordinator remembers.
     struct Snapshot: Sendable {
-        enum Content: Sendable {
-            /// The replica's states, encoded anew.
-            case instances([SnapshotChunkMessage.Instance], sessions: [DedupTable.Remembered])
-            /// The coordinator's saved snapshot, as its bytes lie.
-            case saved(SnapshotRecords)
-        }
-
         let seq: UInt64
-        let content: Content
-
+        let records: SnapshotRecords
         /// Whether it is the coordinator's saved snapshot, not the replica encoded anew.
-        var isSaved: Bool {
-            if case .saved = content { return true }
-            return false
-        }
+        let isSaved: Bool
 
         /// How many instances it holds.
-        var count: Int {
-            switch content {
-            case .instances(let instances, _): instances.count
-            case .saved(let records): records.count
-            }
-        }
+        var count: Int { records.count }
     }
 
     private let replica: CoordinatorReplica
@@ -63,8 +47,8 @@ actor SnapshotEncoding {
                 return snapshot
             }
             let (seq, jobs, sessions) = await replica.snapshotJobs()
-            let instances = try await BackgroundWork.shared.run { ReplicaSet.encode(jobs) }
-            return Snapshot(seq: seq, content: .instances(instances, sessions: sessions))
+            let records = try await BackgroundWork.shared.run { try SnapshotRecords(SnapshotCodec.encode(jobs, sessions: sessions).bytes) }
+            return Snapshot(seq: seq, records: records, isSaved: false)
         }
         inFlight = task
         defer { inFlight = nil }
@@ -98,7 +82,7 @@ struct SavedSnapshots: Sendable {
             guard let seq = try store.seqs().first, seq <= applied else { return nil }
             let records = try SnapshotRecords(store.load(seq: seq).bytes)
             guard Self.serves(tail: applied - seq, instances: records.count, maxReplay: maxReplay) else { return nil }
-            return SnapshotEncoding.Snapshot(seq: seq, content: .saved(records))
+            return SnapshotEncoding.Snapshot(seq: seq, records: records, isSaved: true)
         }
     }
 

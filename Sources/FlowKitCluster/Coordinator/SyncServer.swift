@@ -240,7 +240,7 @@ struct SyncServer: Sendable {
             let epoch = await source.committed().epoch
             let maxChunkBytes = maxChunkBytes
             let chunks = try await BackgroundWork.shared.run {
-                try Self.snapshotChunks(request, seq: snapshot.seq, epoch: epoch, content: snapshot.content, maxChunkBytes: maxChunkBytes)
+                try Self.snapshotChunks(request, seq: snapshot.seq, epoch: epoch, records: snapshot.records, maxChunkBytes: maxChunkBytes)
             }
             logger.info(
                 "serving a snapshot",
@@ -265,21 +265,11 @@ struct SyncServer: Sendable {
         return try log.read(from: request.from, maxCount: count, maxBytes: maxBytes).map(quarantine.deliverable)
     }
 
-    /// A snapshot as the SNAPSHOT_CHUNK messages that carry it, in order: the replica's states
-    /// chunked by ``SnapshotChunking``, a saved snapshot's records cut where they end.
-    static func snapshotChunks(
-        _ request: SnapshotRequest, seq: UInt64, epoch: UInt32, content: SnapshotEncoding.Snapshot.Content, maxChunkBytes: Int
-    ) throws -> [[[UInt8]]] {
-        let records: [[UInt8]]
-        let sessions: [UInt8]
-        switch content {
-        case .instances(let instances, let remembered):
-            records = SnapshotChunking.chunks(instances, maxChunkBytes: maxChunkBytes).map(SnapshotChunkMessage.recordsFrame)
-            sessions = remembered.isEmpty ? [] : SnapshotChunkMessage.sessionsFrame(remembered)
-        case .saved(let saved):
-            records = try saved.chunks(maxChunkBytes: maxChunkBytes)
-            sessions = saved.sessionsFrame
-        }
+    /// A snapshot as the SNAPSHOT_CHUNK messages that carry it, in order: its records cut where
+    /// they end (``SnapshotRecords/chunks(maxChunkBytes:)``), its sessions frame as it lies.
+    static func snapshotChunks(_ request: SnapshotRequest, seq: UInt64, epoch: UInt32, records snapshot: SnapshotRecords, maxChunkBytes: Int) throws -> [[[UInt8]]] {
+        let records = try snapshot.chunks(maxChunkBytes: maxChunkBytes)
+        let sessions = snapshot.sessionsFrame
         return records.enumerated().map { index, chunk in
             let isLast = index == records.count - 1
             return SnapshotChunkMessage.frames(

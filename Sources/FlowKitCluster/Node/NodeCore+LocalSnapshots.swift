@@ -42,7 +42,8 @@ extension NodeCore {
         let loop = sockets.client.loop
         BackgroundWork.shared.start { [weak self] in
             let started = ThreadCPUClock.micros()
-            let result = Result { try store.save(Snapshot(seq: seq, bytes: SnapshotCodec.encode(ReplicaSet.encode(states)))) }
+            var dutyCycle = SnapshotDutyCycle()
+            let result = Result { try store.save(Snapshot(seq: seq, bytes: SnapshotCodec.encode(states, checking: { dutyCycle.restIfDue() }).bytes)) }
             let cost = ThreadCPUClock.micros() - started
             Task(executorPreference: loop) { await self?.localSnapshotSaved(seq: seq, result: result, cost: cost, copyMicros: copyMicros) }
         }

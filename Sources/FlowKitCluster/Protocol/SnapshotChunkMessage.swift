@@ -148,18 +148,29 @@
     static func recordsFrame(_ instances: [Instance]) -> [UInt8] {
         var body = ByteWriter(capacity: instances.reduce(0) { $0 + $1.state.count + $1.address.utf8.count + 16 })
         for instance in instances {
-            body.writeLengthPrefixed { writer in
-                writer.writeShortString(instance.address)
-                writer.write(instance.lastSeq)
-                if instance.stateVersion != 1, !instance.address.isEmpty {
-                    writer.write(Instance.versionMarker)
-                    writer.write(instance.stateVersion)
-                }
+            writeRecord(address: instance.address.utf8, lastSeq: instance.lastSeq, stateVersion: instance.stateVersion, into: &body) { writer in
                 instance.ownership.encode(into: &writer)
                 writer.write(contentsOf: instance.state)
             }
         }
         return body.bytes
+    }
+
+    /// One record of a records frame: its length, the address, the last seq and the state's
+    /// version when it is not 1, then what `rest` writes: the ownership and the state.
+    static func writeRecord(
+        address: some Collection<UInt8>, lastSeq: UInt64, stateVersion: UInt16, into body: inout ByteWriter, _ rest: (inout ByteWriter) -> Void
+    ) {
+        body.writeLengthPrefixed { writer in
+            writer.write(UInt16(address.count))
+            writer.write(contentsOf: address)
+            writer.write(lastSeq)
+            if stateVersion != 1, !address.isEmpty {
+                writer.write(Instance.versionMarker)
+                writer.write(stateVersion)
+            }
+            rest(&writer)
+        }
     }
 
     public init(frames: [[UInt8]]) throws {

@@ -53,6 +53,12 @@ struct ReadableVersions: Sendable {
         return versions[String(flow)]?.upperBound ?? 1
     }
 
+    /// The version this build writes the state of an instance at `address` (its UTF-8 bytes) in:
+    /// no string is made of them when every flow is at version 1.
+    func stateVersion(atUTF8 address: UnsafeRawBufferPointer) -> UInt16 {
+        highest > 1 ? stateVersion(at: String(decoding: address, as: UTF8.self)) : 1
+    }
+
     /// Why a snapshot's `instance` cannot be restored here (its state was written by a newer
     /// version of its flow), or nil when it can.
     func unreadable(_ instance: SnapshotChunkMessage.Instance) -> UnreadableEntry? {

@@ -31,7 +31,9 @@ import Logging
     /// running effects walks these, not every instance (a million idle ones cost nothing).
     private var withEffects: [String: any FlowReplica] = [:]
     /// A bug the simulation plants to prove its checks catch it; never set in a process.
-    var injectedBug: InjectedBug?
+    var injectedBug: InjectedBug? {
+        didSet { resting.losesARecordWhenEmptying = injectedBug == .emptiedChunkLosesARecord }
+    }
     /// How long an instance stays unchanged before it goes to rest, by default (µs): a minute, as
     /// a flow instance idle that long is likely idle for longer (a room, a user, an order).
     static let restAfter: UInt64 = 60_000_000
@@ -183,12 +185,17 @@ import Logging
 
     // MARK: Snapshots
 
-    /// Every instance's state, as JSON, with the seq of its last entry.
+    /// Every instance's state, as JSON, with the seq of its last entry, in address order: what a
+    /// snapshot of them holds (``SnapshotCodec``), read back.
     func exportStates() -> [SnapshotChunkMessage.Instance] {
-        Self.encode(exportStateJobs())
+        do {
+            return try SnapshotChunkMessage.instances(inRecords: SnapshotCodec.encode(exportStateJobs()).bytes)
+        } catch {
+            preconditionFailure("a snapshot's records, written a moment ago, did not read back: \(error)")
+        }
     }
 
-    /// Every instance's state, copied now, to encode as JSON elsewhere (``encode(_:)``): a process
+    /// Every instance's state, copied now, to encode as JSON elsewhere (``SnapshotCodec/encode(_:sessions:checking:)``): a process
     /// with many instances does not stall its thread encoding them all, nor sorting them (ten
     /// thousand addresses took the coordinator's replica milliseconds to sort), nor making a job
     /// of each record at rest (a million took a node's loop about a second): those stay in their

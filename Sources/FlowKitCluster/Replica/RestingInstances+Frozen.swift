@@ -16,12 +16,38 @@ extension RestingInstances {
 
         /// Every record at rest, chunk by chunk.
         func forEach(_ body: (Record) -> Void) {
-            for chunk in chunks {
+            forEachOffset { chunk, offset in body(RestingInstances.read(in: chunks[chunk], at: offset)) }
+        }
+
+        /// Calls `body` with the chunk and the offset there of every record at rest, chunk by chunk.
+        func forEachOffset(_ body: (_ chunk: Int, _ offset: Int) -> Void) {
+            for (index, chunk) in chunks.enumerated() {
                 var offset = 0
                 while offset < chunk.count {
-                    if chunk[offset] & RestingInstances.woken == 0 { body(RestingInstances.read(in: chunk, at: offset)) }
+                    if chunk[offset] & RestingInstances.woken == 0 { body(index, offset) }
                     offset += RestingInstances.size(in: chunk, at: offset)
                 }
+            }
+        }
+
+        /// The parts of the record at `offset` in `chunk` as they lie, without a copy, for as long
+        /// as `body` runs: its address, its last seq, its state and its ownership (as a snapshot
+        /// record has it: ``SnapshotChunkMessage/Ownership``; no bytes when empty).
+        func withRecord<Result>(
+            chunk: Int, offset: Int,
+            _ body: (_ address: UnsafeRawBufferPointer, _ lastSeq: UInt64, _ state: UnsafeRawBufferPointer, _ ownership: UnsafeRawBufferPointer) throws -> Result
+        ) rethrows -> Result {
+            try chunks[chunk].withUnsafeBytes { arena in
+                func load<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T { T(littleEndian: arena.loadUnaligned(fromByteOffset: offset, as: T.self)) }
+                let stateStart = offset + RestingInstances.header + Int(arena[offset + 1]) + 1
+                let stateEnd = stateStart + Int(load(UInt32.self, at: offset + 2))
+                let ownershipEnd = stateEnd + Int(load(UInt32.self, at: offset + 6))
+                return try body(
+                    UnsafeRawBufferPointer(rebasing: arena[(offset + RestingInstances.header)..<stateStart]),
+                    load(UInt64.self, at: offset + RestingInstances.lastSeqAt),
+                    UnsafeRawBufferPointer(rebasing: arena[stateStart..<stateEnd]),
+                    UnsafeRawBufferPointer(rebasing: arena[stateEnd..<ownershipEnd])
+                )
             }
         }
     }

@@ -40,6 +40,15 @@ extension RestingInstances {
         return slot
     }
 
+    /// The slot of the record at `place`.
+    func slot(of record: ArraySlice<UInt8>, at place: Int) -> Int {
+        let slot = record.withUnsafeBytes { bytes in
+            find(UnsafeRawBufferPointer(rebasing: bytes[Self.header..<(Self.header + Int(bytes[1]) + 1)]))
+        }
+        guard let slot, Int(slots[slot] - 1) * 8 == place else { preconditionFailure("a record at rest is missing from the table") }
+        return slot
+    }
+
     /// Empties `slot`, moving back the records after it whose probe paths cross it, so that no
     /// lookup stops short of its record (deletion without tombstones).
     func removeSlot(_ slot: Int) {

@@ -52,6 +52,8 @@ final class RestingInstances {
     private var mostlyDead: Set<Int> = []
     /// The most bytes records fill a chunk with (a power of two).
     let chunkBytes: Int
+    /// A bug the simulation plants (``InjectedBug/emptiedChunkLosesARecord``); never set in a process.
+    var losesARecordWhenEmptying = false
     /// Open addressing with linear probing: each slot holds a record's place / 8 + 1; 0 is empty
     /// (RestingInstances+Table.swift).
     var slots = [UInt32](repeating: 0, count: 16)
@@ -254,12 +256,18 @@ final class RestingInstances {
             // Noted once, when it became mostly dead; it may have been emptied since.
             guard chunk != filling, !chunks[chunk].isEmpty, deadBytes[chunk] * 2 > chunks[chunk].count else { continue }
             let old = chunks[chunk]
+            var live: [Range<Int>] = []
             var offset = 0
             while offset < old.count {
                 let size = Self.size(in: old, at: offset)
-                if old[offset] & Self.woken == 0 { move(old[offset..<(offset + size)], from: chunk * chunkBytes + offset) }
+                if old[offset] & Self.woken == 0 { live.append(offset..<(offset + size)) }
                 offset += size
             }
+            if losesARecordWhenEmptying, let last = live.popLast() {  // The bug: its last record is forgotten.
+                removeSlot(slot(of: old[last], at: chunk * chunkBytes + last.lowerBound))
+                count -= 1
+            }
+            for record in live { move(old[record], from: chunk * chunkBytes + record.lowerBound) }
             chunks[chunk] = []
             arenaBytes -= old.count
             deadBytes[chunk] = 0
@@ -273,10 +281,7 @@ final class RestingInstances {
 
     /// Appends a live record's bytes where records are filled and points its slot there.
     private func move(_ record: ArraySlice<UInt8>, from place: Int) {
-        let slot = record.withUnsafeBytes { bytes in
-            find(UnsafeRawBufferPointer(rebasing: bytes[Self.header..<(Self.header + Int(bytes[1]) + 1)]))
-        }
-        guard let slot, Int(slots[slot] - 1) * 8 == place else { preconditionFailure("a record at rest is missing from the table") }
+        let slot = slot(of: record, at: place)
         let newPlace = room(for: record.count)
         chunks[newPlace / chunkBytes].append(contentsOf: record)
         arenaBytes += record.count

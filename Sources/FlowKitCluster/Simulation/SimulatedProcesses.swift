@@ -197,17 +197,17 @@ final class SimulatedCoordinator {
                 return [RangeMessage.frames(request: range.request, epoch: epoch, head: head, records: records)]
             case .snapshot(let snapshot):
                 var (seq, instances, sessions) = await replica.snapshot()
-                var content = SnapshotEncoding.Snapshot.Content.instances(instances, sessions: sessions)
                 if let saved = disk.snapshot, saved.seq <= seq,
                     SavedSnapshots.serves(tail: seq - saved.seq, instances: saved.instances.count, maxReplay: maxReplay)
                 {
-                    // Served as its bytes lie on the disk, as the process serves it.
-                    content = .saved(try SnapshotRecords(SnapshotCodec.encode(saved.instances, sessions: saved.sessions)))
+                    (instances, sessions) = (saved.instances, saved.sessions)
                     // The bug: the saved states labelled with the replica's seq.
                     if bug != .servedSnapshotUnderTheReplicaSeq { seq = saved.seq }
                 }
                 simulation.trace.note(at: simulation.now, "\(id) serves a snapshot at \(seq) (disk snapshot \(disk.snapshot?.seq ?? 0), applied \(applied), log \(disk.log.firstSeq)…\(disk.log.lastSeq))")
-                return try SyncServer.snapshotChunks(snapshot, seq: seq, epoch: committed.epoch, content: content, maxChunkBytes: 1 << 20)
+                // Served as its bytes, as the process serves it.
+                let records = try SnapshotRecords(SnapshotCodec.encode(instances, sessions: sessions))
+                return try SyncServer.snapshotChunks(snapshot, seq: seq, epoch: committed.epoch, records: records, maxChunkBytes: 1 << 20)
             case .fetch:
                 throw ProtocolError(.unknownType, "FETCH is for replicated coordinators; this coordinator runs alone")
             }
@@ -250,7 +250,7 @@ final class SimulatedNode {
         // each, some records larger than one), and any changed instance is settled off the
         // thread, so that seeds rest, wake and settle instances often, and fill and empty chunks.
         let replicas = ReplicaSet(
-            registry: registry, context: context, logger: logger, restAfter: 100_000, hashedNowAtMost: 0, restingChunkBytes: 256
+            registry: registry, context: context, logger: logger, restAfter: 100_000, hashedNowAtMost: 0, restingChunkBytes: 1024
         ) { [trace = simulation.trace] in
             trace.clock.load(ordering: .relaxed)
         }

@@ -114,6 +114,10 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// A node's reports claim its digests current while a backlog of changed instances is still
     /// being hashed off its thread (``DigestBook/settle(held:)``).
     case settledWithChangesUnhashed = "settled-with-changes-unhashed"
+    /// A node emptying a chunk of instances at rest that are mostly dead leaves the chunk's last
+    /// live record behind, and forgets that instance: woken by its next entry, it starts from
+    /// nothing.
+    case emptiedChunkLosesARecord = "emptied-chunk-loses-a-record"
     /// Build 2's step from version 1 turns an `append` into nothing (a migration that loses
     /// events): the replicas agree with one another and with the log replayed, yet acknowledged
     /// events are missing from the state. Needs ``SimulationOptions/upgrade``.
@@ -130,7 +134,7 @@ package enum InjectedBug: String, Sendable, CaseIterable {
             true
         case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode,
             .noFencing, .noTakeover, .servedSnapshotUnderTheReplicaSeq, .wokenWithoutItsDigest,
-            .restedWithAStaleState, .settledWithChangesUnhashed, .skipAMigrationStep:
+            .restedWithAStaleState, .settledWithChangesUnhashed, .emptiedChunkLosesARecord, .skipAMigrationStep:
             false
         }
     }

@@ -31,6 +31,17 @@ extension String {
 ///
 /// - Parameter text: The text at a position, asked once for each.
 package func utf8Order(count: Int, _ text: (Int) -> String) -> [Int] {
+    utf8Order(count: count) { position, bytes in bytes.append(contentsOf: text(position).utf8) }
+}
+
+/// Positions of `count` texts in the order of their bytes, each text given by appending its bytes
+/// to a buffer (`append`, asked once for each position, in order): a snapshot's records at rest
+/// hand over their addresses' bytes as they lie, with no string made of them.
+///
+/// The bytes every text begins with are left out of the comparison: a flow's instances share its
+/// name and more (`load/<run>-`), and with a prefix taken from there every comparison of a
+/// million of them fell through to `memcmp`.
+package func utf8Order(count: Int, appending append: (Int, inout [UInt8]) -> Void) -> [Int] {
     struct Key {
         var prefix: UInt64
         var start: Int
@@ -38,16 +49,31 @@ package func utf8Order(count: Int, _ text: (Int) -> String) -> [Int] {
         var position: Int
     }
     var bytes: [UInt8] = []
-    var keys: [Key] = []
-    keys.reserveCapacity(count)
+    var starts: [Int] = []
+    starts.reserveCapacity(count + 1)
     for position in 0..<count {
-        let start = bytes.count
-        bytes.append(contentsOf: text(position).utf8)
-        var prefix: UInt64 = 0
-        for index in 0..<8 { prefix = prefix << 8 | UInt64(start + index < bytes.count ? bytes[start + index] : 0) }
-        keys.append(Key(prefix: prefix, start: start, length: bytes.count - start, position: position))
+        starts.append(bytes.count)
+        append(position, &bytes)
     }
-    bytes.withUnsafeBufferPointer { buffer in
+    starts.append(bytes.count)
+    return bytes.withUnsafeBufferPointer { buffer in
+        // The first text starts at 0: how many of its bytes every other text starts with.
+        var shared = count > 0 ? starts[1] : 0
+        for position in 1..<max(count, 1) where shared > 0 {
+            let start = starts[position]
+            shared = min(shared, starts[position + 1] - start)
+            var same = 0
+            while same < shared, buffer[start + same] == buffer[same] { same += 1 }
+            shared = same
+        }
+        var keys: [Key] = []
+        keys.reserveCapacity(count)
+        for position in 0..<count {
+            let (start, end) = (starts[position] + shared, starts[position + 1])
+            var prefix: UInt64 = 0
+            for index in 0..<8 { prefix = prefix << 8 | UInt64(start + index < end ? buffer[start + index] : 0) }
+            keys.append(Key(prefix: prefix, start: start, length: end - start, position: position))
+        }
         keys.sort { lhs, rhs in
             // Texts shorter than 8 bytes are padded with zero bytes, which sort first, as a prefix does.
             if lhs.prefix != rhs.prefix { return lhs.prefix < rhs.prefix }
@@ -56,6 +82,6 @@ package func utf8Order(count: Int, _ text: (Int) -> String) -> [Int] {
             let order = memcmp(buffer.baseAddress! + lhs.start + 8, buffer.baseAddress! + rhs.start + 8, common)
             return order == 0 ? lhs.length < rhs.length : order < 0
         }
+        return keys.map(\.position)
     }
-    return keys.map(\.position)
 }

@@ -46,7 +46,8 @@ struct BenchSession {
             printError("starting \(coordinators) and \(command.nodes) nodes (durability \(command.durability))…")
             target = try await BenchTarget.start(
                 nodes: command.nodes, coordinators: command.coordinators, durability: command.durability, dataDirectory: command.dataDir,
-                traceEvery: command.trace ? command.traceEvery : nil, restAfterMs: command.restAfterMs, logger: logger
+                traceEvery: command.trace ? command.traceEvery : nil, restAfterMs: command.restAfterMs,
+                logLevel: command.clusterLogLevel, logger: logger
             )
         }
         var configuration = base

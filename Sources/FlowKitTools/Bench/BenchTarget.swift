@@ -56,14 +56,15 @@ final class BenchTarget: Sendable {
     /// - Parameters:
     ///   - traceEvery: Trace one seq in this many through every hop (`--trace`).
     ///   - restAfterMs: Every process's `--rest-after-ms`; nil: theirs.
+    ///   - logLevel: Every process's `--log-level`.
     static func start(
         nodes: Int, coordinators: Int = 1, durability: String, dataDirectory: String?, traceEvery: UInt64? = nil, restAfterMs: Int? = nil,
-        logger: Logger
+        logLevel: String = "warning", logger: Logger
     ) async throws -> BenchTarget {
         let directory = dataDirectory ?? NSTemporaryDirectory() + "flowkit-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let cluster = LocalCluster(directory: directory, basePort: 0, childLogLevel: "warning", durability: durability, coordinators: coordinators)
+        let cluster = LocalCluster(directory: directory, basePort: 0, childLogLevel: logLevel, durability: durability, coordinators: coordinators)
         var traceDirectory: String?
         var arguments = restAfterMs.map { ["--rest-after-ms", "\($0)"] } ?? []
         if let traceEvery {

@@ -85,6 +85,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Keep the started cluster's data and logs in this directory (default: a temporary one, removed).")
     var dataDir: String?
 
+    @Option(help: "The log level of the started cluster's processes (their logs: --data-dir), e.g. info for each snapshot saved and its CPU.")
+    var clusterLogLevel = "warning"
+
     @Option(help: "Run several rates in one cluster, e.g. 1000,5000,10000; prints an array of results with --json.")
     var sweep: String?
 
@@ -142,6 +145,12 @@ struct BenchCommand: AsyncParsableCommand {
         guard !(restAfterMs != nil && attach != nil) else { throw ValidationError("--rest-after-ms sets up a cluster the bench starts; an attached cluster has its own") }
         guard (0...(1 << 20) - 1).contains(eventSize) else { throw ValidationError("--event-size must be 0 to 1048575 bytes") }
         guard ["binary", "json"].contains(codec) else { throw ValidationError("--codec must be binary or json") }
+        guard Logger.Level(rawValue: clusterLogLevel) != nil else {
+            throw ValidationError("--cluster-log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")); got \(clusterLogLevel)")
+        }
+        guard !(clusterLogLevel != "warning" && attach != nil) else {
+            throw ValidationError("--cluster-log-level sets up a cluster the bench starts; an attached cluster logs as it was started")
+        }
         guard ["synced", "relaxed"].contains(durability) else { throw ValidationError("--durability must be synced or relaxed") }
         guard !(search && sweep != nil) else { throw ValidationError("--search and --sweep cannot be combined") }
         _ = try sweepRates()

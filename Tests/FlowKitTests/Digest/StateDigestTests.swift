@@ -160,5 +160,12 @@ extension String {
         // The snapshots' sort (positions, from the bytes copied once) puts them in the same order.
         let bytes = texts.map { Array($0.utf8) }
         #expect(utf8Order(count: texts.count) { texts[$0] }.map { bytes[$0] } == bytes.sorted { $0.lexicographicallyPrecedes($1) })
+        // So it does when they share their first bytes, which it leaves out of the comparison; one
+        // is those bytes alone.
+        let shared = ["load/abcdefgh-"] + texts.map { "load/abcdefgh-" + $0 }
+        let sharedBytes = shared.map { Array($0.utf8) }
+        let order = utf8Order(count: shared.count) { shared[$0] }
+        #expect(order.map { sharedBytes[$0] } == sharedBytes.sorted { $0.lexicographicallyPrecedes($1) })
+        #expect(utf8Order(count: 0) { _ in "" }.isEmpty && utf8Order(count: 1) { _ in "" } == [0])
     }
 }
