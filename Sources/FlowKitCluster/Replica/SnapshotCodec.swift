@@ -23,7 +23,8 @@ enum SnapshotCodec {
     /// state, then the record): in a coordinator's snapshot of a million, on the background thread,
     /// most of the time went to those allocations and the pages they touched.
     ///
-    /// `check` is called every 4,096 instances, to give up by throwing (``BackgroundWork/Abandonment/check()``).
+    /// `check` is called every 4,096 instances, the address sort's steps included, to give up by
+    /// throwing (``BackgroundWork/Abandonment/check()``) and to pace the work (``SnapshotDutyCycle``).
     static func encode(
         _ export: ReplicaSet.StateExport, sessions: [DedupTable.Remembered] = [], checking check: () throws -> Void
     ) rethrows -> (bytes: [UInt8], count: Int) {
@@ -53,7 +54,7 @@ enum SnapshotCodec {
             capacity += export.resting.withRecord(chunk: chunk, offset: offset) { $0.count + $2.count + $3.count + 17 }
         }
         try check()
-        let order = utf8Order(count: liveEnds.count + resting.count) { position, bytes in
+        let order = try utf8Order(count: liveEnds.count + resting.count, checking: check) { position, bytes in
             guard position >= liveEnds.count else {
                 let record = liveRecord(position)
                 let length = Int(liveRecords[record.lowerBound + 4]) << 8 | Int(liveRecords[record.lowerBound + 5])

@@ -41,22 +41,25 @@ package func utf8Order(count: Int, _ text: (Int) -> String) -> [Int] {
 /// The bytes every text begins with are left out of the comparison: a flow's instances share its
 /// name and more (`load/<run>-`), and with a prefix taken from there every comparison of a
 /// million of them fell through to `memcmp`.
-package func utf8Order(count: Int, appending append: (Int, inout [UInt8]) -> Void) -> [Int] {
-    struct Key {
-        var prefix: UInt64
-        var start: Int
-        var length: Int
-        var position: Int
-    }
+///
+/// The sort goes in steps that each take a moment, `check` called between them (every 4,096
+/// texts, as a snapshot's encoding checks): runs of 4,096 sorted, then merged pairwise, a run
+/// twice as long at each pass. A million sorted in one call was one burst of ~100 ms of a core,
+/// which a snapshot's duty cycle could not spread (``SnapshotDutyCycle``) and a `check` could not
+/// abandon.
+package func utf8Order(
+    count: Int, checking check: () throws -> Void, appending append: (Int, inout [UInt8]) -> Void
+) rethrows -> [Int] {
     var bytes: [UInt8] = []
     var starts: [Int] = []
     starts.reserveCapacity(count + 1)
     for position in 0..<count {
+        if position & (UTF8OrderKey.step - 1) == 0 { try check() }
         starts.append(bytes.count)
         append(position, &bytes)
     }
     starts.append(bytes.count)
-    return bytes.withUnsafeBufferPointer { buffer in
+    return try bytes.withUnsafeBufferPointer { buffer in
         // The first text starts at 0: how many of its bytes every other text starts with.
         var shared = count > 0 ? starts[1] : 0
         for position in 1..<max(count, 1) where shared > 0 {
@@ -66,22 +69,83 @@ package func utf8Order(count: Int, appending append: (Int, inout [UInt8]) -> Voi
             while same < shared, buffer[start + same] == buffer[same] { same += 1 }
             shared = same
         }
-        var keys: [Key] = []
+        var keys: [UTF8OrderKey] = []
         keys.reserveCapacity(count)
         for position in 0..<count {
             let (start, end) = (starts[position] + shared, starts[position + 1])
             var prefix: UInt64 = 0
             for index in 0..<8 { prefix = prefix << 8 | UInt64(start + index < end ? buffer[start + index] : 0) }
-            keys.append(Key(prefix: prefix, start: start, length: end - start, position: position))
+            keys.append(UTF8OrderKey(prefix: prefix, start: start, length: end - start, position: position))
         }
-        keys.sort { lhs, rhs in
+        try check()
+        let base = buffer.baseAddress
+        return try UTF8OrderKey.sorted(keys, checking: check) { lhs, rhs in
             // Texts shorter than 8 bytes are padded with zero bytes, which sort first, as a prefix does.
             if lhs.prefix != rhs.prefix { return lhs.prefix < rhs.prefix }
             if lhs.length <= 8 || rhs.length <= 8 { return lhs.length < rhs.length }
             let common = min(lhs.length, rhs.length) - 8
-            let order = memcmp(buffer.baseAddress! + lhs.start + 8, buffer.baseAddress! + rhs.start + 8, common)
+            let order = memcmp(base! + lhs.start + 8, base! + rhs.start + 8, common)
             return order == 0 ? lhs.length < rhs.length : order < 0
+        }.map(\.position)
+    }
+}
+
+/// ``utf8Order(count:checking:appending:)`` in one go.
+package func utf8Order(count: Int, appending append: (Int, inout [UInt8]) -> Void) -> [Int] {
+    utf8Order(count: count, checking: {}, appending: append)
+}
+
+/// A text to sort by ``utf8Order(count:checking:appending:)``: its first 8 bytes after the shared
+/// prefix, where the rest lies, and its position.
+private struct UTF8OrderKey {
+    var prefix: UInt64
+    var start: Int
+    var length: Int
+    var position: Int
+
+    /// How many texts go between two checks.
+    static let step = 4_096
+
+    /// `keys` sorted by `precedes` (no two equal): runs of ``step`` sorted, then merged pairwise,
+    /// `check` called after each run and every ``step`` keys merged.
+    static func sorted(
+        _ keys: [UTF8OrderKey], checking check: () throws -> Void, by precedes: (UTF8OrderKey, UTF8OrderKey) -> Bool
+    ) rethrows -> [UTF8OrderKey] {
+        var source = keys
+        let count = source.count
+        try source.withUnsafeMutableBufferPointer { keys in
+            for start in stride(from: 0, to: count, by: step) {
+                keys[start..<min(start + step, count)].sort(by: precedes)
+                try check()
+            }
         }
-        return keys.map(\.position)
+        guard count > step else { return source }
+        var target = source
+        var width = step
+        while width < count {
+            try source.withUnsafeBufferPointer { from in
+                try target.withUnsafeMutableBufferPointer { to in
+                    var out = 0
+                    for low in stride(from: 0, to: count, by: 2 * width) {
+                        let (middle, high) = (min(low + width, count), min(low + 2 * width, count))
+                        var (left, right) = (low, middle)
+                        while left < middle || right < high {
+                            if right == high || (left < middle && !precedes(from[right], from[left])) {
+                                to[out] = from[left]
+                                left += 1
+                            } else {
+                                to[out] = from[right]
+                                right += 1
+                            }
+                            out += 1
+                            if out & (step - 1) == 0 { try check() }
+                        }
+                    }
+                }
+            }
+            swap(&source, &target)
+            width *= 2
+        }
+        return source
     }
 }

@@ -168,4 +168,30 @@ extension String {
         #expect(order.map { sharedBytes[$0] } == sharedBytes.sorted { $0.lexicographicallyPrecedes($1) })
         #expect(utf8Order(count: 0) { _ in "" }.isEmpty && utf8Order(count: 1) { _ in "" } == [0])
     }
+
+    /// Past one run of 4,096 texts the sort merges its runs, calling its check between steps: the
+    /// same order (duplicates, prefixes and a shared start included), a check at least every 4,096
+    /// texts handled in each pass, and a check that throws stops it.
+    @Test func aSortOfManyMergesItsRunsAndChecksBetweenSteps() {
+        var random = SystemRandomNumberGenerator()
+        var texts = (0..<20_000).map { _ in "load/run-" + String(UInt64.random(in: 0...UInt64.max, using: &random), radix: 36) }
+        texts += texts.prefix(100).map { $0 } + texts.prefix(100).map { String($0.dropLast()) } + ["load/run-"]
+        texts.shuffle(using: &random)
+        let bytes = texts.map { Array($0.utf8) }
+        var checks = 0
+        let order = utf8Order(count: texts.count, checking: { checks += 1 }) { position, buffer in buffer.append(contentsOf: texts[position].utf8) }
+        #expect(order.map { bytes[$0] } == bytes.sorted { $0.lexicographicallyPrecedes($1) })
+        // Copying the texts, the runs, and 3 passes of merges (4,096 → 32,768): each ≥ 4 checks.
+        #expect(checks >= 4 * 5)
+
+        struct Stop: Error {}
+        var calls = 0
+        #expect(throws: Stop.self) {
+            _ = try utf8Order(count: texts.count, checking: {
+                calls += 1
+                if calls == 12 { throw Stop() }
+            }) { position, buffer in buffer.append(contentsOf: texts[position].utf8) }
+        }
+        #expect(calls == 12)
+    }
 }
