@@ -1,4 +1,3 @@
-import DequeModule
 import FlowKitCore
 
 /// An instance's last digest as the combined digest holds it: the seq of the state it describes,
@@ -25,7 +24,10 @@ struct ChangedDigest: Sendable, Equatable {
 /// keeps its pace. Oldest-first alone found one divergent instance behind a million 11.5 s after
 /// its first entry.
 struct FreshDigests {
-    private var queue: Deque<(replica: (any FlowReplica)?, address: Address, changed: ChangedDigest)> = []
+    private var queue = ShrinkingQueue<(replica: (any FlowReplica)?, address: Address, changed: ChangedDigest)>()
+
+    /// The digests its storage has room for (``ShrinkingQueue/room``).
+    var room: Int { queue.room }
 
     mutating func append(_ replica: (any FlowReplica)?, _ address: Address, _ changed: ChangedDigest) {
         queue.append((replica, address, changed))

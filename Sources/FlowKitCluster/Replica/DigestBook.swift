@@ -1,4 +1,3 @@
-import DequeModule
 import FlowKitCore
 
 /// The digests of a ``ReplicaSet``'s instances and the rounds that keep them current: which
@@ -12,7 +11,7 @@ final class DigestBook {
     /// slice is taken from the front, and an array's `removeFirst` moved every other element, so a
     /// round over a million changed instances (a population, a restore) cost a million moves per
     /// slice of 32, on the owner's thread.
-    private var undigested: Deque<any FlowReplica> = []
+    private var undigested = ShrinkingQueue<any FlowReplica>()
     /// Digests not reported yet (``takeChanged(hashing:held:)``).
     private var fresh = FreshDigests()
     /// The digest of every instance, combined order-independently and kept up to date as instances
@@ -69,7 +68,7 @@ final class DigestBook {
     func reset() {
         combined = DigestAccumulator()
         fresh = FreshDigests()
-        undigested = []
+        undigested.removeAll()
         hashingElsewhere = []
         recordsElsewhere = []
         candidates.removeAll()
@@ -77,6 +76,10 @@ final class DigestBook {
         settling = false
         generation += 1
     }
+
+    /// The entries its queues' storage has room for: a wave of changes (a million instances
+    /// populated) leaves none of its room behind once drained (``ShrinkingQueue``).
+    var queuedRoom: Int { undigested.room + fresh.room + candidates.room }
 
     /// Whether records at rest are out being hashed (their places in the arena must stay put).
     var isHashingRecords: Bool { !recordsElsewhere.isEmpty }
@@ -134,8 +137,7 @@ final class DigestBook {
                 record(waiting, address: address, digest: digest, term: DigestAccumulator.Term(address, digest))
             }
             let elsewhere = hashingElsewhere.filter { ($0.digested?.seq ?? 0) < $0.lastSeq }
-            for replica in Array(undigested) + elsewhere { rehash(replica, held: held) }
-            undigested = []
+            for replica in undigested.takeAll() + elsewhere { rehash(replica, held: held) }
         } else {
             while budget.hasRoom, let replica = undigested.popFirst() { rehash(replica, held: held) }
         }

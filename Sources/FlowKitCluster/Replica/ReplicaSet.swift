@@ -178,6 +178,7 @@ import Logging
             let digested = replica.digested, replica.runningEffects == 0, !(context.owner.map(replica.ownership.owners.contains) ?? false)
         else { return }
         replicas[address] = nil
+        replicas.shrinkIfMostlyEmpty()
         withEffects[address] = nil
         // Its owners stay counted: the record keeps them.
         resting.insert(address: address, lastSeq: replica.lastSeq, ownership: replica.ownership, term: digested.term, state: state)

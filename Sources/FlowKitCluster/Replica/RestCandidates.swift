@@ -1,5 +1,3 @@
-import DequeModule
-
 /// The instances that may go to rest (``RestingInstances``): each noted when its digest was taken
 /// at its last seq. One still at that seq ``after`` µs later is due: its state is encoded off the
 /// owner's thread with its digest checked again (``DigestBook/nextDigestSlice(now:held:)``), and
@@ -9,7 +7,7 @@ import DequeModule
 struct RestCandidates {
     /// How long an instance stays unchanged before it rests (µs); nil: never.
     var after: UInt64?
-    private var queue: Deque<(replica: any FlowReplica, seq: UInt64, at: UInt64)> = []
+    private var queue = ShrinkingQueue<(replica: any FlowReplica, seq: UInt64, at: UInt64)>()
     private var budget = HashingBudget.resting()
     /// While the budget is spent and instances are due, when it will have room again.
     private(set) var resumesAt: UInt64?
@@ -17,6 +15,9 @@ struct RestCandidates {
     init(after: UInt64?) {
         self.after = after
     }
+
+    /// The candidates its storage has room for (``ShrinkingQueue/room``).
+    var room: Int { queue.room }
 
     mutating func note(_ replica: any FlowReplica, seq: UInt64, at time: UInt64) {
         guard after != nil else { return }
@@ -35,7 +36,7 @@ struct RestCandidates {
         }
         var due: [any FlowReplica] = []
         while due.count < limit, let first = queue.first, first.at.addingReportingOverflow(after).partialValue <= now {
-            queue.removeFirst()
+            _ = queue.popFirst()
             if Self.isUnchanged(first.replica, since: first.seq) { due.append(first.replica) }
         }
         return due
@@ -55,5 +56,5 @@ struct RestCandidates {
         replica.lastSeq == seq && replica.digested?.seq == seq && !replica.isUndigested
     }
 
-    mutating func removeAll() { queue = [] }
+    mutating func removeAll() { queue.removeAll() }
 }
