@@ -40,8 +40,40 @@ const char *flowkit_allocator(void) {
     snprintf(name, sizeof(name), "jemalloc %s", version);
     return name;
 }
+
+static int jemalloc_stat(const char *name, uint64_t *value) {
+    size_t figure = 0;
+    size_t length = sizeof(figure);
+    if (mallctl(name, &figure, &length, NULL, 0) != 0) {
+        return -1;
+    }
+    *value = figure;
+    return 0;
+}
+
+int flowkit_malloc_stats(struct flowkit_malloc_stats *stats) {
+    /* jemalloc's statistics are a snapshot taken when the epoch advances. */
+    uint64_t epoch = 1;
+    size_t length = sizeof(epoch);
+    if (mallctl("epoch", &epoch, &length, &epoch, length) != 0) {
+        return -1;
+    }
+    if (jemalloc_stat("stats.allocated", &stats->allocated) != 0
+        || jemalloc_stat("stats.active", &stats->active) != 0
+        || jemalloc_stat("stats.metadata", &stats->metadata) != 0
+        || jemalloc_stat("stats.resident", &stats->resident) != 0
+        || jemalloc_stat("stats.retained", &stats->retained) != 0) {
+        return -1;
+    }
+    return 0;
+}
 #else
 const char *flowkit_allocator(void) {
     return "system";
+}
+
+int flowkit_malloc_stats(struct flowkit_malloc_stats *stats) {
+    (void)stats;
+    return -1;
 }
 #endif

@@ -1,3 +1,4 @@
+import CFlowKitSupport
 import Foundation
 import Logging
 import Metrics
@@ -58,13 +59,14 @@ package final class MetricsServer: Sendable {
         }
         socket = fd
         endpoint = "\(host):\(UInt16(bigEndian: actual.sin_port))"
-        let thread = Thread { [registry] in Self.serve(fd, registry: registry) }
+        let memory = MallocGauges()
+        let thread = Thread { [registry] in Self.serve(fd, registry: registry, before: memory.refresh) }
         thread.name = "flowkit-metrics"
         thread.start()
         logger.info("metrics at http://\(endpoint)/metrics")
     }
 
-    private static func serve(_ listener: Int32, registry: PrometheusCollectorRegistry) {
+    private static func serve(_ listener: Int32, registry: PrometheusCollectorRegistry, before scrape: () -> Void) {
         while true {
             let connection = accept(listener, nil, nil)
             if connection < 0 {
@@ -76,6 +78,7 @@ package final class MetricsServer: Sendable {
             let line = count > 0 ? String(decoding: request[..<count], as: UTF8.self).prefix { $0 != "\r" && $0 != "\n" } : ""
             let response: [UInt8]
             if line.hasPrefix("GET /metrics") {
+                scrape()
                 let body = registry.emitToBuffer()
                 response = Array("HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8) + body
             } else {
@@ -90,5 +93,26 @@ package final class MetricsServer: Sendable {
             }
             close(connection)
         }
+    }
+}
+
+/// What the allocator holds, as gauges read at each scrape: a process's RSS alone cannot tell live
+/// data from pages the allocator freed but has not yet returned (jemalloc purges them after its decay
+/// time), nor from the address space it keeps for reuse.
+private struct MallocGauges {
+    private let allocated = Gauge(label: "flowkit_malloc_allocated_bytes")
+    private let active = Gauge(label: "flowkit_malloc_active_bytes")
+    private let metadata = Gauge(label: "flowkit_malloc_metadata_bytes")
+    private let resident = Gauge(label: "flowkit_malloc_resident_bytes")
+    private let retained = Gauge(label: "flowkit_malloc_retained_bytes")
+
+    func refresh() {
+        var stats = flowkit_malloc_stats()
+        guard flowkit_malloc_stats(&stats) == 0 else { return }
+        allocated.record(stats.allocated)
+        active.record(stats.active)
+        metadata.record(stats.metadata)
+        resident.record(stats.resident)
+        retained.record(stats.retained)
     }
 }

@@ -5,7 +5,9 @@ import Foundation
 /// `flowkit bench --populate`: before a step, one event to each of its instances, so that every
 /// instance holds state when the step begins (a cluster of a million rooms, most of them idle),
 /// then the idle cluster watched for a while. What it measures: each process's resident memory
-/// before and after (the growth per instance), each process's CPU while nothing happens, and, in a
+/// before and after (the growth per instance), what its allocator holds for it at the end of the
+/// idle time (live data, without freed pages not yet given back), each process's CPU while nothing
+/// happens, and, in a
 /// cluster the bench started, how long a fresh node takes to join behind all those instances (a
 /// snapshot of them), after which it is stopped again.
 struct BenchPopulation {
@@ -27,6 +29,7 @@ struct BenchPopulation {
         let (target, recorder, connections) = (runner.target, runner.recorder, runner.connections)
         let processes = target.processes
         let before = processes.sample()
+        let allocatedBefore = processes.allocatedBytes()
         let began = ContinuousClock.now
         let plan = LoadPlan.population(
             firstRequest: firstRequest, configuration: configuration, startMicros: BenchClock.wallMicros() + 300_000, prefix: prefix, rate: rate
@@ -72,6 +75,7 @@ struct BenchPopulation {
         let idleBegin = processes.sample()
         try? await Task.sleep(for: .seconds(idleSeconds))
         let idleEnd = processes.sample()
+        let allocatedIdle = idleSeconds > 0 ? processes.allocatedBytes() : [:]
         let watched = max(0.001, idleStart.duration(to: .now) / .milliseconds(1) / 1_000)
 
         var figures = BenchResult.Population(
@@ -80,6 +84,15 @@ struct BenchPopulation {
             idleSeconds: (watched * 10).rounded() / 10, idleCPUPercent: [:]
         )
         figures.settledSeconds = settledSeconds
+        if !allocatedIdle.isEmpty {
+            figures.allocatedBeforeBytes = allocatedBefore
+            figures.allocatedIdleBytes = allocatedIdle
+            figures.allocatedPerInstanceIdle = [:]
+            for (name, idle) in allocatedIdle {
+                guard let start = allocatedBefore[name] else { continue }
+                figures.allocatedPerInstanceIdle?[name] = ((Double(idle) - Double(start)) / Double(max(1, plan.count))).rounded()
+            }
+        }
         for (name, stats) in after {
             figures.rssAfterBytes[name] = stats.rssBytes
             if let start = before[name] {

@@ -69,13 +69,16 @@ enum BenchReport {
                     + (population.joinSeconds.map { "; a fresh node joined behind them in \(BenchFormat.fixed($0, 2)) s" } ?? "")
             )
             let idle = population.rssIdleBytes != nil
-            let columns = ["RSS before", "RSS after", "B/instance"] + (idle ? ["RSS idle", "B/instance"] : []) + ["idle cpu %"]
+            let allocated = population.allocatedIdleBytes != nil
+            let columns = ["RSS before", "RSS after", "B/instance"] + (idle ? ["RSS idle", "B/instance"] : [])
+                + (allocated ? ["malloc idle", "B/instance"] : []) + ["idle cpu %"]
             lines.append(BenchFormat.left("  process", 26) + columns.map { BenchFormat.right($0, 12) }.joined())
             for name in orderedNames(population.rssAfterBytes.keys) {
                 let perInstance = { (figures: [String: Double]?) in figures?[name].map { BenchFormat.fixed($0, 0) } ?? "" }
                 let cells =
                     [population.rssBeforeBytes[name].map(BenchFormat.bytes) ?? "", population.rssAfterBytes[name].map(BenchFormat.bytes) ?? "", perInstance(population.bytesPerInstance)]
                     + (idle ? [population.rssIdleBytes?[name].map(BenchFormat.bytes) ?? "", perInstance(population.bytesPerInstanceIdle)] : [])
+                    + (allocated ? [population.allocatedIdleBytes?[name].map(BenchFormat.bytes) ?? "", perInstance(population.allocatedPerInstanceIdle)] : [])
                     + [population.idleCPUPercent[name].map { BenchFormat.fixed($0, 1) } ?? ""]
                 lines.append("  " + BenchFormat.left(name, 24) + cells.map { BenchFormat.right($0, 12) }.joined())
             }

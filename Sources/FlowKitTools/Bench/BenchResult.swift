@@ -49,6 +49,12 @@ struct BenchResult: Codable, Sendable {
         /// The same at the end of the idle time, once idle instances went to rest (when watched).
         var rssIdleBytes: [String: UInt64]?
         var bytesPerInstanceIdle: [String: Double]?
+        /// What each process's allocator held for it before the population and at the end of the
+        /// idle time (`flowkit_malloc_allocated_bytes`), and the growth divided by the instances:
+        /// the live data, without the pages freed but not yet given back that an RSS counts.
+        var allocatedBeforeBytes: [String: UInt64]? = nil
+        var allocatedIdleBytes: [String: UInt64]? = nil
+        var allocatedPerInstanceIdle: [String: Double]? = nil
         /// How long the idle cluster was watched, and each process's CPU meanwhile (percent of a core).
         var idleSeconds: Double
         var idleCPUPercent: [String: Double]

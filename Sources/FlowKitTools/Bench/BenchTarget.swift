@@ -100,10 +100,15 @@ final class BenchTarget: Sendable {
     /// The coordinator, the nodes and the bench, for CPU and memory.
     var processes: WatchedProcesses {
         var pids: [(String, Int32)] = file.allCoordinators.map { ($0.id ?? "coordinator", $0.pid) }
+        var metrics: [String: String] = [:]
+        for coordinator in file.allCoordinators { metrics[coordinator.id ?? "coordinator"] = coordinator.metrics }
         if let etcd = file.etcdPid { pids.append(("etcd", etcd)) }
-        for node in file.nodes.sorted(by: { $0.id < $1.id }) { pids.append((node.name, node.pid)) }
+        for node in file.nodes.sorted(by: { $0.id < $1.id }) {
+            pids.append((node.name, node.pid))
+            metrics[node.name] = node.metrics
+        }
         pids.append(("bench", getpid()))
-        return WatchedProcesses(pids: pids)
+        return WatchedProcesses(pids: pids, metrics: metrics)
     }
 
     /// Every node's status, in node order.

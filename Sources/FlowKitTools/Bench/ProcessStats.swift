@@ -62,6 +62,8 @@ struct ProcessStats: Sendable, Equatable {
 struct WatchedProcesses: Sendable {
     /// `coordinator`, `node-1`…, `bench`, with their pids.
     var pids: [(name: String, pid: Int32)]
+    /// The cluster's processes' metrics endpoints (`host:port`), by name.
+    var metrics: [String: String] = [:]
 
     /// Every process's figures now, by name (processes not readable here are left out).
     func sample() -> [String: ProcessStats] {
@@ -78,6 +80,17 @@ struct WatchedProcesses: Sendable {
         var samples: [String: UInt64] = [:]
         for (name, pid) in pids {
             if let bytes = ProcessStats.residentBytes(pid: pid) { samples[name] = bytes }
+        }
+        return samples
+    }
+
+    /// What each cluster process's allocator holds for it now (`flowkit_malloc_allocated_bytes`
+    /// from its metrics), by name: the live data, where an RSS also counts freed pages the
+    /// allocator has not yet given back. Processes not on jemalloc, or not answering, are left out.
+    func allocatedBytes() -> [String: UInt64] {
+        var samples: [String: UInt64] = [:]
+        for (name, endpoint) in metrics {
+            if let bytes = try? MetricsScrape.fetch(endpoint).value("flowkit_malloc_allocated_bytes") { samples[name] = UInt64(bytes) }
         }
         return samples
     }
