@@ -77,8 +77,7 @@ final class DigestBook {
         generation += 1
     }
 
-    /// The entries its queues' storage has room for: a wave of changes (a million instances
-    /// populated) leaves none of its room behind once drained (``ShrinkingQueue``).
+    /// The entries its queues' storage has room for (``ShrinkingQueue``: none left by a wave).
     var queuedRoom: Int { undigested.room + fresh.room + candidates.room }
 
     /// Whether records at rest are out being hashed (their places in the arena must stay put).
