@@ -173,6 +173,19 @@ import Testing
     /// Hashing is charged to the budget by the CPU it took, not by the time its thread waited: the
     /// background thread runs at nice 19, and on a loaded machine charging its waits spent the
     /// whole budget in one slice and ended rounds with instances unhashed.
+    /// A report under load hashes the changes on the owner's thread only when all of them are
+    /// expected to take a moment: a backlog of many is left whole to the rounds, which hash it
+    /// elsewhere (hashed there to the end of the budget, it held a node's loop 50 ms at a time),
+    /// and a few are hashed at once, so the report describes its seq exactly.
+    @Test func aReportHashesChangesNowOnlyWhenTheyAllTakeAMoment() throws {
+        let many = Self.counters(10_000)
+        #expect(many.takeChanged().isEmpty, "none of 10,000 changes hashed on the owner's thread")
+        #expect(!many.digestsAreCurrent)
+        let few = Self.counters(5)
+        #expect(few.takeChanged().count == 5)
+        #expect(few.digestsAreCurrent)
+    }
+
     @Test func hashingIsChargedItsCPUTimeNotItsWaits() throws {
         let digest = try StateDigest(of: 1)
         let jobs = try (0..<3).map { index in

@@ -58,10 +58,9 @@ final class DigestBook {
 
     /// An instance changed: it is hashed again in the next round, or when an exact digest is asked.
     func noteChanged(_ replica: any FlowReplica) {
-        if !replica.isUndigested {
-            replica.isUndigested = true
-            undigested.append(replica)
-        }
+        guard !replica.isUndigested else { return }
+        replica.isUndigested = true
+        undigested.append(replica)
     }
 
     /// Forgets every digest: the instances were replaced.
@@ -126,8 +125,9 @@ final class DigestBook {
 
     /// Rehashes the instances changed since their digests were last computed: with `all`, every
     /// one, those out in jobs too (until a job is back, its digests are from before); otherwise
-    /// as many as the digest budget allows now, oldest change first (the rest are not walked).
-    /// A restore's records count only with `all`, and only while few wait.
+    /// all of them if that is expected to take at most ``hashedUnderLoadAtMost`` (the budget
+    /// permitting), else none: the rounds hash them elsewhere. A restore's records count only
+    /// with `all`, and only while few wait.
     private func refreshDigests(all: Bool, held: [String: any FlowReplica]) {
         budget.refill(now: clock())
         if all, resting.unhashed <= hashedNowAtMost {
@@ -137,7 +137,7 @@ final class DigestBook {
             }
             let elsewhere = hashingElsewhere.filter { ($0.digested?.seq ?? 0) < $0.lastSeq }
             for replica in undigested.takeAll() + elsewhere { rehash(replica, held: held) }
-        } else {
+        } else if budget.fits(undigested.count, within: Self.hashedUnderLoadAtMost) {
             while budget.hasRoom, let replica = undigested.popFirst() { rehash(replica, held: held) }
         }
     }
@@ -151,7 +151,7 @@ final class DigestBook {
         // fold hashes too, and counting only the first let twice the budget through.
         defer {
             let ended = clock()
-            budget.charge(ended - min(started, ended))
+            budget.charge(ended - min(started, ended), items: 1)
         }
         guard let digest = try? replica.digest() else { return }
         record(replica, seq: replica.lastSeq, digest: digest, term: DigestAccumulator.Term(replica.address, digest))
@@ -282,7 +282,7 @@ final class DigestBook {
         let records = recordsElsewhere
         hashingElsewhere = []
         recordsElsewhere = []
-        if results.contains(where: { $0.stateJSON != nil }) { candidates.charge(hashingMicros) } else if records.isEmpty, !settling { budget.charge(hashingMicros) }
+        if results.contains(where: { $0.stateJSON != nil }) { candidates.charge(hashingMicros) } else if records.isEmpty, !settling { budget.charge(hashingMicros, items: results.count) }
         if undigested.isEmpty { settling = false }
         var resting: [(replica: any FlowReplica, seq: UInt64, state: [UInt8])] = []
         for result in results where result.generation == generation {

@@ -12,6 +12,13 @@ extension DigestBook {
     /// Instances a slice of a restore's hashing, or of those going to rest, holds.
     static let restoreSlice = 256
 
+    /// The longest (µs, expected) a report under load hashes the changed instances on the owner's
+    /// thread, to describe its applied seq exactly; a backlog that would take longer is left to the
+    /// rounds. Reports hashed changes within the budget, as many as it allowed: with a million
+    /// instances, a fifth of them changed in a step, each node's loop hashed for up to the
+    /// budget's 50 ms in one go at every report (runs of 16-30 ms in a profile of the step).
+    static let hashedUnderLoadAtMost: UInt64 = 2_000
+
     /// The most changed instances or records ``settle(held:)`` hashes on the owner's thread, by default.
     static let defaultHashedNowAtMost = 4_096
 

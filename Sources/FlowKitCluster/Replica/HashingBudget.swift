@@ -14,6 +14,9 @@ struct HashingBudget {
     let burst: Int64
     private var allowance: Int64
     private var lastRefill: UInt64 = 0
+    /// What one item charged has cost lately (µs, a moving average): a guess until something is
+    /// charged (a counter's state hashed on a slow core).
+    private(set) var microsPerItem = 10.0
 
     init(share: UInt64, burst: Int64) {
         self.share = share
@@ -47,7 +50,15 @@ struct HashingBudget {
         lastRefill += gained * share
     }
 
-    mutating func charge(_ micros: UInt64) {
+    /// Charges `micros` spent on `items` items (0: not counted in ``microsPerItem``).
+    mutating func charge(_ micros: UInt64, items: Int = 0) {
         allowance -= Int64(micros)
+        if items > 0 { microsPerItem += (Double(micros) / Double(items) - microsPerItem) / 8 }
+    }
+
+    /// Whether `count` items are expected to take at most `micros`, at the cost they had lately;
+    /// one always fits.
+    func fits(_ count: Int, within micros: UInt64) -> Bool {
+        count <= 1 || Double(count) * microsPerItem <= Double(micros)
     }
 }
