@@ -94,12 +94,14 @@ extension ClusterProcessTests {
 
     /// `--populate` gives every instance its state, waits with `--settle` until the cluster is
     /// quiet, watches the idle cluster (memory after the population and at the end of the idle
-    /// time, idle CPU) and times a fresh node's join.
+    /// time, idle CPU) and times a fresh node's join. Quiet under 5 % of a core: this cluster is a
+    /// debug build, whose idle loop took 2.2-2.9 % of a core on a slow host (the default, 2 %,
+    /// was never met there in 10 minutes).
     @Test func benchPopulatesEveryInstanceAndTimesAJoin() async throws {
         let output = try await Self.runBench(
             [
                 "bench", "--rate", "1000", "--duration", "2", "--warmup", "1", "--nodes", "3", "--instances", "500", "--populate", "--populate-rate",
-                "1000", "--settle", "--idle", "2", "--rest-after-ms", "0", "--json", "--no-baseline", "--quiet",
+                "1000", "--settle", "--settle-below", "5", "--idle", "2", "--rest-after-ms", "0", "--json", "--no-baseline", "--quiet",
             ],
             timeout: .seconds(120)
         )
@@ -111,7 +113,7 @@ extension ClusterProcessTests {
         #expect(processes.isSubset(of: Set(population.rssAfterBytes.keys)))
         #expect(processes.isSubset(of: Set((population.rssIdleBytes ?? [:]).keys)) && processes.isSubset(of: Set((population.bytesPerInstanceIdle ?? [:]).keys)))
         #expect(processes.isSubset(of: Set(population.idleCPUPercent.keys)))
-        // Quiet means under 2 % of a core for 5 s in a row: it took those 5 s at least. The idle
+        // Quiet means under 5 % of a core for 5 s in a row: it took those 5 s at least. The idle
         // CPU is counted from the end of the settling (counted from the population's end, a
         // minute of settling showed as 113 % of a core over a 10 s idle window).
         #expect((population.settledSeconds ?? 0) >= 5, "settled: \(String(describing: population.settledSeconds))")

@@ -28,6 +28,8 @@ struct BenchConfiguration: Codable, Sendable {
     /// With `--populate --settle`: the idle cluster is watched only once the population's
     /// after-work is done (``BenchPopulation/settleRule``). Absent in older results: false.
     var settle: Bool? = nil
+    /// With `--settle`: the CPU (% of a core) under which a process counts as quiet; nil: 2.
+    var settleBelowPercent: Double? = nil
     /// Padding bytes per event.
     var eventSize: Int
     /// `tickWithEffect` instead of `tick`: each event starts an effect on its origin node.

@@ -65,7 +65,7 @@ struct BenchPopulation {
         if configuration.settle == true {
             settledSeconds = await waitUntilSettled()
             if settledSeconds == nil, !runner.stop.isSet {
-                problems.append("the cluster was not quiet \(Self.settleRule.timeout) after the population (\(Self.settleRule.description))")
+                problems.append("the cluster was not quiet \(settleRule.timeout) after the population (\(settleRule.description))")
             }
         }
         if runner.live, idleSeconds > 0 {
@@ -133,15 +133,16 @@ struct BenchPopulation {
         var window: Duration = .seconds(5)
         var timeout: Duration = .seconds(600)
 
-        var description: String { "every process under \(BenchFormat.fixed(cpuPercent, 0)) % of a core for \(window)" }
+        var description: String { "every process under \(BenchFormat.fixed(cpuPercent, cpuPercent < 10 ? 1 : 0)) % of a core for \(window)" }
     }
 
-    static let settleRule = SettleRule()
+    /// The rule `--settle` waits for: under `--settle-below` (2 % of a core by default).
+    var settleRule: SettleRule { SettleRule(cpuPercent: configuration.settleBelowPercent ?? 2) }
 
     /// Samples the cluster's processes every second until ``settleRule`` holds; the seconds that
     /// took, or nil at its timeout (or when the bench is stopped).
     private func waitUntilSettled() async -> Double? {
-        let rule = Self.settleRule
+        let rule = settleRule
         let processes = runner.target.processes
         let started = ContinuousClock.now
         let windowSamples = Int(rule.window / .seconds(1))

@@ -61,8 +61,11 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "With --populate: seconds the idle cluster is watched after the population (CPU per process).")
     var idle: Double = 10
 
-    @Flag(help: "With --populate: before watching the idle cluster, wait until the population's own after-work is done (digests, instances going to rest): every cluster process under 2 % of a core for 5 s in a row, at most 10 minutes. The step then measures a cluster that holds the instances, not one still settling them.")
+    @Flag(help: "With --populate: before watching the idle cluster, wait until the population's own after-work is done (digests, instances going to rest): every cluster process under --settle-below of a core for 5 s in a row, at most 10 minutes. The step then measures a cluster that holds the instances, not one still settling them.")
     var settle = false
+
+    @Option(help: "With --settle: the CPU, in % of a core, under which a process counts as quiet. A debug build's idle loop, or a slow or shared host, may need more.")
+    var settleBelow: Double = 2
 
     @Option(help: "The started cluster's --rest-after-ms (nodes and coordinator): milliseconds an instance stays unchanged before it rests as a compact record (0: never). Default: theirs (60000).")
     var restAfterMs: Int?
@@ -141,6 +144,7 @@ struct BenchCommand: AsyncParsableCommand {
         guard (1...1_000_000).contains(instances) else { throw ValidationError("--instances must be 1 to 1,000,000") }
         guard populateRate > 0, idle >= 0 else { throw ValidationError("--populate-rate must be positive, --idle not negative") }
         guard populate || !settle else { throw ValidationError("--settle waits for a population to settle: add --populate") }
+        guard settleBelow > 0, settleBelow <= 100 else { throw ValidationError("--settle-below must be above 0 and at most 100 (% of a core)") }
         guard (restAfterMs ?? 0) >= 0 else { throw ValidationError("--rest-after-ms must be 0 (never) or more") }
         guard !(restAfterMs != nil && attach != nil) else { throw ValidationError("--rest-after-ms sets up a cluster the bench starts; an attached cluster has its own") }
         guard (0...(1 << 20) - 1).contains(eventSize) else { throw ValidationError("--event-size must be 0 to 1048575 bytes") }
@@ -195,7 +199,8 @@ struct BenchCommand: AsyncParsableCommand {
     var benchConfiguration: BenchConfiguration {
         BenchConfiguration(
             rate: rate, duration: duration, warmup: warmup, nodes: nodes, coordinators: coordinators, connections: connections, instances: instances,
-            populateRate: populate ? populateRate : nil, idleSeconds: populate ? idle : nil, settle: populate && settle, eventSize: eventSize, effects: effects, codec: codec, durability: attach == nil ? durability : "unknown", attach: attach,
+            populateRate: populate ? populateRate : nil, idleSeconds: populate ? idle : nil, settle: populate && settle,
+            settleBelowPercent: populate && settle ? settleBelow : nil, eventSize: eventSize, effects: effects, codec: codec, durability: attach == nil ? durability : "unknown", attach: attach,
             sendTick: sendTick, traceEvery: trace ? traceEvery : nil
         )
     }
