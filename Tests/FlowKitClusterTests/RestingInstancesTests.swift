@@ -214,6 +214,31 @@ import Testing
         #expect(instances.map(\.address) == instances.map(\.address).sorted { $0.utf8Precedes($1) })
     }
 
+    /// A node's local snapshot keeps its records as the set holds them, unsorted: the same
+    /// instances and sessions as the sorted snapshot, the instances in use first, and a restore
+    /// from it holds what the source held.
+    @Test func aSnapshotAsHeldHoldsTheSortedOnesInstancesUnsorted() throws {
+        let source = ReplicaDigestTests.counters(3_000)
+        let restored = ReplicaDigestTests.counters(0)
+        try restored.importStates(source.exportStates())
+        for key in stride(from: 0, to: 3_000, by: 7) { _ = restored.replica(at: try Address(parsing: "counter/\(key)")) }
+        let sessions = [DedupTable.Remembered(origin: 1, session: 9, watermark: 40, lastSeq: 40, above: [])]
+        var checks = 0
+        let asHeld = SnapshotCodec.encode(restored.exportStateJobs(), sessions: sessions, order: .asHeld) { checks += 1 }
+        let sorted = SnapshotCodec.encode(restored.exportStateJobs(), sessions: sessions)
+        #expect(asHeld.count == 3_000 && checks >= 3_000 / 4_096 + 1)
+        #expect(asHeld.bytes != sorted.bytes && asHeld.bytes.count == sorted.bytes.count)
+        let (instances, remembered) = try SnapshotCodec.decode(asHeld.bytes)
+        #expect(remembered == sessions)
+        #expect(instances.sorted { $0.address.utf8Precedes($1.address) } == source.exportStates())
+        let inUse = Set(stride(from: 0, to: 3_000, by: 7).map { "counter/\($0)" })
+        #expect(Set(instances.prefix(inUse.count).map(\.address)) == inUse)
+        let again = ReplicaDigestTests.counters(0)
+        try again.importStates(instances)
+        #expect(again.exportStates() == source.exportStates())
+        #expect(again.combinedDigest(exact: true) == source.combinedDigest(exact: true))
+    }
+
     /// A clock a test moves by hand.
     private final class TestClock: @unchecked Sendable {
         var now: UInt64 = 1_000_000

@@ -26,10 +26,11 @@ extension NodeCore {
     }
 
     /// Saves a snapshot of every instance on the background thread, when one is due (the interval
-    /// passed, and the last one's cost allows: ``SnapshotPacing``): only copying the states happens
-    /// here; encoding and writing them does not hold up the loop thread.
+    /// passed, enough changed since the last: ``LocalSnapshots/changesDue(holding:)``, and the
+    /// last one's cost allows: ``SnapshotPacing``): only copying the states happens here; encoding
+    /// and writing them does not hold up the loop thread.
     func saveLocalSnapshotIfDue(now: UInt64) {
-        guard let snapshots = localSnapshots, !snapshots.saving, applied > snapshots.lastSavedSeq,
+        guard let snapshots = localSnapshots, !snapshots.saving, applied - snapshots.lastSavedSeq >= LocalSnapshots.changesDue(holding: replicas.count),
             now - snapshots.lastSaveTime >= UInt64(configuration.snapshotInterval.microseconds), snapshots.pacing.allows(now: now)
         else { return }
         let seq = applied
@@ -43,7 +44,7 @@ extension NodeCore {
         BackgroundWork.shared.start { [weak self] in
             let started = ThreadCPUClock.micros()
             var dutyCycle = SnapshotDutyCycle()
-            let result = Result { try store.save(Snapshot(seq: seq, bytes: SnapshotCodec.encode(states, checking: { dutyCycle.restIfDue() }).bytes)) }
+            let result = Result { try store.save(Snapshot(seq: seq, bytes: SnapshotCodec.encode(states, order: .asHeld, checking: { dutyCycle.restIfDue() }).bytes)) }
             let cost = ThreadCPUClock.micros() - started
             Task(executorPreference: loop) { await self?.localSnapshotSaved(seq: seq, result: result, cost: cost, copyMicros: copyMicros) }
         }
@@ -68,6 +69,17 @@ extension NodeCore {
 
 /// A node's local snapshots and when it last saved one.
 struct LocalSnapshots {
+    /// A snapshot rewrites every instance the node holds, so one waits for entries in proportion:
+    /// at least one for every `instancesPerEntry` instances held, and at least one. A node holding
+    /// a million and applying an entry a second rewrote all of them every interval, however little
+    /// had changed; now it waits for 62,500 entries: fewer than the coordinator's log keeps behind
+    /// its snapshot by default (``CoordinatorConfiguration/retainEntries``), so a restart still
+    /// resumes from the snapshot plus the log.
+    static let instancesPerEntry = 16
+
+    /// How many entries applied since the last snapshot make the next one due.
+    static func changesDue(holding instances: Int) -> UInt64 { UInt64(max(1, instances / instancesPerEntry)) }
+
     let store: SnapshotStore
     var lastSavedSeq: UInt64 = 0
     var lastSaveTime: UInt64 = 0

@@ -196,7 +196,7 @@ import Logging
         }
     }
 
-    /// Every instance's state, copied now, to encode as JSON elsewhere (``SnapshotCodec/encode(_:sessions:checking:)``): a process
+    /// Every instance's state, copied now, to encode as JSON elsewhere (``SnapshotCodec/encode(_:sessions:order:checking:)``): a process
     /// with many instances does not stall its thread encoding them all, nor sorting them (ten
     /// thousand addresses took the coordinator's replica milliseconds to sort), nor making a job
     /// of each record at rest (a million took a node's loop about a second): those stay in their

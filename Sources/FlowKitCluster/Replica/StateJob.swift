@@ -12,7 +12,7 @@ extension ReplicaSet {
         var encode: @Sendable (JSONEncoder) throws -> [UInt8]
     }
 
-    /// Every instance's state at one moment, to encode elsewhere (``SnapshotCodec/encode(_:sessions:checking:)``):
+    /// Every instance's state at one moment, to encode elsewhere (``SnapshotCodec/encode(_:sessions:order:checking:)``):
     /// a job per instance in use, and the records at rest as they lie (``RestingInstances/Frozen``),
     /// copied from there by whoever encodes them. An instance at rest holds its state as this build
     /// wrote it, or as a snapshot it was restored from had it, which this build reads at its own
