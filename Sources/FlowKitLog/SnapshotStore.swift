@@ -25,6 +25,12 @@ public struct Snapshot: Sendable, Hashable {
 /// A typical owner saves a snapshot at seq S, then calls ``SegmentLog/removePrefix(through:)``
 /// with S.
 ///
+/// An owner may also save *deltas* after a snapshot (``saveDelta(_:follows:)``): each only what
+/// changed since the file it follows, `delta-<seq>.snap`, whose body begins with that file's seq.
+/// ``latestChain()`` reads the newest snapshot that validates and the deltas that continue it;
+/// the next snapshot saved deletes every delta. What a delta holds and how the owner merges it is
+/// the owner's.
+///
 /// Calls must not overlap: give the store one owner.
 public struct SnapshotStore: Sendable {
     /// The directory holding the snapshot files.
@@ -34,7 +40,9 @@ public struct SnapshotStore: Sendable {
     private let fileSystem: FileSystem
     private let logger: Logger
     private static let magic = "FKSNAP01"
+    private static let deltaMagic = "FKDELT01"
     private static let prefix = "snapshot-"
+    private static let deltaPrefix = "delta-"
     private static let suffix = ".snap"
 
     /// Opens the store, creating `directory` if it is missing and deleting interrupted writes.
@@ -49,13 +57,15 @@ public struct SnapshotStore: Sendable {
         self.fileSystem = FileSystem(faults: faultInjection)
         self.logger = logger
         try fileSystem.makeDirectory(directory)
-        for name in try fileSystem.listDirectory(directory) where name.hasPrefix(Self.prefix) && name.hasSuffix(Self.suffix + ".tmp") {
+        for name in try fileSystem.listDirectory(directory)
+        where (name.hasPrefix(Self.prefix) || name.hasPrefix(Self.deltaPrefix)) && name.hasSuffix(Self.suffix + ".tmp") {
             logger.notice("removing an interrupted snapshot write", metadata: ["flowkit.snapshot.file": "\(name)"])
             try fileSystem.remove(FileSystem.join(directory, name))
         }
     }
 
-    /// Writes `snapshot` durably and atomically, then deletes all but the newest ``retain``.
+    /// Writes `snapshot` durably and atomically, then deletes all but the newest ``retain`` and
+    /// every delta (each follows an older snapshot).
     ///
     /// A snapshot with the same seq is replaced. If writing fails (disk full), the temporary
     /// file is removed and existing snapshots are untouched.
@@ -72,7 +82,71 @@ public struct SnapshotStore: Sendable {
         logger.info("saved snapshot", metadata: ["flowkit.snapshot.seq": "\(snapshot.seq)", "flowkit.snapshot.bytes": "\(snapshot.bytes.count)"])
         let stale = try seqs().dropFirst(retain)
         for seq in stale { try fileSystem.remove(path(seq: seq)) }
-        if !stale.isEmpty { try fileSystem.syncDirectory(directory) }
+        let deltas = try deltaSeqs()
+        for seq in deltas { try fileSystem.remove(deltaPath(seq: seq)) }
+        if !stale.isEmpty || !deltas.isEmpty { try fileSystem.syncDirectory(directory) }
+    }
+
+    /// Writes a delta durably and atomically: what changed from the snapshot or delta at `follows`
+    /// to `delta.seq`.
+    /// - Parameters:
+    ///   - delta: Its seq and bytes.
+    ///   - follows: The seq of the file it follows: the newest snapshot's, or the last delta's.
+    public func saveDelta(_ delta: Snapshot, follows: UInt64) throws {
+        var body: [UInt8] = []
+        body.reserveCapacity(8 + delta.bytes.count)
+        body.appendBigEndian(follows)
+        body.append(contentsOf: delta.bytes)
+        try BlobFile.write(body, seq: delta.seq, magic: Self.deltaMagic, to: deltaPath(seq: delta.seq), directory: directory, fileSystem: fileSystem)
+        logger.info(
+            "saved snapshot delta",
+            metadata: ["flowkit.snapshot.seq": "\(delta.seq)", "flowkit.snapshot.follows": "\(follows)", "flowkit.snapshot.bytes": "\(delta.bytes.count)"]
+        )
+    }
+
+    /// The newest snapshot that validates (``latest()``) and the deltas that follow it unbroken,
+    /// oldest first; nil if there is no snapshot.
+    ///
+    /// The chain ends at the first delta that is damaged or does not follow the file before it;
+    /// that delta and every later one are deleted (with an error log line), so the next delta
+    /// saved follows the chain's end, as do deltas older than the snapshot.
+    /// - Returns: The snapshot and its deltas.
+    public func latestChain() throws -> (snapshot: Snapshot, deltas: [Snapshot])? {
+        let snapshot = try latest()
+        var deltas: [Snapshot] = []
+        var end = snapshot?.seq
+        var broken = false
+        var removed = false
+        for seq in try deltaSeqs().reversed() {
+            if !broken, let chainEnd = end, seq > chainEnd {
+                do {
+                    let (storedSeq, body) = try BlobFile.read(deltaPath(seq: seq), magic: Self.deltaMagic, fileSystem: fileSystem)
+                    guard storedSeq == seq, body.count >= 8 else {
+                        throw LogError(.corrupt, "delta file says seq \(storedSeq) but its name says \(seq)", path: deltaPath(seq: seq))
+                    }
+                    let follows = body.withUnsafeBytes { $0.loadBigEndian(UInt64.self, at: 0) }
+                    if follows == chainEnd {
+                        deltas.append(Snapshot(seq: seq, bytes: Array(body[8...])))
+                        end = seq
+                        continue
+                    }
+                    logger.error(
+                        "a snapshot delta does not follow the one before it; the chain ends there",
+                        metadata: ["flowkit.snapshot.seq": "\(seq)", "flowkit.snapshot.follows": "\(follows)", "flowkit.snapshot.chainEnd": "\(chainEnd)"]
+                    )
+                } catch let error as LogError where error.code == .corrupt {
+                    logger.error(
+                        "a snapshot delta is damaged; the chain ends at the one before it",
+                        metadata: ["flowkit.snapshot.seq": "\(seq)", "flowkit.snapshot.error": "\(error)"]
+                    )
+                }
+                broken = true
+            }
+            try fileSystem.remove(deltaPath(seq: seq))
+            removed = true
+        }
+        if removed { try fileSystem.syncDirectory(directory) }
+        return snapshot.map { ($0, deltas) }
     }
 
     /// The newest snapshot that validates; nil if there is none.
@@ -116,8 +190,24 @@ public struct SnapshotStore: Sendable {
         .sorted(by: >)
     }
 
+    /// The seqs of the stored deltas, newest first (validity not checked).
+    private func deltaSeqs() throws -> [UInt64] {
+        try fileSystem.listDirectory(directory).compactMap { name -> UInt64? in
+            guard name.hasPrefix(Self.deltaPrefix), name.hasSuffix(Self.suffix) else { return nil }
+            return UInt64(name.dropFirst(Self.deltaPrefix.count).dropLast(Self.suffix.count))
+        }
+        .sorted(by: >)
+    }
+
     private func path(seq: UInt64) -> String {
-        let name = LogFormat.segmentName(firstSeq: seq).dropLast(LogFormat.segmentSuffix.count)
-        return FileSystem.join(directory, Self.prefix + name + Self.suffix)
+        FileSystem.join(directory, Self.prefix + Self.name(seq: seq) + Self.suffix)
+    }
+
+    private func deltaPath(seq: UInt64) -> String {
+        FileSystem.join(directory, Self.deltaPrefix + Self.name(seq: seq) + Self.suffix)
+    }
+
+    private static func name(seq: UInt64) -> Substring {
+        LogFormat.segmentName(firstSeq: seq).dropLast(LogFormat.segmentSuffix.count)
     }
 }

@@ -7,18 +7,6 @@ import Testing
 /// Instances at rest: the arena and its table against a dictionary, and a restored set's records
 /// woken, hashed, exported and fenced as objects would be.
 @Suite struct RestingInstancesTests {
-    /// A generator with a seed, so that a failure repeats.
-    private struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Inserts, wakes and inserts again at random, through table growth, a reservation and the
     /// emptying of mostly dead chunks: every lookup agrees with a dictionary, and so does the walk.
     /// With chunks smaller than some records (256 bytes), a chunk of a few records (4 KiB), and

@@ -16,16 +16,6 @@ import Testing
         #expect(pacing.lastCost == 2_000_000)
     }
 
-    /// A node's local snapshot rewrites every instance it holds, so it waits for entries in
-    /// proportion; for a million, fewer than the coordinator's log keeps behind its snapshot, so a
-    /// restart resumes from the local snapshot and the log rather than joining.
-    @Test func aLocalSnapshotWaitsForEntriesInProportionToTheInstancesHeld() {
-        #expect(LocalSnapshots.changesDue(holding: 0) == 1)
-        #expect(LocalSnapshots.changesDue(holding: 1_000) == 62)
-        #expect(LocalSnapshots.changesDue(holding: 1_000_000) == 62_500)
-        #expect(LocalSnapshots.changesDue(holding: 1_000_000) < CoordinatorConfiguration().retainEntries)
-    }
-
     @Test func aCheapSnapshotLeavesTheIntervalInCharge() {
         var pacing = SnapshotPacing()
         pacing.saved(cost: 1_000, now: 5_000_000)

@@ -5,37 +5,46 @@ import Logging
 import ZeroMQ
 
 extension NodeCore {
-    /// Loads the newest local snapshot, if the node has a data directory and one was saved: the
-    /// node then resumes from its seq and repairs the rest from the coordinator's log.
+    /// Loads the newest local snapshot and the deltas after it, if the node has a data directory
+    /// and one was saved: the node then resumes from the last one's seq and repairs the rest from
+    /// the coordinator's log.
     func restoreLocalSnapshot() {
         guard let directory = configuration.dataDirectory else { return }
         do {
             let store = try SnapshotStore(directory: directory + "/snapshots", logger: logger)
             localSnapshots = LocalSnapshots(store: store)
-            guard let snapshot = try store.latest() else { return }
-            try replicas.importStates(try SnapshotCodec.decode(snapshot.bytes).instances)
-            interpreter.update { $0.resumeFollowing(from: snapshot.seq) }
-            localSnapshots?.lastSavedSeq = snapshot.seq
+            replicas.trackChanges(everything: true)
+            guard let (instances, chain) = try LocalSnapshots.load(from: store) else { return }
+            let migrated = try replicas.importStates(instances)
+            // States migrated from an older build: the next snapshot holds them all, in this build's.
+            replicas.trackChanges(everything: migrated > 0)
+            let seq = chain.end ?? 0
+            interpreter.update { $0.resumeFollowing(from: seq) }
+            localSnapshots?.lastSavedSeq = seq
+            localSnapshots?.chain = chain
             logger.info(
                 "resumed from a local snapshot; the rest comes from the coordinator's log",
-                metadata: ["flowkit.seq": "\(snapshot.seq)", "flowkit.instances": "\(replicas.count)"]
+                metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(replicas.count)", "flowkit.deltas": "\(chain.deltas)"]
             )
         } catch {
+            replicas.trackChanges(everything: true)
             logger.error("could not load the local snapshot; joining from the coordinator", metadata: ["flowkit.error": "\(error)"])
         }
     }
 
-    /// Saves a snapshot of every instance on the background thread, when one is due (the interval
-    /// passed, enough changed since the last: ``LocalSnapshots/changesDue(holding:)``, and the
-    /// last one's cost allows: ``SnapshotPacing``): only copying the states happens here; encoding
-    /// and writing them does not hold up the loop thread.
+    /// Saves a snapshot on the background thread when one is due (the interval passed, entries
+    /// were applied since the last, and the last one's cost allows: ``SnapshotPacing``): of every
+    /// instance (a base), or of those changed since the last (a delta), as ``LocalSnapshots/Chain``
+    /// decides. Only copying the states happens here; encoding and writing them does not hold up
+    /// the loop thread.
     func saveLocalSnapshotIfDue(now: UInt64) {
-        guard let snapshots = localSnapshots, !snapshots.saving, applied - snapshots.lastSavedSeq >= LocalSnapshots.changesDue(holding: replicas.count),
+        guard let snapshots = localSnapshots, !snapshots.saving, applied > snapshots.lastSavedSeq,
             now - snapshots.lastSaveTime >= UInt64(configuration.snapshotInterval.microseconds), snapshots.pacing.allows(now: now)
         else { return }
         let seq = applied
+        let follows = replicas.everythingChanged ? nil : snapshots.chain.continued(by: replicas.changedCount)
         let copyStarted = ThreadCPUClock.micros()
-        let states = replicas.exportStateJobs()
+        let states = replicas.takeChangedStateJobs(everything: follows == nil)
         let copyMicros = ThreadCPUClock.micros() - copyStarted
         localSnapshots?.saving = true
         localSnapshots?.lastSaveTime = now
@@ -44,24 +53,43 @@ extension NodeCore {
         BackgroundWork.shared.start { [weak self] in
             let started = ThreadCPUClock.micros()
             var dutyCycle = SnapshotDutyCycle()
-            let result = Result { try store.save(Snapshot(seq: seq, bytes: SnapshotCodec.encode(states, order: .asHeld, checking: { dutyCycle.restIfDue() }).bytes)) }
+            let result = Result {
+                let (bytes, count) = SnapshotCodec.encode(states, order: .asHeld, checking: { dutyCycle.restIfDue() })
+                if let follows {
+                    try store.saveDelta(Snapshot(seq: seq, bytes: bytes), follows: follows)
+                } else {
+                    try store.save(Snapshot(seq: seq, bytes: bytes))
+                }
+                return count
+            }
             let cost = ThreadCPUClock.micros() - started
-            Task(executorPreference: loop) { await self?.localSnapshotSaved(seq: seq, result: result, cost: cost, copyMicros: copyMicros) }
+            Task(executorPreference: loop) {
+                await self?.localSnapshotSaved(seq: seq, follows: follows, result: result, cost: cost, copyMicros: copyMicros)
+            }
         }
     }
 
-    /// - Parameter copyMicros: The CPU the loop spent copying the states (the rest was elsewhere).
-    private func localSnapshotSaved(seq: UInt64, result: Result<Void, any Error>, cost: UInt64, copyMicros: UInt64) {
+    /// - Parameters:
+    ///   - follows: The seq the delta saved follows; nil for a base.
+    ///   - result: How many instances it holds, or why it was not saved.
+    ///   - copyMicros: The CPU the loop spent copying the states (the rest was elsewhere).
+    private func localSnapshotSaved(seq: UInt64, follows: UInt64?, result: Result<Int, any Error>, cost: UInt64, copyMicros: UInt64) {
         localSnapshots?.saving = false
         localSnapshots?.pacing.saved(cost: cost, now: WallClock.micros())
         switch result {
-        case .success:
+        case .success(let count):
             localSnapshots?.lastSavedSeq = seq
+            localSnapshots?.chain.saved(seq: seq, records: count, delta: follows != nil)
             logger.debug(
-                "local snapshot saved",
-                metadata: ["flowkit.seq": "\(seq)", "flowkit.loopMicros": "\(copyMicros)", "flowkit.backgroundMicros": "\(cost)"]
+                follows == nil ? "local snapshot saved" : "local snapshot delta saved",
+                metadata: [
+                    "flowkit.seq": "\(seq)", "flowkit.instances": "\(count)", "flowkit.loopMicros": "\(copyMicros)",
+                    "flowkit.backgroundMicros": "\(cost)",
+                ]
             )
         case .failure(let error):
+            // The changes it held are in no file: the next snapshot holds every instance.
+            replicas.trackChanges(everything: true)
             logger.error("could not save a local snapshot", metadata: ["flowkit.error": "\(error)"])
         }
     }
@@ -69,18 +97,68 @@ extension NodeCore {
 
 /// A node's local snapshots and when it last saved one.
 struct LocalSnapshots {
-    /// A snapshot rewrites every instance the node holds, so one waits for entries in proportion:
-    /// at least one for every `instancesPerEntry` instances held, and at least one. A node holding
-    /// a million and applying an entry a second rewrote all of them every interval, however little
-    /// had changed; now it waits for 62,500 entries: fewer than the coordinator's log keeps behind
-    /// its snapshot by default (``CoordinatorConfiguration/retainEntries``), so a restart still
-    /// resumes from the snapshot plus the log.
-    static let instancesPerEntry = 16
+    /// The files a restart reads: a base (every instance) and the deltas after it (each the
+    /// instances changed since the file before), and when the next is a base again.
+    struct Chain: Equatable {
+        /// At most this many deltas follow a base: a restart reads every one.
+        static let maxDeltas = 32
 
-    /// How many entries applied since the last snapshot make the next one due.
-    static func changesDue(holding instances: Int) -> UInt64 { UInt64(max(1, instances / instancesPerEntry)) }
+        /// The seq of the chain's last file; nil before the first base.
+        var end: UInt64?
+        /// The instances the base holds, and the deltas after it.
+        var baseRecords = 0
+        var deltaRecords = 0
+        var deltas = 0
+
+        /// The seq a delta of `changed` instances follows, or nil when the next is a base: there is
+        /// none yet, or the deltas would hold more records than half the base (a restart reads a
+        /// base and at most half as many again; Kafka's cleaner waits for half a log dirty too), or
+        /// ``maxDeltas`` follow it already.
+        func continued(by changed: Int) -> UInt64? {
+            guard let end, deltas < Self.maxDeltas, (deltaRecords + changed) * 2 <= baseRecords else { return nil }
+            return end
+        }
+
+        /// A file of `records` instances was saved at `seq`: a delta, or a base.
+        mutating func saved(seq: UInt64, records: Int, delta: Bool) {
+            if delta {
+                deltaRecords += records
+                deltas += 1
+            } else {
+                (baseRecords, deltaRecords, deltas) = (records, 0, 0)
+            }
+            end = seq
+        }
+    }
+
+    /// The instances the newest base and the deltas after it hold (``SnapshotStore/latestChain()``),
+    /// merged (``merged(_:_:)``), and the chain they make; nil when there is no base.
+    static func load(from store: SnapshotStore) throws -> (instances: [SnapshotChunkMessage.Instance], chain: Chain)? {
+        guard let files = try store.latestChain() else { return nil }
+        let base = try SnapshotCodec.decode(files.snapshot.bytes).instances
+        let deltas = try files.deltas.map { try SnapshotCodec.decode($0.bytes).instances }
+        let chain = Chain(
+            end: files.deltas.last?.seq ?? files.snapshot.seq, baseRecords: base.count, deltaRecords: deltas.reduce(0) { $0 + $1.count },
+            deltas: deltas.count
+        )
+        return (merged(base, deltas), chain)
+    }
+
+    /// The instances of a base with its deltas applied in order: each address once, as the last
+    /// file that holds it has it (the base's order first, then the addresses new in the deltas).
+    static func merged(_ base: [SnapshotChunkMessage.Instance], _ deltas: [[SnapshotChunkMessage.Instance]]) -> [SnapshotChunkMessage.Instance] {
+        var latest: [String: SnapshotChunkMessage.Instance] = [:]
+        for delta in deltas {
+            for instance in delta { latest[instance.address] = instance }
+        }
+        guard !latest.isEmpty else { return base }
+        var merged = base.map { latest.removeValue(forKey: $0.address) ?? $0 }
+        merged.append(contentsOf: latest.values)
+        return merged
+    }
 
     let store: SnapshotStore
+    var chain = Chain()
     var lastSavedSeq: UInt64 = 0
     var lastSaveTime: UInt64 = 0
     var saving = false

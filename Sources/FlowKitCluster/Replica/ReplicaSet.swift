@@ -30,6 +30,12 @@ import Logging
     /// The instances that ran effects here when last looked at, by address text: counting the
     /// running effects walks these, not every instance (a million idle ones cost nothing).
     private var withEffects: [String: any FlowReplica] = [:]
+    /// The addresses applied to since a node's last local snapshot took them
+    /// (``exportChangedStateJobs()``); nil where no one asks (the coordinator's set, a monitor's).
+    private var changed: Set<String>?
+    /// Whether every instance counts as changed: the set was replaced by a snapshot's instances
+    /// (``importStates(_:)``) since changes were last taken, or they never were.
+    private(set) var everythingChanged = true
     /// A bug the simulation plants to prove its checks catch it; never set in a process.
     var injectedBug: InjectedBug? {
         didSet { resting.losesARecordWhenEmptying = injectedBug == .emptiedChunkLosesARecord }
@@ -143,6 +149,7 @@ import Logging
         // Effects start here when this process originated the entry, or a takeover names it.
         if runEffects || entry.kind == .takeover { noteEffects(of: replica) }
         book.noteChanged(replica)
+        changed?.insert(entry.address)
     }
 
     private func replicaCreatingIfNeeded(_ address: Address) throws -> any FlowReplica {
@@ -211,6 +218,53 @@ import Logging
         return StateExport(live: live, resting: resting.frozen, versions: versions)
     }
 
+    /// Starts keeping the addresses applied to from now on, for a node's local snapshots: each
+    /// writes the instances changed since the one before (``exportChangedStateJobs()``).
+    /// - Parameter everything: Whether every instance counts as changed until changes are next
+    ///   taken (a snapshot of all of them is next); false when the set was just restored from the
+    ///   snapshots it would follow.
+    func trackChanges(everything: Bool) {
+        changed = []
+        everythingChanged = everything
+    }
+
+    /// How many instances changed since changes were last taken (every one, when
+    /// ``everythingChanged``).
+    var changedCount: Int { everythingChanged ? count : changed?.count ?? count }
+
+    /// The states of the instances applied to since changes were last taken, copied now as
+    /// ``exportStateJobs()`` copies them all (one that went to rest since is copied from its
+    /// record), in no order; the next changes count from here.
+    /// - Parameter everything: Every instance's, whatever changed (as when ``everythingChanged``).
+    func takeChangedStateJobs(everything: Bool) -> StateExport {
+        let addresses = changed ?? []
+        let all = everything || everythingChanged || changed == nil
+        trackChanges(everything: false)
+        guard !all else { return exportStateJobs() }
+        var live: [StateJob] = []
+        live.reserveCapacity(addresses.count)
+        for address in addresses {
+            if let replica = replicas[address] {
+                live.append(
+                    StateJob(
+                        address: address, lastSeq: replica.lastSeq, ownership: replica.ownership, stateVersion: versions.stateVersion(at: address),
+                        encode: replica.stateJSONJob()
+                    )
+                )
+            } else if let record = resting.record(at: address) {
+                // At rest, its state is this build's JSON already (``putToRest``, ``importStates(_:)``).
+                let state = record.state
+                live.append(
+                    StateJob(
+                        address: address, lastSeq: record.lastSeq, ownership: record.ownership, stateVersion: versions.stateVersion(at: address),
+                        encode: { _ in state }
+                    )
+                )
+            }
+        }
+        return StateExport(live: live, resting: RestingInstances.Frozen(chunks: [], count: 0), versions: versions)
+    }
+
     /// Replaces everything with the instances of a snapshot. Running effects of dropped instances end.
     ///
     /// An instance rests as the snapshot has it (``RestingInstances``) until first used; the
@@ -221,8 +275,11 @@ import Logging
     ///
     /// - Throws: ``UnreadableEntry`` for a state of a version this build does not read, and the
     ///   migration's error for one that does not migrate, before anything is replaced.
-    func importStates(_ instances: [SnapshotChunkMessage.Instance]) throws {
+    /// - Returns: How many states were migrated.
+    @discardableResult
+    func importStates(_ instances: [SnapshotChunkMessage.Instance]) throws -> Int {
         var instances = instances
+        var migrated = 0
         for index in instances.indices {
             if let unreadable = versions.unreadable(instances[index]) { throw unreadable }
             let written = instances[index].stateVersion
@@ -230,6 +287,7 @@ import Logging
             let flow = try registry.flow(for: try Address(parsing: instances[index].address))
             instances[index].state = try flow.migrateState(instances[index].state, from: written)
             instances[index].stateVersion = flow.version
+            migrated += 1
         }
         for replica in replicas.values { replica.shutDown() }
         replicas = [:]
@@ -237,6 +295,8 @@ import Logging
         withEffects = [:]
         book.reset()
         owned.removeAll()
+        everythingChanged = true
+        if changed != nil { changed = [] }
         resting.reserve(records: instances.count)
         for instance in instances {
             let address = try Address(parsing: instance.address)
@@ -256,6 +316,7 @@ import Logging
             noteEffects(of: replica)
             book.noteChanged(replica)
         }
+        return migrated
     }
 
     // MARK: Effects' owners

@@ -41,7 +41,7 @@ struct NodeCommand: AsyncParsableCommand {
     @Option(help: "Where the node keeps local snapshots, to resume from after a restart.")
     var dataDir: String?
 
-    @Option(help: "Milliseconds between local snapshots (with --data-dir), at least; each also waits for one entry applied per 16 instances held. Default 10000.")
+    @Option(help: "Milliseconds between local snapshots (with --data-dir), at least; each holds the instances changed since the last, or every one when those outgrow half the last that did. Default 10000.")
     var snapshotMs: Int?
 
     @Option(help: "Milliseconds an instance stays unchanged before it rests as a compact record until its next use (0: never). Default 60000.")
