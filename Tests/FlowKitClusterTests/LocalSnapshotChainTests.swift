@@ -29,11 +29,13 @@ import Testing
     @Test func theFirstIsABaseThenDeltasUntilTheyHoldHalfTheBase() {
         var chain = LocalSnapshots.Chain()
         #expect(chain.continued(by: 1) == nil, "no base yet")
+        #expect(chain.room == 0 && chain.room(afterSaving: 1_000, delta: false) == 500)
         chain.saved(seq: 100, records: 1_000, delta: false)
-        #expect(chain.continued(by: 300) == 100)
+        #expect(chain.continued(by: 300) == 100 && chain.room(afterSaving: 300, delta: true) == 200)
         chain.saved(seq: 200, records: 300, delta: true)
         #expect(chain.continued(by: 200) == 200, "500 records in deltas: half the base")
         #expect(chain.continued(by: 201) == nil, "more than half the base")
+        #expect(chain.room == 200)
         chain.saved(seq: 300, records: 900, delta: false)
         #expect(chain == LocalSnapshots.Chain(end: 300, baseRecords: 900, deltaRecords: 0, deltas: 0))
         for seq in 1...UInt64(LocalSnapshots.Chain.maxDeltas) { chain.saved(seq: 300 + seq, records: 1, delta: true) }
@@ -80,6 +82,22 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix("delta-") }.isEmpty)
     }
 
+    /// Past the most a delta may hold, a set stops keeping changed addresses: the next snapshot
+    /// is a base, and a million addresses kept would cost more than 100 MB.
+    @Test func aSetKeepsNoMoreChangesThanADeltaMayHold() {
+        let replicas = ReplicaDigestTests.counters(0)
+        #expect(replicas.changedCount == 0 && !replicas.tracksChanges)
+        replicas.trackChanges(everything: false, keptAtMost: 5)
+        for key in 0..<5 { replicas.apply(Self.increment(key, seq: UInt64(key + 1)), runEffects: false) }
+        replicas.apply(Self.increment(0, seq: 6), runEffects: false)
+        #expect(!replicas.everythingChanged && replicas.changedCount == 5)
+        #expect(replicas.takeChangedStateJobs(everything: false, keptAtMost: 5).live.map(\.address).sorted() == (0..<5).map { "counter/\($0)" })
+        for key in 0..<6 { replicas.apply(Self.increment(key, seq: UInt64(key + 7)), runEffects: false) }
+        #expect(replicas.everythingChanged && replicas.changedCount == 6)
+        #expect(replicas.takeChangedStateJobs(everything: false).count == 6, "every instance")
+        #expect(!replicas.everythingChanged && replicas.changedCount == 0)
+    }
+
     /// The later file's record of an address wins; addresses new in a delta join the base's.
     @Test func aMergeKeepsEachAddressOnceAsTheLastFileHasIt() {
         func instance(_ key: String, _ seq: UInt64) -> SnapshotChunkMessage.Instance {
@@ -122,8 +140,7 @@ import Testing
                 source.finishDigestJobs(results, hashingMicros: micros)
             }
             guard round < 3 || Int.random(in: 0..<3, using: &random) == 0 else { continue }
-            let follows = source.everythingChanged ? nil : chain.continued(by: source.changedCount)
-            var export = source.takeChangedStateJobs(everything: follows == nil)
+            var (follows, export) = chain.takeNext(from: source)
             if dropOneChange, follows != nil, !dropped, export.live.count > 1 {
                 export.live.removeLast()
                 dropped = true

@@ -17,7 +17,7 @@ extension NodeCore {
             guard let (instances, chain) = try LocalSnapshots.load(from: store) else { return }
             let migrated = try replicas.importStates(instances)
             // States migrated from an older build: the next snapshot holds them all, in this build's.
-            replicas.trackChanges(everything: migrated > 0)
+            replicas.trackChanges(everything: migrated > 0, keptAtMost: chain.room)
             let seq = chain.end ?? 0
             interpreter.update { $0.resumeFollowing(from: seq) }
             localSnapshots?.lastSavedSeq = seq
@@ -42,9 +42,8 @@ extension NodeCore {
             now - snapshots.lastSaveTime >= UInt64(configuration.snapshotInterval.microseconds), snapshots.pacing.allows(now: now)
         else { return }
         let seq = applied
-        let follows = replicas.everythingChanged ? nil : snapshots.chain.continued(by: replicas.changedCount)
         let copyStarted = ThreadCPUClock.micros()
-        let states = replicas.takeChangedStateJobs(everything: follows == nil)
+        let (follows, states) = snapshots.chain.takeNext(from: replicas)
         let copyMicros = ThreadCPUClock.micros() - copyStarted
         localSnapshots?.saving = true
         localSnapshots?.lastSaveTime = now
@@ -115,8 +114,28 @@ struct LocalSnapshots {
         /// base and at most half as many again; Kafka's cleaner waits for half a log dirty too), or
         /// ``maxDeltas`` follow it already.
         func continued(by changed: Int) -> UInt64? {
-            guard let end, deltas < Self.maxDeltas, (deltaRecords + changed) * 2 <= baseRecords else { return nil }
+            guard let end, changed <= room else { return nil }
             return end
+        }
+
+        /// The most instances the next delta may hold.
+        var room: Int { end == nil || deltas >= Self.maxDeltas ? 0 : max(0, baseRecords / 2 - deltaRecords) }
+
+        /// ``room`` once a file of `records` instances is saved: how many changed addresses are
+        /// worth keeping meanwhile (``ReplicaSet/trackChanges(everything:keptAtMost:)``).
+        func room(afterSaving records: Int, delta: Bool) -> Int {
+            var next = self
+            next.saved(seq: end ?? 0, records: records, delta: delta)
+            return next.room
+        }
+
+        /// The next snapshot's states, copied from `replicas` now, and the seq it follows: a delta
+        /// of the instances changed since the last, or (nil) a base of every one.
+        func takeNext(from replicas: ReplicaSet) -> (follows: UInt64?, states: ReplicaSet.StateExport) {
+            let follows = replicas.everythingChanged ? nil : continued(by: replicas.changedCount)
+            let records = follows == nil ? replicas.count : replicas.changedCount
+            let states = replicas.takeChangedStateJobs(everything: follows == nil, keptAtMost: room(afterSaving: records, delta: follows != nil))
+            return (follows, states)
         }
 
         /// A file of `records` instances was saved at `seq`: a delta, or a base.

@@ -31,11 +31,19 @@ import Logging
     /// running effects walks these, not every instance (a million idle ones cost nothing).
     private var withEffects: [String: any FlowReplica] = [:]
     /// The addresses applied to since a node's last local snapshot took them
-    /// (``exportChangedStateJobs()``); nil where no one asks (the coordinator's set, a monitor's).
-    private var changed: Set<String>?
-    /// Whether every instance counts as changed: the set was replaced by a snapshot's instances
-    /// (``importStates(_:)``) since changes were last taken, or they never were.
+    /// (``takeChangedStateJobs(everything:)``), while ``tracksChanges``, and until more than
+    /// ``changesKeptAtMost`` changed.
+    private var changed: Set<String> = []
+    /// Whether changes are kept: only for a node's local snapshots (not the coordinator's set, a
+    /// monitor's).
+    private(set) var tracksChanges = false
+    /// Whether every instance counts as changed: changes were never taken, the set was replaced by
+    /// a snapshot's instances (``importStates(_:)``) since, or more than ``changesKeptAtMost``
+    /// changed (the next snapshot holds every instance anyway, and a set of every address of a
+    /// million would cost more than 100 MB).
     private(set) var everythingChanged = true
+    /// How many changed addresses are kept before every instance counts as changed.
+    private var changesKeptAtMost = Int.max
     /// A bug the simulation plants to prove its checks catch it; never set in a process.
     var injectedBug: InjectedBug? {
         didSet { resting.losesARecordWhenEmptying = injectedBug == .emptiedChunkLosesARecord }
@@ -149,7 +157,10 @@ import Logging
         // Effects start here when this process originated the entry, or a takeover names it.
         if runEffects || entry.kind == .takeover { noteEffects(of: replica) }
         book.noteChanged(replica)
-        changed?.insert(entry.address)
+        if tracksChanges, !everythingChanged {
+            changed.insert(entry.address)
+            if changed.count > changesKeptAtMost { (everythingChanged, changed) = (true, []) }
+        }
     }
 
     private func replicaCreatingIfNeeded(_ address: Address) throws -> any FlowReplica {
@@ -219,27 +230,34 @@ import Logging
     }
 
     /// Starts keeping the addresses applied to from now on, for a node's local snapshots: each
-    /// writes the instances changed since the one before (``exportChangedStateJobs()``).
-    /// - Parameter everything: Whether every instance counts as changed until changes are next
-    ///   taken (a snapshot of all of them is next); false when the set was just restored from the
-    ///   snapshots it would follow.
-    func trackChanges(everything: Bool) {
+    /// writes the instances changed since the one before (``takeChangedStateJobs(everything:)``).
+    /// - Parameters:
+    ///   - everything: Whether every instance counts as changed until changes are next taken (a
+    ///     snapshot of all of them is next); false when the set was just restored from the
+    ///     snapshots it would follow.
+    ///   - keptAtMost: Once more than this many changed, every instance counts as changed: the
+    ///     most a snapshot of changes may hold.
+    func trackChanges(everything: Bool, keptAtMost: Int = .max) {
+        tracksChanges = true
         changed = []
         everythingChanged = everything
+        changesKeptAtMost = keptAtMost
     }
 
     /// How many instances changed since changes were last taken (every one, when
     /// ``everythingChanged``).
-    var changedCount: Int { everythingChanged ? count : changed?.count ?? count }
+    var changedCount: Int { everythingChanged || !tracksChanges ? count : changed.count }
 
     /// The states of the instances applied to since changes were last taken, copied now as
     /// ``exportStateJobs()`` copies them all (one that went to rest since is copied from its
     /// record), in no order; the next changes count from here.
-    /// - Parameter everything: Every instance's, whatever changed (as when ``everythingChanged``).
-    func takeChangedStateJobs(everything: Bool) -> StateExport {
-        let addresses = changed ?? []
-        let all = everything || everythingChanged || changed == nil
-        trackChanges(everything: false)
+    /// - Parameters:
+    ///   - everything: Every instance's, whatever changed (as when ``everythingChanged``).
+    ///   - keptAtMost: ``trackChanges(everything:keptAtMost:)``, for the changes from here.
+    func takeChangedStateJobs(everything: Bool, keptAtMost: Int = .max) -> StateExport {
+        let addresses = changed
+        let all = everything || everythingChanged || !tracksChanges
+        trackChanges(everything: false, keptAtMost: keptAtMost)
         guard !all else { return exportStateJobs() }
         var live: [StateJob] = []
         live.reserveCapacity(addresses.count)
@@ -295,8 +313,7 @@ import Logging
         withEffects = [:]
         book.reset()
         owned.removeAll()
-        everythingChanged = true
-        if changed != nil { changed = [] }
+        (everythingChanged, changed) = (true, [])
         resting.reserve(records: instances.count)
         for instance in instances {
             let address = try Address(parsing: instance.address)
