@@ -10,7 +10,7 @@ import Logging
 @_spi(Benchmarks) public final class ReplicaSet {
     private let registry: FlowRegistry
     /// The version of each flow this build writes and reads.
-    private let versions: ReadableVersions
+    let versions: ReadableVersions
     private let context: ReplicaContext
     /// What each flow's replicas share (``FlowReplicas``), by flow name: made with the flow's
     /// first instance.
@@ -20,20 +20,20 @@ import Logging
     /// parsing or validating its address again. One table: each instance's digest lives on it.
     private(set) var replicas: [String: any FlowReplica] = [:]
     /// The instances at rest: a restored snapshot's, or unchanged for ``restAfter``.
-    private let resting: RestingInstances
+    let resting: RestingInstances
     /// The digests of the instances, and the rounds that keep them current.
     let book: DigestBook
     /// Entries whose payload did not decode, and quarantined ones; every replica skips the same ones.
     private(set) var skippedEntries = 0
     /// How many instances each process may run effects of.
-    private let owned = OwnedEffects()
+    let owned = OwnedEffects()
     /// The instances that ran effects here when last looked at, by address text: counting the
     /// running effects walks these, not every instance (a million idle ones cost nothing).
     private var withEffects: [String: any FlowReplica] = [:]
     /// The addresses applied to since a node's last local snapshot took them
     /// (``takeChangedStateJobs(everything:)``), while ``tracksChanges``, and until more than
     /// ``changesKeptAtMost`` changed.
-    private var changed: Set<String> = []
+    private(set) var changed: Set<String> = []
     /// Whether changes are kept: only for a node's local snapshots (not the coordinator's set, a
     /// monitor's).
     private(set) var tracksChanges = false
@@ -204,31 +204,6 @@ import Logging
 
     // MARK: Snapshots
 
-    /// Every instance's state, as JSON, with the seq of its last entry, in address order: what a
-    /// snapshot of them holds (``SnapshotCodec``), read back.
-    func exportStates() -> [SnapshotChunkMessage.Instance] {
-        do {
-            return try SnapshotChunkMessage.instances(inRecords: SnapshotCodec.encode(exportStateJobs()).bytes)
-        } catch {
-            preconditionFailure("a snapshot's records, written a moment ago, did not read back: \(error)")
-        }
-    }
-
-    /// Every instance's state, copied now, to encode as JSON elsewhere (``SnapshotCodec/encode(_:sessions:order:checking:)``): a process
-    /// with many instances does not stall its thread encoding them all, nor sorting them (ten
-    /// thousand addresses took the coordinator's replica milliseconds to sort), nor making a job
-    /// of each record at rest (a million took a node's loop about a second): those stay in their
-    /// arena, shared until the set next changes it.
-    func exportStateJobs() -> StateExport {
-        let live = replicas.map { address, replica in
-            StateJob(
-                address: address, lastSeq: replica.lastSeq, ownership: replica.ownership, stateVersion: versions.stateVersion(at: address),
-                encode: replica.stateJSONJob()
-            )
-        }
-        return StateExport(live: live, resting: resting.frozen, versions: versions)
-    }
-
     /// Starts keeping the addresses applied to from now on, for a node's local snapshots: each
     /// writes the instances changed since the one before (``takeChangedStateJobs(everything:)``).
     /// - Parameters:
@@ -242,45 +217,6 @@ import Logging
         changed = []
         everythingChanged = everything
         changesKeptAtMost = keptAtMost
-    }
-
-    /// How many instances changed since changes were last taken (every one, when
-    /// ``everythingChanged``).
-    var changedCount: Int { everythingChanged || !tracksChanges ? count : changed.count }
-
-    /// The states of the instances applied to since changes were last taken, copied now as
-    /// ``exportStateJobs()`` copies them all (one that went to rest since is copied from its
-    /// record), in no order; the next changes count from here.
-    /// - Parameters:
-    ///   - everything: Every instance's, whatever changed (as when ``everythingChanged``).
-    ///   - keptAtMost: ``trackChanges(everything:keptAtMost:)``, for the changes from here.
-    func takeChangedStateJobs(everything: Bool, keptAtMost: Int = .max) -> StateExport {
-        let addresses = changed
-        let all = everything || everythingChanged || !tracksChanges
-        trackChanges(everything: false, keptAtMost: keptAtMost)
-        guard !all else { return exportStateJobs() }
-        var live: [StateJob] = []
-        live.reserveCapacity(addresses.count)
-        for address in addresses {
-            if let replica = replicas[address] {
-                live.append(
-                    StateJob(
-                        address: address, lastSeq: replica.lastSeq, ownership: replica.ownership, stateVersion: versions.stateVersion(at: address),
-                        encode: replica.stateJSONJob()
-                    )
-                )
-            } else if let record = resting.record(at: address) {
-                // At rest, its state is this build's JSON already (``putToRest``, ``importStates(_:)``).
-                let state = record.state
-                live.append(
-                    StateJob(
-                        address: address, lastSeq: record.lastSeq, ownership: record.ownership, stateVersion: versions.stateVersion(at: address),
-                        encode: { _ in state }
-                    )
-                )
-            }
-        }
-        return StateExport(live: live, resting: RestingInstances.Frozen(chunks: [], count: 0), versions: versions)
     }
 
     /// Replaces everything with the instances of a snapshot. Running effects of dropped instances end.
@@ -334,31 +270,6 @@ import Logging
             book.noteChanged(replica)
         }
         return migrated
-    }
-
-    // MARK: Effects' owners
-
-    /// How many instances each process may run effects of.
-    var ownerCounts: [EffectOwner: Int] { owned.counts }
-
-    /// The instances whose effects `owner` may run, in address order.
-    func instances(ownedBy owner: EffectOwner) -> [String] {
-        guard owned.counts[owner] != nil else { return [] }
-        var addresses = replicas.compactMap { $0.value.ownership.owners.contains(owner) ? $0.key : nil }
-        resting.forEachOwned { address, ownership in
-            if ownership.owners.contains(owner) { addresses.append(address) }
-        }
-        return addresses.sorted()
-    }
-
-    /// Each instance's last takeover, for those taken over.
-    var fences: [String: UInt64] {
-        var fences: [String: UInt64] = [:]
-        for (address, replica) in replicas where replica.ownership.fence > 0 { fences[address] = replica.ownership.fence }
-        resting.forEachOwned { address, ownership in
-            if ownership.fence > 0 { fences[address] = ownership.fence }
-        }
-        return fences
     }
 
     /// Stops every effect.

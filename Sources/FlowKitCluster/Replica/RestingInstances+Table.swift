@@ -16,6 +16,20 @@ extension RestingInstances {
         }
     }
 
+    /// The record at rest at `address`, left where it is; nil when none rests there.
+    func record(at address: String) -> Record? {
+        guard count > 0 else { return nil }
+        var address = address
+        guard let slot = address.withUTF8({ find(UnsafeRawBufferPointer($0)) }) else { return nil }
+        return read(at: Int(slots[slot] - 1) * 8)
+    }
+
+    func contains(_ address: String) -> Bool {
+        guard count > 0 else { return false }
+        var address = address
+        return address.withUTF8 { find(UnsafeRawBufferPointer($0)) } != nil
+    }
+
     /// The slot of the record whose address is `address`.
     func find(_ address: UnsafeRawBufferPointer) -> Int? {
         let mask = slots.count - 1

@@ -175,20 +175,6 @@ final class RestingInstances {
         if chunk != filling, deadBytes[chunk] * 2 > chunks[chunk].count { mostlyDead.insert(chunk) }
     }
 
-    /// The record at rest at `address`, left where it is; nil when none rests there.
-    func record(at address: String) -> Record? {
-        guard count > 0 else { return nil }
-        var address = address
-        guard let slot = address.withUTF8({ find(UnsafeRawBufferPointer($0)) }) else { return nil }
-        return read(at: Int(slots[slot] - 1) * 8)
-    }
-
-    func contains(_ address: String) -> Bool {
-        guard count > 0 else { return false }
-        var address = address
-        return address.withUTF8 { find(UnsafeRawBufferPointer($0)) } != nil
-    }
-
     /// Every record at rest, chunk by chunk.
     func forEach(_ body: (Record) -> Void) {
         frozen.forEach(body)
