@@ -238,6 +238,21 @@ import ZeroMQ
         #expect(near.hashesDigests && !near.planReport().catchingUp, "just within the lag, it hashes")
     }
 
+    /// Resumed from a local snapshot copied over several turns, a node's instances are at
+    /// different seqs until it applies the highest of them: it reports no digests until then,
+    /// even at the head it knows.
+    @Test func aNodeResumedFromAFuzzyCopyReportsNoDigestsUntilItsInstancesAreAtOneSeq() throws {
+        var machine = machine()
+        machine.resumeFollowing(from: 2, consistentFrom: 4)
+        _ = machine.receiveFromCoordinator([Message(parts: WelcomeMessage(epoch: 3, head: 2, info: CoordinatorInfo(firstSeq: 1, dedupWindow: 100)).frames)], now: 1)
+        #expect(machine.applied == 2 && !machine.hashesDigests)
+        #expect(machine.planReport() == .init(applied: 2, catchingUp: true, hashEverythingNow: false, hashChangesNow: false))
+        _ = machine.receivePublished([published([entry(3)])], now: 10)
+        #expect(!machine.hashesDigests, "one short")
+        _ = machine.receivePublished([published([entry(4)])], now: 20)
+        #expect(machine.hashesDigests && machine.planReport() == .init(applied: 4, catchingUp: false, hashEverythingNow: false, hashChangesNow: true))
+    }
+
     @Test func aNewTermWhoseLogEndsBeforeWhatWasAppliedRejoinsThroughASnapshot() throws {
         var machine = connected(head: 0, joinThroughSnapshot: true)
         _ = machine.receivePublished([published([entry(1), entry(2)])], now: 10)

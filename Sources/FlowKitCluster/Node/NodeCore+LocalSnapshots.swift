@@ -18,13 +18,20 @@ extension NodeCore {
             let migrated = try replicas.importStates(instances)
             // States migrated from an older build: the next snapshot holds them all, in this build's.
             replicas.trackChanges(everything: migrated > 0, keptAtMost: chain.room)
+            // Copied over several turns, the instances are at different seqs up to the highest
+            // last seq among them: until there, an entry an instance holds already is skipped.
             let seq = chain.end ?? 0
-            interpreter.update { $0.resumeFollowing(from: seq) }
+            let consistentFrom = instances.reduce(seq) { max($0, $1.lastSeq) }
+            replicas.skipsAppliedEntriesUpTo = consistentFrom
+            interpreter.update { $0.resumeFollowing(from: seq, consistentFrom: consistentFrom) }
             localSnapshots?.lastSavedSeq = seq
             localSnapshots?.chain = chain
             logger.info(
                 "resumed from a local snapshot; the rest comes from the coordinator's log",
-                metadata: ["flowkit.seq": "\(seq)", "flowkit.instances": "\(replicas.count)", "flowkit.deltas": "\(chain.deltas)"]
+                metadata: [
+                    "flowkit.seq": "\(seq)", "flowkit.consistentFrom": "\(consistentFrom)", "flowkit.instances": "\(replicas.count)",
+                    "flowkit.deltas": "\(chain.deltas)",
+                ]
             )
         } catch {
             replicas.trackChanges(everything: true)
@@ -32,23 +39,44 @@ extension NodeCore {
         }
     }
 
-    /// Saves a snapshot on the background thread when one is due (the interval passed, entries
-    /// were applied since the last, and the last one's cost allows: ``SnapshotPacing``): of every
-    /// instance (a base), or of those changed since the last (a delta), as ``LocalSnapshots/Chain``
-    /// decides. Only copying the states happens here; encoding and writing them does not hold up
-    /// the loop thread.
+    /// Starts a snapshot when one is due (the interval passed, entries were applied since the
+    /// last, and the last one's cost allows: ``SnapshotPacing``): of every instance (a base), or
+    /// of those changed since the last (a delta), as ``LocalSnapshots/Chain`` decides. The loop
+    /// copies the states a slice per turn (``continueLocalSnapshot()``), entries applied between
+    /// the slices; encoding and writing them happen on the background thread.
     func saveLocalSnapshotIfDue(now: UInt64) {
-        guard let snapshots = localSnapshots, !snapshots.saving, applied > snapshots.lastSavedSeq,
-            now - snapshots.lastSaveTime >= UInt64(configuration.snapshotInterval.microseconds), snapshots.pacing.allows(now: now)
+        guard let snapshots = localSnapshots, snapshots.copying == nil, !snapshots.saving, applied > snapshots.lastSavedSeq,
+            now >= snapshots.nextDue, snapshots.pacing.allows(now: now)
         else { return }
-        let seq = applied
-        let copyStarted = ThreadCPUClock.micros()
-        let (follows, states) = snapshots.chain.takeNext(from: replicas)
-        let copyMicros = ThreadCPUClock.micros() - copyStarted
+        let (follows, copy) = snapshots.chain.startNext(from: replicas, at: applied)
+        localSnapshots?.copying = LocalSnapshots.Copying(follows: follows, copy: copy)
+        localSnapshots?.nextDue = now + LocalSnapshots.interval(configuration.snapshotInterval)
+        continueLocalSnapshot()
+    }
+
+    /// Copies the next slice of the snapshot being taken; then, if some are left, lets the loop
+    /// take its other work before the next, or else hands the states to the background thread.
+    func continueLocalSnapshot() {
+        guard var copying = localSnapshots?.copying else { return }
+        let started = ThreadCPUClock.micros()
+        replicas.copy(copying.copy, atMost: LocalSnapshots.copiedPerTurn)
+        copying.micros += ThreadCPUClock.micros() - started
+        copying.turns += 1
+        localSnapshots?.copying = copying
+        guard copying.copy.isDone else {
+            // The next slice waits for the loop's next wait on its sockets, and what it brought:
+            // a job queued at once would run in the same turn, before any socket is read again.
+            Task(executorPreference: loop) { [weak self, loop] in
+                try? await loop.sleep(until: .now)
+                await self?.continueLocalSnapshot()
+            }
+            return
+        }
+        localSnapshots?.copying = nil
+        guard !copying.copy.isAbandoned, let store = localSnapshots?.store else { return }  // replaced by a snapshot: the next is a base
         localSnapshots?.saving = true
-        localSnapshots?.lastSaveTime = now
-        let store = snapshots.store
-        let loop = sockets.client.loop
+        let (follows, seq, states, loop) = (copying.follows, copying.copy.start, copying.copy.states, loop)
+        let copied = LocalSnapshots.Copied(micros: copying.micros, turns: copying.turns, consistentFrom: copying.copy.consistentFrom)
         BackgroundWork.shared.start { [weak self] in
             let started = ThreadCPUClock.micros()
             var dutyCycle = SnapshotDutyCycle()
@@ -63,7 +91,7 @@ extension NodeCore {
             }
             let cost = ThreadCPUClock.micros() - started
             Task(executorPreference: loop) {
-                await self?.localSnapshotSaved(seq: seq, follows: follows, result: result, cost: cost, copyMicros: copyMicros)
+                await self?.localSnapshotSaved(seq: seq, follows: follows, result: result, cost: cost, copied: copied)
             }
         }
     }
@@ -71,8 +99,8 @@ extension NodeCore {
     /// - Parameters:
     ///   - follows: The seq the delta saved follows; nil for a base.
     ///   - result: How many instances it holds, or why it was not saved.
-    ///   - copyMicros: The CPU the loop spent copying the states (the rest was elsewhere).
-    private func localSnapshotSaved(seq: UInt64, follows: UInt64?, result: Result<Int, any Error>, cost: UInt64, copyMicros: UInt64) {
+    ///   - copied: What copying the states took of the loop (the rest was elsewhere).
+    private func localSnapshotSaved(seq: UInt64, follows: UInt64?, result: Result<Int, any Error>, cost: UInt64, copied: LocalSnapshots.Copied) {
         localSnapshots?.saving = false
         localSnapshots?.pacing.saved(cost: cost, now: WallClock.micros())
         switch result {
@@ -82,7 +110,8 @@ extension NodeCore {
             logger.debug(
                 follows == nil ? "local snapshot saved" : "local snapshot delta saved",
                 metadata: [
-                    "flowkit.seq": "\(seq)", "flowkit.instances": "\(count)", "flowkit.loopMicros": "\(copyMicros)",
+                    "flowkit.seq": "\(seq)", "flowkit.instances": "\(count)", "flowkit.loopMicros": "\(copied.micros)",
+                    "flowkit.loopTurns": "\(copied.turns)", "flowkit.consistentFrom": "\(copied.consistentFrom)",
                     "flowkit.backgroundMicros": "\(cost)",
                 ]
             )
@@ -129,13 +158,13 @@ struct LocalSnapshots {
             return next.room
         }
 
-        /// The next snapshot's states, copied from `replicas` now, and the seq it follows: a delta
-        /// of the instances changed since the last, or (nil) a base of every one.
-        func takeNext(from replicas: ReplicaSet) -> (follows: UInt64?, states: ReplicaSet.StateExport) {
+        /// The next snapshot's copy of `replicas`, started at `seq`, and the seq it follows: a
+        /// delta of the instances changed since the last, or (nil) a base of every one.
+        func startNext(from replicas: ReplicaSet, at seq: UInt64) -> (follows: UInt64?, copy: ReplicaSet.StateCopy) {
             let follows = replicas.everythingChanged ? nil : continued(by: replicas.changedCount)
             let records = follows == nil ? replicas.count : replicas.changedCount
-            let states = replicas.takeChangedStateJobs(everything: follows == nil, keptAtMost: room(afterSaving: records, delta: follows != nil))
-            return (follows, states)
+            let keptAtMost = room(afterSaving: records, delta: follows != nil)
+            return (follows, replicas.startCopy(at: seq, everything: follows == nil, keptAtMost: keptAtMost))
         }
 
         /// A file of `records` instances was saved at `seq`: a delta, or a base.
@@ -176,10 +205,40 @@ struct LocalSnapshots {
         return merged
     }
 
+    /// A snapshot being copied: the seq it follows (nil for a base), the copy, and the loop's CPU
+    /// and turns it took so far.
+    struct Copying {
+        let follows: UInt64?
+        let copy: ReplicaSet.StateCopy
+        var micros: UInt64 = 0
+        var turns = 0
+    }
+
+    /// What copying a snapshot took of the loop: its CPU and turns, and the highest last seq
+    /// among the states copied (``ReplicaSet/StateCopy/consistentFrom``).
+    struct Copied: Sendable {
+        var micros: UInt64
+        var turns: Int
+        var consistentFrom: UInt64
+    }
+
+    /// How many instances the loop copies per turn: about a millisecond's work.
+    static let copiedPerTurn = 1_000
+
+    /// How long after one snapshot starts the next is due: `interval` and up to a quarter more,
+    /// at random, so that nodes started together do not all copy and encode at the same moment.
+    static func interval(_ interval: Duration) -> UInt64 {
+        UInt64(Double(max(0, interval.microseconds)) * Double.random(in: 1...1.25))
+    }
+
     let store: SnapshotStore
     var chain = Chain()
     var lastSavedSeq: UInt64 = 0
-    var lastSaveTime: UInt64 = 0
+    /// When the next snapshot is due: at once on start, when entries were applied.
+    var nextDue: UInt64 = 0
+    /// The snapshot being copied, if one is.
+    var copying: Copying?
+    /// Whether the background thread is encoding and writing one.
     var saving = false
     var pacing = SnapshotPacing()
 }

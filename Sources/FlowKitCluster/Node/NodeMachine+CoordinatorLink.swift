@@ -57,7 +57,7 @@ extension NodeMachine {
             ["flowkit.head": "\(head)", "flowkit.applied": "\(follower.applied)"]
         )
         observations.count(\.logLossesSeen, 1)
-        follower = Self.follower(applied: 0, configuration: configuration, registry: admission.registry)
+        (follower, consistentFrom) = (Self.follower(applied: 0, configuration: configuration, registry: admission.registry), 0)
         link.applied(epoch: 0)
         dropHeldForRestore()
         return adopt(follower.startSnapshot(now: now), now: now)

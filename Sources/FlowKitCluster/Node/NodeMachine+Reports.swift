@@ -10,8 +10,9 @@ extension NodeMachine {
     /// How far the node's applied seq is behind the head it knows.
     var lag: UInt64 { knownHead - min(knownHead, applied) }
 
-    /// Whether the node hashes its instances now: not while it catches up.
-    var hashesDigests: Bool { lag <= Self.catchingUpLag }
+    /// Whether the node hashes its instances now: not while it catches up, nor before its
+    /// instances are at one seq (``consistentFrom``).
+    var hashesDigests: Bool { lag <= Self.catchingUpLag && applied >= consistentFrom }
 
     /// What the next report does with the digests.
     struct ReportPlan: Equatable, Sendable {
@@ -32,7 +33,7 @@ extension NodeMachine {
 
     /// Plans the report due now, and remembers what it states.
     mutating func planReport() -> ReportPlan {
-        let atHead = applied >= knownHead
+        let atHead = applied >= knownHead && hashesDigests
         let plan = ReportPlan(
             applied: applied, catchingUp: !hashesDigests, hashEverythingNow: applied == lastReportedApplied && atHead,
             hashChangesNow: applied != lastReportedApplied && atHead

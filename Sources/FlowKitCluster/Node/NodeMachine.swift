@@ -77,6 +77,9 @@ struct NodeMachine {
     var lastHelloOnRequest: UInt64 = 0
     /// The wire protocol each coordinator (by index) speaks, when older than this process's.
     var coordinatorProtocols = CoordinatorProtocols()
+    /// Until it applied this seq the node's instances are at different seqs (restored from a local
+    /// snapshot copied over several turns: ``ReplicaSet/StateCopy``), so it reports no digests.
+    var consistentFrom: UInt64 = 0
     /// What the follower asked for after a snapshot, held until the snapshot is restored.
     private var afterRestore: [LogFollower.Action] = []
 
@@ -143,9 +146,10 @@ struct NodeMachine {
         .submit(HelloMessage(node: configuration.id, session: session, info: info).frames)
     }
 
-    /// Follows the log from a local snapshot's seq, restored before the node started.
-    mutating func resumeFollowing(from seq: UInt64) {
-        follower = Self.follower(applied: seq, configuration: configuration, registry: admission.registry)
+    /// Follows the log from a local snapshot's seq, restored before the node started, whose
+    /// instances are as the log says from `consistentFrom` on.
+    mutating func resumeFollowing(from seq: UInt64, consistentFrom: UInt64) {
+        (follower, self.consistentFrom) = (Self.follower(applied: seq, configuration: configuration, registry: admission.registry), consistentFrom)
     }
 
     /// A follower of the log from `applied`, which stops at an entry this build cannot read.

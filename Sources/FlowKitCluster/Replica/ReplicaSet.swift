@@ -31,7 +31,7 @@ import Logging
     /// running effects walks these, not every instance (a million idle ones cost nothing).
     private var withEffects: [String: any FlowReplica] = [:]
     /// The addresses applied to since a node's last local snapshot took them
-    /// (``takeChangedStateJobs(everything:)``), while ``tracksChanges``, and until more than
+    /// (``startCopy(at:everything:keptAtMost:)``), while ``tracksChanges``, and until more than
     /// ``changesKeptAtMost`` changed.
     private(set) var changed: Set<String> = []
     /// Whether changes are kept: only for a node's local snapshots (not the coordinator's set, a
@@ -44,6 +44,13 @@ import Logging
     private(set) var everythingChanged = true
     /// How many changed addresses are kept before every instance counts as changed.
     private var changesKeptAtMost = Int.max
+    /// How many times a snapshot's instances replaced the set (``importStates(_:)``): a copy
+    /// taken across the change is abandoned (``StateCopy``).
+    private(set) var generation = 0
+    /// Up to this seq, an entry may be in its instance's state already: the set was restored from
+    /// a copy taken over several turns (``StateCopy``), whose instances are at different seqs, up
+    /// to this one. Such an entry (its instance's last seq at or past it) is skipped.
+    var skipsAppliedEntriesUpTo: UInt64 = 0
     /// A bug the simulation plants to prove its checks catch it; never set in a process.
     var injectedBug: InjectedBug? {
         didSet { resting.losesARecordWhenEmptying = injectedBug == .emptiedChunkLosesARecord }
@@ -139,6 +146,7 @@ import Logging
         }
         let replica: any FlowReplica
         if let existing = replicas[entry.address] ?? wake(entry.address) {
+            if entry.seq <= skipsAppliedEntriesUpTo, existing.lastSeq >= entry.seq { return }
             replica = existing
         } else {
             do {
@@ -205,7 +213,7 @@ import Logging
     // MARK: Snapshots
 
     /// Starts keeping the addresses applied to from now on, for a node's local snapshots: each
-    /// writes the instances changed since the one before (``takeChangedStateJobs(everything:)``).
+    /// writes the instances changed since the one before (``startCopy(at:everything:keptAtMost:)``).
     /// - Parameters:
     ///   - everything: Whether every instance counts as changed until changes are next taken (a
     ///     snapshot of all of them is next); false when the set was just restored from the
@@ -250,6 +258,8 @@ import Logging
         book.reset()
         owned.removeAll()
         (everythingChanged, changed) = (true, [])
+        generation += 1
+        skipsAppliedEntriesUpTo = 0
         resting.reserve(records: instances.count)
         for instance in instances {
             let address = try Address(parsing: instance.address)
