@@ -15,15 +15,10 @@ extension NodeCore {
             localSnapshots = LocalSnapshots(store: store)
             replicas.trackChanges(everything: true)
             guard let (instances, chain) = try LocalSnapshots.load(from: store) else { return }
-            let migrated = try replicas.importStates(instances)
+            let seq = chain.end ?? 0
+            let (migrated, consistentFrom) = try interpreter.resume(fromLocalSnapshot: instances, seq: seq)
             // States migrated from an older build: the next snapshot holds them all, in this build's.
             replicas.trackChanges(everything: migrated > 0, keptAtMost: chain.room)
-            // Copied over several turns, the instances are at different seqs up to the highest
-            // last seq among them: until there, an entry an instance holds already is skipped.
-            let seq = chain.end ?? 0
-            let consistentFrom = instances.reduce(seq) { max($0, $1.lastSeq) }
-            replicas.skipsAppliedEntriesUpTo = consistentFrom
-            interpreter.update { $0.resumeFollowing(from: seq, consistentFrom: consistentFrom) }
             localSnapshots?.lastSavedSeq = seq
             localSnapshots?.chain = chain
             logger.info(

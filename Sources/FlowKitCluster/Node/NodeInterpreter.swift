@@ -166,6 +166,23 @@ final class NodeInterpreter<IO: NodeIO> {
         )
     }
 
+    // MARK: Local snapshots
+
+    /// Replaces every instance with a node's local snapshot's and follows the log from `seq`,
+    /// where its copy started (``ReplicaSet/StateCopy``). Its instances are at different seqs up
+    /// to the highest last seq among them: until there, an entry an instance holds already is
+    /// skipped, and the node reports no digest.
+    /// - Returns: How many states were migrated (``ReplicaSet/importStates(_:)``), and the seq
+    ///   from which every instance is as the log says.
+    @discardableResult
+    func resume(fromLocalSnapshot instances: [SnapshotChunkMessage.Instance], seq: UInt64) throws -> (migrated: Int, consistentFrom: UInt64) {
+        let migrated = try replicas.importStates(instances)
+        let consistentFrom = instances.reduce(seq) { max($0, $1.lastSeq) }
+        replicas.skipsAppliedEntriesUpTo = injectedBug == .fuzzyRestoreAppliesEntriesTwice ? 0 : consistentFrom
+        update { $0.resumeFollowing(from: seq, consistentFrom: consistentFrom) }
+        return (migrated, consistentFrom)
+    }
+
     // MARK: Reports and digests
 
     private func report() {

@@ -56,6 +56,7 @@ extension ClusterSimulation {
         )
         nodes[index] = node
         trace.note(at: now, "n\(index): started, run \(node.incarnation)")
+        resumeFromLocalSnapshot(node)
         node.interpreter.run { $0.start(now: now) }
         schedule.schedule(.nodeTick(node: index, incarnation: node.incarnation), at: now + UInt64.random(in: 1...50_000, using: &random))
     }

@@ -30,6 +30,9 @@ final class ClusterSimulation {
     var coordinatorIncarnations: [Int]
     var nodes: [SimulatedNode?]
     var nodeIncarnations: [Int]
+    /// Each node's latest local snapshot, which outlives its crashes, and the draws that decide
+    /// when one is taken and whether a restart resumes from it (``tick(_:)``).
+    lazy var localSnapshots = SimulatedLocalSnapshots(seed: seed)
     /// Which build of the flow each process runs: 1, until a rolling upgrade moves it to 2.
     lazy var builds = SimulationBuilds(options: options)
     var history = SimulationHistory()
@@ -123,10 +126,7 @@ final class ClusterSimulation {
             try await deliver(packet)
         case .nodeTick(let index, let incarnation):
             guard let node = nodes[index], node.incarnation == incarnation else { return }
-            node.interpreter.run { $0.tick(now: now) }
-            // Effects tick until 6 s after the faults heal (takeovers happen then), then rest.
-            if now >= node.lastEffectTicks + 1_000_000, now < activeEnd + 6_000_000 { node.tickEffects(now: now) }
-            schedule.schedule(.nodeTick(node: index, incarnation: incarnation), at: now + 50_000)
+            tick(node)
         case .nodeWork(let index, let incarnation, let work):
             guard let node = nodes[index], node.incarnation == incarnation else { return }
             carryOut(work, on: node)

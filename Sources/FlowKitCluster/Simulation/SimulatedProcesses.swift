@@ -232,6 +232,8 @@ final class SimulatedNode {
     let identity: [UInt8]
     /// The last seq this run applied, to check that it applies every seq once, in order.
     var lastApplied: UInt64 = 0
+    /// The local snapshot it is copying, a few instances per tick.
+    var localCopy: ReplicaSet.StateCopy?
 
     /// - Parameter registry: What it runs (``SimulationBuilds/registry(ofNode:)``).
     init(

@@ -18,6 +18,10 @@ package enum Simulation {
         package var terms: Int
         /// Replicated: acknowledgements and publications a leader held back, its lease in doubt.
         package var fenced: Int
+        /// Nodes that started again from their local snapshot, and those of them whose snapshot
+        /// was a fuzzy copy (its instances at different seqs).
+        package var localResumes = 0
+        package var fuzzyResumes = 0
 
         package var passed: Bool { failures.isEmpty }
 
@@ -53,7 +57,9 @@ package enum Simulation {
             entries: simulation.checkedDisk?.log.lastSeq ?? 0,
             acknowledged: simulation.history.emits.values.filter { $0.acknowledged != nil }.count,
             terms: Int(simulation.etcd.epoch),
-            fenced: simulation.coordinatorCounters.fencedDrops.load
+            fenced: simulation.coordinatorCounters.fencedDrops.load,
+            localResumes: simulation.localSnapshots.resumed,
+            fuzzyResumes: simulation.localSnapshots.resumedFuzzy
         )
     }
 
@@ -66,6 +72,8 @@ package enum Simulation {
         package var acknowledged = 0
         package var terms = 0
         package var fenced = 0
+        package var localResumes = 0
+        package var fuzzyResumes = 0
         package var seconds = 0.0
 
         package var seedsPerSecond: Double { seconds > 0 ? Double(seeds) / seconds : 0 }
@@ -92,6 +100,8 @@ package enum Simulation {
             summary.acknowledged += result.acknowledged
             summary.terms += result.terms
             summary.fenced += result.fenced
+            summary.localResumes += result.localResumes
+            summary.fuzzyResumes += result.fuzzyResumes
             if !result.passed { summary.failed.append(result) }
             let elapsed = clock.now - started
             summary.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -122,6 +122,9 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// events): the replicas agree with one another and with the log replayed, yet acknowledged
     /// events are missing from the state. Needs ``SimulationOptions/upgrade``.
     case skipAMigrationStep = "skip-a-migration-step"
+    /// A node resuming from a local snapshot copied over several turns applies again the entries
+    /// its instances' copies hold already.
+    case fuzzyRestoreAppliesEntriesTwice = "fuzzy-restore-applies-entries-twice"
 
     /// Whether the bug lives in build 2 of the flow (a run with ``SimulationOptions/upgrade``).
     package var needsUpgrade: Bool { self == .skipAMigrationStep }
@@ -134,7 +137,8 @@ package enum InjectedBug: String, Sendable, CaseIterable {
             true
         case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode,
             .noFencing, .noTakeover, .servedSnapshotUnderTheReplicaSeq, .wokenWithoutItsDigest,
-            .restedWithAStaleState, .settledWithChangesUnhashed, .emptiedChunkLosesARecord, .skipAMigrationStep:
+            .restedWithAStaleState, .settledWithChangesUnhashed, .emptiedChunkLosesARecord, .skipAMigrationStep,
+            .fuzzyRestoreAppliesEntriesTwice:
             false
         }
     }

@@ -13,9 +13,10 @@ struct SimulateCommand: AsyncParsableCommand {
             its log, over a network that delays, drops, duplicates and reorders messages, a disk whose \
             syncs take time and that can fill up, and a simulated clock. Clients emit events for \
             --active-seconds of simulated time while faults strike: the coordinator crashes and \
-            restarts (losing what it had not synced), nodes crash and restart empty, nodes are \
-            partitioned from the coordinator, the disk refuses writes, a process pauses (what arrives \
-            for it waits until it resumes). Then every fault is healed and \
+            restarts (losing what it had not synced), nodes crash and restart (empty, or from a \
+            local snapshot copied a few instances per tick), nodes are partitioned from the \
+            coordinator, the disk refuses writes, a process pauses (what arrives for it waits until \
+            it resumes). Then every fault is healed and \
             the cluster has --settle-seconds to converge, and the seed is checked:
 
               the log is whole: seqs 1 to the head, none missing or repeated
@@ -150,6 +151,7 @@ struct SimulateCommand: AsyncParsableCommand {
                 "seconds": .number(summary.seconds), "seedsPerSecond": .number(summary.seedsPerSecond),
                 "messages": .integer(Int64(summary.messages)), "entries": .integer(Int64(summary.entries)),
                 "acknowledged": .integer(Int64(summary.acknowledged)), "terms": .integer(Int64(summary.terms)), "fenced": .integer(Int64(summary.fenced)),
+                "localResumes": .integer(Int64(summary.localResumes)), "fuzzyResumes": .integer(Int64(summary.fuzzyResumes)),
             ]
             print(object.text())
         } else {
@@ -157,6 +159,7 @@ struct SimulateCommand: AsyncParsableCommand {
                 "\(summary.seeds) seeds in \(String(format: "%.1f", summary.seconds)) s (\(String(format: "%.1f", summary.seedsPerSecond)) seeds/s): "
                     + "\(summary.entries) entries ordered, \(summary.acknowledged) acknowledged, \(summary.messages) messages; "
                     + (coordinators > 1 ? "\(summary.terms) terms of leadership, \(summary.fenced) acts fenced; " : "")
+                    + "restarts from a local snapshot: \(summary.localResumes) (\(summary.fuzzyResumes) of one copied over several ticks); "
                     + (failedSeeds.isEmpty ? "every seed passed" : "FAILED seeds: \(failedSeeds.map(String.init).joined(separator: ", "))")
             )
         }
