@@ -62,7 +62,8 @@ extension NodeCore {
             // The next slice waits for the loop's next wait on its sockets, and what it brought:
             // a job queued at once would run in the same turn, before any socket is read again.
             Task(executorPreference: loop) { [weak self, loop] in
-                try? await loop.sleep(until: .now)
+                // A loop that stopped takes no more slices: the node is stopping.
+                guard (try? await loop.sleep(until: .now)) != nil else { return }
                 await self?.continueLocalSnapshot()
             }
             return
