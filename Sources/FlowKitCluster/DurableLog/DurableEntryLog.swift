@@ -9,6 +9,7 @@ import Logging
 final class DurableEntryLog: EntryLog {
     private let log: SegmentLog
     private(set) var epochs = EpochHistory()
+    let recent = RecentEntryRecords()
 
     /// Opens the log and learns the epochs of what it holds, reading each record's header.
     init(directory: String, options: SegmentLog.Options, logger: Logger) throws {
@@ -32,6 +33,7 @@ final class DurableEntryLog: EntryLog {
     func append(_ records: [(seq: UInt64, record: [UInt8])]) throws {
         try log.append(records.map { LogRecord(seq: $0.seq, payload: $0.record) })
         epochs.note(records)
+        recent.append(records)
     }
 
     func commit() throws {
@@ -40,6 +42,7 @@ final class DurableEntryLog: EntryLog {
         } catch {
             // Rolled back to the last commit: the entries appended since never happened.
             epochs.cut(after: lastSeq)
+            recent.cut(after: lastSeq)
             throw error
         }
     }
@@ -68,11 +71,13 @@ final class DurableEntryLog: EntryLog {
     func removeSuffix(after seq: UInt64) throws {
         try log.removeSuffix(after: seq)
         epochs.cut(after: seq)
+        recent.cut(after: seq)
     }
 
     func reset(after seq: UInt64) throws {
         try log.reset(nextSeq: seq + 1)
         epochs = EpochHistory()
+        recent.clear()
     }
 
     func close() {

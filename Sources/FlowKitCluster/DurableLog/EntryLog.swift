@@ -12,6 +12,8 @@ protocol EntryLog: AnyObject {
     /// The epoch of every entry held, kept as the log is written, cut and reset: a coordinator
     /// that starts leading reads no entry its replica already applied.
     var epochs: EpochHistory { get }
+    /// Its newest records, readable from any thread (the replica applies from them).
+    var recent: RecentEntryRecords { get }
 
     /// Appends encoded entry records with consecutive seqs after ``lastSeq``.
     func append(_ records: [(seq: UInt64, record: [UInt8])]) throws
@@ -46,6 +48,7 @@ final class MemoryEntryLog: EntryLog {
     private var records: [[UInt8]] = []
     private(set) var firstSeq: UInt64 = 1
     private(set) var epochs = EpochHistory()
+    let recent = RecentEntryRecords()
     private var uncommitted = 0
 
     var lastSeq: UInt64 { firstSeq + UInt64(records.count) - 1 }
@@ -57,6 +60,7 @@ final class MemoryEntryLog: EntryLog {
             uncommitted += 1
         }
         epochs.note(batch)
+        recent.append(batch)
     }
 
     func commit() throws { uncommitted = 0 }
@@ -83,6 +87,7 @@ final class MemoryEntryLog: EntryLog {
         }
         records.removeLast(Int(lastSeq - seq))
         epochs.cut(after: seq)
+        recent.cut(after: seq)
     }
 
     func reset(after seq: UInt64) throws {
@@ -91,6 +96,7 @@ final class MemoryEntryLog: EntryLog {
         uncommitted = 0
         firstSeq = seq + 1
         epochs = EpochHistory()
+        recent.clear()
     }
 
     func removePrefix(through seq: UInt64) throws -> DetachedSegments {

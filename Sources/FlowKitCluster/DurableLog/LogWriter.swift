@@ -12,9 +12,12 @@ final class LogWriter: Sendable {
 
     private let queue = DispatchQueue(label: "flowkit.coordinator.log")
     private let confined: Confined
+    /// The log's newest records, read from any thread with no job on the log's.
+    let recent: RecentEntryRecords
 
     init(log: any EntryLog) {
         self.confined = Confined(log)
+        self.recent = log.recent
     }
 
     /// Runs `body` with the log on the calling thread, after any job queued before it and before

@@ -224,8 +224,9 @@ actor CoordinatorStandby {
         }
     }
 
-    /// Applies the committed entries the replica has not seen, read back from the local log. One
-    /// pass at a time: a call while one runs (the actor is reentrant at each read) moves its target.
+    /// Applies the committed entries the replica has not seen, from the local log: its newest
+    /// records in memory (``LogWriter/recent``), older ones read back on the log's thread. One
+    /// pass at a time: a call while one runs (the actor is reentrant at each await) moves its target.
     func apply(through seq: UInt64) async {
         applyTarget = max(applyTarget, seq)
         guard !isApplying else { return }
@@ -234,7 +235,7 @@ actor CoordinatorStandby {
         while applied < applyTarget {
             let from = applied + 1
             do {
-                let records = try await writer.run { log in try log.read(from: from, maxCount: 4_096, maxBytes: 4 << 20) }
+                let records = try await Self.committedRecords(from: from, in: writer)
                 let entries = try records.prefix(Int(applyTarget - applied)).map { try quarantine.entry($0).entry }
                 guard let last = entries.last else { return }
                 guard from == applied + 1 else { continue }  // a snapshot was installed meanwhile
@@ -245,5 +246,12 @@ actor CoordinatorStandby {
                 return
             }
         }
+    }
+
+    /// The records from `seq` on that one pass applies: from memory when the log still keeps them
+    /// there, else read on the log's thread.
+    private static func committedRecords(from seq: UInt64, in writer: LogWriter) async throws -> [[UInt8]] {
+        if let records = writer.recent.readPass(from: seq) { return records }
+        return try await writer.run { log in try log.readPass(from: seq) }
     }
 }

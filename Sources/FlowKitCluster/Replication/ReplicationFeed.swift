@@ -1,4 +1,3 @@
-import DequeModule
 import Synchronization
 
 /// The leader's most recent durable entry records, in memory, for its sync socket: a FETCH whose
@@ -21,55 +20,38 @@ final class ReplicationFeed: Sendable {
 
     private struct State {
         var epoch: UInt32 = 0
-        /// The seq of `records.first`.
-        var firstSeq: UInt64 = 0
-        var records: Deque<[UInt8]> = []
-        var bytes = 0
+        var window: RecordWindow
         var committed: UInt64 = 0
         /// Standbys' durable ends not yet handed to the core.
         var reports: [String: UInt64] = [:]
-        var lastSeq: UInt64 { firstSeq + UInt64(records.count) - 1 }
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     /// The most record bytes kept; the oldest go first.
     let maxBytes: Int
 
     init(maxBytes: Int = 8 << 20) {
         self.maxBytes = maxBytes
+        state = Mutex(State(window: RecordWindow(maxBytes: maxBytes)))
     }
 
     /// A core starts leading in `epoch`; its log ends at `written`, committed up to `committed`.
     func lead(epoch: UInt32, written: UInt64, committed: UInt64) {
         state.withLock { state in
-            state = State(epoch: epoch, firstSeq: written + 1, committed: committed)
+            state = State(epoch: epoch, window: RecordWindow(maxBytes: maxBytes, firstSeq: written + 1), committed: committed)
         }
     }
 
     /// The core stopped leading: nothing is answered from here until the next term.
     func stop() {
-        state.withLock { $0 = State() }
+        state.withLock { $0 = State(window: RecordWindow(maxBytes: maxBytes)) }
     }
 
     /// The leader's log holds these records durably, from `firstSeq` on.
     func append(_ records: [[UInt8]], from firstSeq: UInt64) {
-        guard !records.isEmpty else { return }
         state.withLock { state in
             guard state.epoch != 0 else { return }
-            if firstSeq != state.lastSeq + 1 {
-                // Not a continuation (it should always be): start over from here.
-                state.records = []
-                state.bytes = 0
-                state.firstSeq = firstSeq
-            }
-            for record in records {
-                state.records.append(record)
-                state.bytes += record.count
-            }
-            while state.bytes > maxBytes, state.records.count > records.count, let oldest = state.records.popFirst() {
-                state.bytes -= oldest.count
-                state.firstSeq += 1
-            }
+            state.window.append(records, from: firstSeq)
         }
     }
 
@@ -82,8 +64,8 @@ final class ReplicationFeed: Sendable {
     /// log that ends there agrees with it; `false` when the feed cannot tell (not among its records).
     func agrees(end: UInt64, endEpoch: UInt32, epoch: UInt32) -> Bool {
         state.withLock { state in
-            guard epoch != 0, epoch == state.epoch, end >= state.firstSeq, end <= state.lastSeq else { return false }
-            return Entry.peekEpoch(state.records[Int(end - state.firstSeq)]) == endEpoch
+            guard epoch != 0, epoch == state.epoch, let record = state.window.record(at: end) else { return false }
+            return Entry.peekEpoch(record) == endEpoch
         }
     }
 
@@ -108,19 +90,11 @@ final class ReplicationFeed: Sendable {
     /// The records from `seq` on (at most `maxBytes` of them, and at least one), for a FETCH of `epoch`.
     func read(from seq: UInt64, epoch: UInt32, maxBytes: Int) -> Read {
         state.withLock { state in
-            guard epoch != 0, epoch == state.epoch, seq >= state.firstSeq else { return .unavailable }
-            guard seq <= state.lastSeq else { return seq == state.lastSeq + 1 ? .nothingYet(committed: state.committed) : .unavailable }
-            var records: [[UInt8]] = []
-            var bytes = 0
-            var index = Int(seq - state.firstSeq)
-            while index < state.records.count {
-                let record = state.records[index]
-                if !records.isEmpty, bytes + record.count > maxBytes { break }
-                records.append(record)
-                bytes += record.count
-                index += 1
+            guard epoch != 0, epoch == state.epoch, seq >= state.window.firstSeq else { return .unavailable }
+            if let records = state.window.read(from: seq, maxCount: .max, maxBytes: maxBytes) {
+                return .records(records, committed: state.committed)
             }
-            return .records(records, committed: state.committed)
+            return seq == state.window.lastSeq + 1 ? .nothingYet(committed: state.committed) : .unavailable
         }
     }
 }

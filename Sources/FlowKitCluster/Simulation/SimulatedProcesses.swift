@@ -171,11 +171,11 @@ final class SimulatedCoordinator {
         return (copy?.committed ?? 0, following?.epoch ?? 0)
     }
 
-    /// Applies what is committed to the replica, read back from the log
-    /// (``CoordinatorStandby/apply(through:)``).
+    /// Applies what is committed to the replica, from the log's newest records in memory or read
+    /// back from it (``CoordinatorStandby/apply(through:)``).
     func applyCommitted(through seq: UInt64) async {
         while applied < seq {
-            guard let records = try? disk.log.read(from: applied + 1, maxCount: 4_096, maxBytes: .max), !records.isEmpty,
+            guard let records = try? disk.log.readPass(from: applied + 1), !records.isEmpty,
                 let entries = try? records.prefix(Int(seq - applied)).map({ try quarantine.entry($0).entry }), let last = entries.last
             else { return }
             await replica.applyNow(entries)
