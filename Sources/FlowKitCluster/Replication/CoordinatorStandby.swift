@@ -150,8 +150,11 @@ actor CoordinatorStandby {
         }
     }
 
-    /// Carries out the copy's actions. Writes run in a task of their own, so the next FETCHED is
-    /// read (and the next FETCH sent) while one syncs; the copy has one write in flight at most.
+    /// Carries out the copy's actions. An append is written and synced here, on the sync
+    /// sockets' thread, as the leader's ordering thread syncs its own groups: the FETCH that asks
+    /// for more went out before it, what arrives meanwhile waits in the socket and is the next
+    /// group, and the report follows the sync with no thread between. A cut and an install run in
+    /// a task of their own; the copy has one write in flight at most.
     private func carryOut(_ actions: [StandbyCopy.Action]) async {
         for action in actions {
             switch action {
@@ -159,7 +162,7 @@ actor CoordinatorStandby {
                 // A standby's requests carry no records: every protocol can say them.
                 _ = try? socket.trySend(Message(parts: (try? WireDialect.translate(frames, to: leaderProtocol)) ?? frames))
             case .append(let records, let through, let lastEpoch):
-                inFlight = Task { await self.append(records, through: through, lastEpoch: lastEpoch) }
+                await append(records, through: through, lastEpoch: lastEpoch)
             case .truncate(let keep):
                 inFlight = Task { await self.truncate(keep: keep) }
             case .commit(let through):
@@ -174,7 +177,7 @@ actor CoordinatorStandby {
         let first = through - UInt64(records.count) + 1
         let batch = records.enumerated().map { (seq: first + UInt64($0.offset), record: $0.element) }
         do {
-            try await writer.run { log in
+            try writer.runHere { log in
                 try log.append(batch)
                 try log.commit()
             }
