@@ -127,29 +127,86 @@ import Testing
         #expect(late.isEmpty && !follower.isJoining && follower.applied == 5)
     }
 
+    /// Has `follower` learn of a head of 100 and have its repair refused as compacted: the
+    /// snapshot request that starts its join.
+    private func startJoin(_ follower: inout LogFollower) -> SnapshotRequest? {
+        _ = follower.noteHead(100, now: 0)
+        guard case .requestSnapshot(let request) = follower.receive(ErrorReply(request: 1, error: ProtocolError(.notFound, "compacted")), now: 0).first else {
+            Issue.record("expected a snapshot request")
+            return nil
+        }
+        return request
+    }
+
     /// A snapshot of a million instances takes longer than ten retry intervals to arrive: while
     /// its chunks keep coming it is not asked for again (each new request began it again, and a
     /// node never joined); ten intervals with no chunk ask again.
     @Test func aSnapshotIsAskedAgainOnlyWhenItsChunksStopComing() {
         var follower = LogFollower(retryAfter: 100)
-        _ = follower.noteHead(100, now: 0)
-        guard case .requestSnapshot(let request) = follower.receive(ErrorReply(request: 1, error: ProtocolError(.notFound, "compacted")), now: 0).first else {
-            Issue.record("expected a snapshot request")
-            return
-        }
+        guard let request = startJoin(&follower) else { return }
         let instance = SnapshotChunkMessage.Instance(address: "counter/a", lastSeq: 100, state: [])
         for chunk in 0..<5 {
-            let now = UInt64(chunk + 1) * 900
+            // The first within two retries of the request, the others up to ten after the last.
+            let now = UInt64(chunk) * 900 + 150
             #expect(follower.tick(now: now).isEmpty, "chunk \(chunk) is due within 1,000 µs of the last")
             let chunkMessage = SnapshotChunkMessage(request: request.request, seq: 100, epoch: 1, chunk: UInt32(chunk), isLast: false, instances: [instance])
             #expect(follower.receive(chunkMessage, now: now).isEmpty)
         }
-        #expect(follower.tick(now: 4_500 + 1_000).isEmpty)
-        guard case .requestSnapshot(let again) = follower.tick(now: 4_500 + 1_001).first else {
+        #expect(follower.tick(now: 3_750 + 1_000).isEmpty)
+        guard case .requestSnapshot(let again) = follower.tick(now: 3_750 + 1_001).first else {
             Issue.record("a stalled snapshot is asked for again")
             return
         }
         #expect(again.request != request.request)
+        // A new join: the stalled request's chunks no longer count.
+        let late = SnapshotChunkMessage(request: request.request, seq: 100, epoch: 1, chunk: 5, isLast: true, instances: [instance])
+        #expect(follower.receive(late, now: 4_800).isEmpty && follower.isJoining)
+    }
+
+    /// A snapshot request or the first chunk of its answer lost on the way: the join asks again
+    /// after two retries, not ten, and takes the first answer that comes to any of its requests,
+    /// ignoring the others (a coordinator encoding a million instances answers them all late).
+    @Test func aSnapshotWithNoChunkYetIsAskedAgainAndTheFirstAnswerToComeIsTaken() {
+        var follower = LogFollower(retryAfter: 100)
+        guard let first = startJoin(&follower) else { return }
+        #expect(follower.tick(now: 200).isEmpty)
+        guard case .requestSnapshot(let second) = follower.tick(now: 201).first else {
+            Issue.record("no chunk within two retries: asked again")
+            return
+        }
+        #expect(second.request != first.request)
+        let instance = SnapshotChunkMessage.Instance(address: "counter/a", lastSeq: 90, state: [])
+        func chunk(_ request: UInt64, _ number: UInt32, last: Bool, seq: UInt64 = 90) -> SnapshotChunkMessage {
+            SnapshotChunkMessage(request: request, seq: seq, epoch: 1, chunk: number, isLast: last, instances: [instance])
+        }
+        // A chunk other than the first, of any request, does not start the answer followed.
+        #expect(follower.receive(chunk(second.request, 1, last: false), now: 250).isEmpty && follower.isJoining)
+        // The first request's answer comes first: followed, the second's ignored.
+        #expect(follower.receive(chunk(first.request, 0, last: false), now: 260).isEmpty)
+        #expect(follower.receive(chunk(second.request, 0, last: false, seq: 95), now: 270).isEmpty)
+        #expect(follower.tick(now: 460).isEmpty, "chunks came: ten retries without one before asking again")
+        let held = follower.receive(entries([91]), now: 280)
+        #expect(held.isEmpty)
+        let done = follower.receive(chunk(first.request, 1, last: true), now: 290)
+        // Restored, then what follows asked for up to the head.
+        #expect(done.first == .restore(seq: 90, instances: [instance, instance], then: entries([91])))
+        #expect(!follower.isJoining)
+        #expect(follower.receive(chunk(second.request, 1, last: true, seq: 95), now: 300).isEmpty, "the other answer is ignored")
+    }
+
+    /// Requests of a join beyond the last four are forgotten: their answers no longer count.
+    @Test func aJoinFollowsTheAnswersOfItsLastFourRequests() {
+        var follower = LogFollower(retryAfter: 100)
+        var asked = startJoin(&follower).map { [$0.request] } ?? []
+        for round in 1...4 {
+            if case .requestSnapshot(let request) = follower.tick(now: UInt64(round) * 201).first { asked.append(request.request) }
+        }
+        #expect(asked.count == 5 && Set(asked).count == 5)
+        let instance = SnapshotChunkMessage.Instance(address: "counter/a", lastSeq: 90, state: [])
+        let oldest = SnapshotChunkMessage(request: asked[0], seq: 90, epoch: 1, chunk: 0, isLast: true, instances: [instance])
+        #expect(follower.receive(oldest, now: 1_000).isEmpty && follower.isJoining)
+        let second = SnapshotChunkMessage(request: asked[1], seq: 90, epoch: 1, chunk: 0, isLast: true, instances: [instance])
+        #expect(follower.receive(second, now: 1_001).first == .restore(seq: 90, instances: [instance], then: []))
     }
 
     /// An ACK and the publication of what it acknowledges leave the coordinator together, on two

@@ -16,15 +16,33 @@ struct LogFollower {
         case restore(seq: UInt64, instances: [SnapshotChunkMessage.Instance], then: [Entry])
     }
 
-    /// A snapshot being received: its request, and the chunks so far, in order.
+    /// A snapshot being received: the requests of this join, the one whose chunks are followed,
+    /// and the chunks so far, in order.
+    ///
+    /// Until a first chunk comes, the snapshot is asked for again every two ``retryAfter``s (the
+    /// request or its answer was lost, or the coordinator refused it), and the first chunk of any
+    /// of those requests is followed: a coordinator still encoding a million instances answers
+    /// each request from the one encoding, and the first answer to come is taken, not dropped
+    /// for a newer request. Once chunks come, it is asked for again after ten ``retryAfter``s
+    /// without another (a slow loop between two chunks of a large snapshot is not a loss), or at
+    /// once when a chunk is missing from the order.
     private struct PendingSnapshot {
-        var request: UInt64
-        /// When the request was sent or its last chunk came: a snapshot is asked for again after
-        /// ten ``retryAfter``s without progress, not without the whole of it (a million instances
-        /// take longer than that to encode and send, and each new request began them again).
+        /// The requests of this join, oldest first (the last ``maxAsked``).
+        var asked: [UInt64]
+        /// The request whose chunks are followed: the first to send its chunk 0.
+        var following: UInt64?
+        /// When the last request was sent or the last chunk came.
         var progressAt: UInt64
         var instances: [SnapshotChunkMessage.Instance] = []
         var nextChunk: UInt32 = 0
+
+        static let maxAsked = 4
+
+        /// Whether a reply to `request` concerns this join: the request followed, or before one
+        /// is, any of them.
+        func answers(_ request: UInt64) -> Bool {
+            following.map { $0 == request } ?? asked.contains(request)
+        }
     }
 
     /// A range request that has not been answered.
@@ -136,7 +154,11 @@ struct LogFollower {
         // Taken out, so the instances gathered so far have one owner: appending to a copy
         // still held here copied every instance gathered so far at each chunk (2 s of a joining
         // node's loop with a million).
-        guard snapshot?.request == chunk.request, var pending = snapshot.take() else { return [] }
+        // A chunk of a request not followed, or before one is, a chunk other than the first.
+        guard snapshot?.answers(chunk.request) == true, snapshot?.following != nil || chunk.chunk == 0, var pending = snapshot.take() else {
+            return []
+        }
+        pending.following = chunk.request
         // A chunk dropped on the way (the coordinator's ROUTER drops what a full queue cannot
         // take) would leave instances out, or a split state short: ask for the snapshot again.
         guard chunk.chunk == pending.nextChunk, (try? SnapshotChunking.append(chunk.instances, to: &pending.instances)) != nil else {
@@ -179,7 +201,7 @@ struct LogFollower {
         if let older = error.olderProtocol(than: protocolVersion) {
             // The coordinator speaks an older protocol, which its refusal came in: ask again in it.
             protocolVersion = older
-            if snapshot?.request == error.request { return startSnapshot(now: now) }
+            if snapshot?.answers(error.request) == true { return startSnapshot(now: now) }
             repairs.removeAll { $0.request == error.request }
             return repairIfNeeded(now: now)
         }
@@ -189,19 +211,28 @@ struct LogFollower {
         return []
     }
 
-    /// Asks for every instance's state; entries arriving meanwhile are held.
+    /// Asks for every instance's state, from the first chunk on; entries arriving meanwhile are
+    /// held.
     mutating func startSnapshot(now: UInt64) -> [Action] {
-        let request = takeRequestID()
-        snapshot = PendingSnapshot(request: request, progressAt: now)
+        snapshot = nil
         repairs = []
+        return askForSnapshot(now: now)
+    }
+
+    /// Asks for the snapshot under a new request, keeping the earlier ones of this join that no
+    /// chunk came for (``PendingSnapshot``).
+    private mutating func askForSnapshot(now: UInt64) -> [Action] {
+        let request = takeRequestID()
+        let asked = snapshot.map { $0.following == nil ? $0.asked.suffix(PendingSnapshot.maxAsked - 1) : [] } ?? []
+        snapshot = PendingSnapshot(asked: asked + [request], progressAt: now)
         return [.requestSnapshot(SnapshotRequest(request: request))]
     }
 
     /// Resends what went unanswered.
     mutating func tick(now: UInt64) -> [Action] {
         if let pending = snapshot {
-            guard now - pending.progressAt > retryAfter * 10 else { return [] }
-            return startSnapshot(now: now)
+            guard now - pending.progressAt > retryAfter * (pending.following == nil ? 2 : 10) else { return [] }
+            return pending.following == nil ? askForSnapshot(now: now) : startSnapshot(now: now)
         }
         return repairIfNeeded(now: now)
     }
