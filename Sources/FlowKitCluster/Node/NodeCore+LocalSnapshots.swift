@@ -16,9 +16,7 @@ extension NodeCore {
             replicas.trackChanges(everything: true)
             guard let (instances, chain) = try LocalSnapshots.load(from: store) else { return }
             let seq = chain.end ?? 0
-            let (migrated, consistentFrom) = try interpreter.resume(fromLocalSnapshot: instances, seq: seq)
-            // States migrated from an older build: the next snapshot holds them all, in this build's.
-            replicas.trackChanges(everything: migrated > 0, keptAtMost: chain.room)
+            let consistentFrom = try interpreter.resume(fromLocalSnapshots: instances, chain: chain)
             localSnapshots?.lastSavedSeq = seq
             localSnapshots?.chain = chain
             logger.info(
@@ -112,8 +110,7 @@ extension NodeCore {
                 ]
             )
         case .failure(let error):
-            // The changes it held are in no file: the next snapshot holds every instance.
-            replicas.trackChanges(everything: true)
+            LocalSnapshots.notSaved(replicas)
             logger.error("could not save a local snapshot", metadata: ["flowkit.error": "\(error)"])
         }
     }
@@ -180,12 +177,25 @@ struct LocalSnapshots {
     static func load(from store: SnapshotStore) throws -> (instances: [SnapshotChunkMessage.Instance], chain: Chain)? {
         guard let files = try store.latestChain() else { return nil }
         let base = try SnapshotCodec.decode(files.snapshot.bytes).instances
-        let deltas = try files.deltas.map { try SnapshotCodec.decode($0.bytes).instances }
+        let deltas = try files.deltas.map { (seq: $0.seq, instances: try SnapshotCodec.decode($0.bytes).instances) }
+        return joined(base: (files.snapshot.seq, base), deltas: deltas)
+    }
+
+    /// A base's instances with its deltas' merged in (``merged(_:_:)``), and the chain they make.
+    static func joined(
+        base: (seq: UInt64, instances: [SnapshotChunkMessage.Instance]), deltas: [(seq: UInt64, instances: [SnapshotChunkMessage.Instance])]
+    ) -> (instances: [SnapshotChunkMessage.Instance], chain: Chain) {
         let chain = Chain(
-            end: files.deltas.last?.seq ?? files.snapshot.seq, baseRecords: base.count, deltaRecords: deltas.reduce(0) { $0 + $1.count },
+            end: deltas.last?.seq ?? base.seq, baseRecords: base.instances.count, deltaRecords: deltas.reduce(0) { $0 + $1.instances.count },
             deltas: deltas.count
         )
-        return (merged(base, deltas), chain)
+        return (merged(base.instances, deltas.map(\.instances)), chain)
+    }
+
+    /// A snapshot that was not saved: the changes it held are in no file, so the next snapshot
+    /// holds every instance.
+    static func notSaved(_ replicas: ReplicaSet) {
+        replicas.trackChanges(everything: true)
     }
 
     /// The instances of a base with its deltas applied in order: each address once, as the last

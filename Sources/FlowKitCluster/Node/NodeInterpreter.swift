@@ -183,6 +183,18 @@ final class NodeInterpreter<IO: NodeIO> {
         return (migrated, consistentFrom)
     }
 
+    /// ``resume(fromLocalSnapshot:seq:)`` from a base and the deltas after it, merged
+    /// (``LocalSnapshots/load(from:)``), and keeps the changes from there for the next delta: as
+    /// many as `chain` has room for, or every instance when states were migrated from an older
+    /// build (the next snapshot holds them all, in this build's).
+    /// - Returns: The seq from which every instance is as the log says.
+    @discardableResult
+    func resume(fromLocalSnapshots instances: [SnapshotChunkMessage.Instance], chain: LocalSnapshots.Chain) throws -> UInt64 {
+        let (migrated, consistentFrom) = try resume(fromLocalSnapshot: instances, seq: chain.end ?? 0)
+        replicas.trackChanges(everything: migrated > 0, keptAtMost: chain.room)
+        return consistentFrom
+    }
+
     // MARK: Reports and digests
 
     private func report() {

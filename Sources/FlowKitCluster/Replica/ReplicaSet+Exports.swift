@@ -58,6 +58,7 @@ extension ReplicaSet {
                 encode: { _ in state }
             )
         }
+        if copy.isDone, injectedBug == .deltaLosesChangesDuringItsCopy { forgetChangesDuringACopy() }
     }
 
     private func stateJob(address: String, replica: any FlowReplica) -> StateJob {

@@ -227,6 +227,13 @@ import Logging
         changesKeptAtMost = keptAtMost
     }
 
+    /// The injected bug ``InjectedBug/deltaLosesChangesDuringItsCopy``: changes taken when a
+    /// copy ends, not when it starts, so those applied meanwhile to instances already copied are
+    /// in neither that snapshot nor the next.
+    func forgetChangesDuringACopy() {
+        if !everythingChanged { changed = [] }
+    }
+
     /// Replaces everything with the instances of a snapshot. Running effects of dropped instances end.
     ///
     /// An instance rests as the snapshot has it (``RestingInstances``) until first used; the

@@ -63,11 +63,14 @@ extension ClusterSimulation {
 
     /// A client's request to a random node: an event with a token no other event carries (one in
     /// four starts an effect), or now and then a cancel of an earlier effect of the same instance.
+    /// Eight instances are hot; one append in three goes to one of 64 cold ones instead (no
+    /// effects), so that nodes hold instances that change now and then, as most do: what a
+    /// node's local snapshots of changes (deltas) are for.
     func emit() {
         let index = Int.random(in: 0..<options.nodes, using: &random)
         let request = nextRequest
         nextRequest += 1
-        let address = "sim/k\(random.next() % 8)"
+        var address = "sim/k\(random.next() % 8)"
         let wait: WaitMode = random.next() % 4 == 0 ? .applied : .ordered
         let frames: [[UInt8]]
         switch random.next() % 8 {
@@ -77,6 +80,7 @@ extension ClusterSimulation {
         case let choice:
             let token = "t\(request)"
             let event: SimulationFlow.Event = choice < 3 ? .work(token) : .append(token)
+            if choice >= 3, coldAddresses.next() % 3 == 0 { address = "sim/c\(coldAddresses.next() % 64)" }
             history.noteEmit(request: request, token: token, node: index, address: address, startsWork: choice < 3)
             let payload = SimulationFlow.payload(event, build: builds.nodes[index])
             frames = ClientRequest.emit(request: request, wait: wait, codec: .json, address: address, payload: payload).frames
@@ -90,6 +94,12 @@ extension ClusterSimulation {
         var logger = self.logger
         logger[metadataKey: "node"] = "\(index)"
         return logger
+    }
+
+    /// Keeps an event for a paused process until it resumes; of its timers, one of each.
+    func hold(_ event: SimulationEvent, for process: SimulatedProcess) {
+        if let timer = event.timer, paused[process]!.contains(where: { $0.timer == timer }) { return }
+        paused[process]!.append(event)
     }
 
     // MARK: Faults

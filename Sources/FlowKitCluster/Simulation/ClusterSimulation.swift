@@ -30,9 +30,12 @@ final class ClusterSimulation {
     var coordinatorIncarnations: [Int]
     var nodes: [SimulatedNode?]
     var nodeIncarnations: [Int]
-    /// Each node's latest local snapshot, which outlives its crashes, and the draws that decide
-    /// when one is taken and whether a restart resumes from it (``tick(_:)``).
+    /// Each node's local snapshot files, which outlive its crashes, and the draws that decide
+    /// when one is taken, whether its save fails and whether a restart resumes from them
+    /// (``tick(_:)``).
     lazy var localSnapshots = SimulatedLocalSnapshots(seed: seed)
+    /// The draws that send some appends to a cold instance (``emit()``), apart from the rest.
+    lazy var coldAddresses = SeededRandom(seed: seed ^ 0xC01D_ADD2_E55E)
     /// Which build of the flow each process runs: 1, until a rolling upgrade moves it to 2.
     lazy var builds = SimulationBuilds(options: options)
     var history = SimulationHistory()
@@ -113,12 +116,6 @@ final class ClusterSimulation {
     }
 
     // MARK: Events
-
-    /// Keeps an event for a paused process until it resumes; of its timers, one of each.
-    private func hold(_ event: SimulationEvent, for process: SimulatedProcess) {
-        if let timer = event.timer, paused[process]!.contains(where: { $0.timer == timer }) { return }
-        paused[process]!.append(event)
-    }
 
     private func handle(_ event: SimulationEvent) async throws {
         switch event {

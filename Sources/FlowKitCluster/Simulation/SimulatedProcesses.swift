@@ -232,8 +232,11 @@ final class SimulatedNode {
     let identity: [UInt8]
     /// The last seq this run applied, to check that it applies every seq once, in order.
     var lastApplied: UInt64 = 0
-    /// The local snapshot it is copying, a few instances per tick.
-    var localCopy: ReplicaSet.StateCopy?
+    /// The local snapshot it is copying, a few instances per tick, and the seq of the file it
+    /// follows (nil: a base).
+    var localCopy: (follows: UInt64?, copy: ReplicaSet.StateCopy)?
+    /// The files of its local snapshots this run saved or resumed from.
+    var localChain = LocalSnapshots.Chain()
 
     /// - Parameter registry: What it runs (``SimulationBuilds/registry(ofNode:)``).
     init(

@@ -18,10 +18,13 @@ package enum Simulation {
         package var terms: Int
         /// Replicated: acknowledgements and publications a leader held back, its lease in doubt.
         package var fenced: Int
-        /// Nodes that started again from their local snapshot, and those of them whose snapshot
-        /// was a fuzzy copy (its instances at different seqs).
+        /// Nodes that started again from their local snapshot, those of them whose snapshot
+        /// was a fuzzy copy (its instances at different seqs), and those that read deltas after
+        /// its base; the deltas saved.
         package var localResumes = 0
         package var fuzzyResumes = 0
+        package var deltaResumes = 0
+        package var deltasSaved = 0
 
         package var passed: Bool { failures.isEmpty }
 
@@ -59,7 +62,9 @@ package enum Simulation {
             terms: Int(simulation.etcd.epoch),
             fenced: simulation.coordinatorCounters.fencedDrops.load,
             localResumes: simulation.localSnapshots.resumed,
-            fuzzyResumes: simulation.localSnapshots.resumedFuzzy
+            fuzzyResumes: simulation.localSnapshots.resumedFuzzy,
+            deltaResumes: simulation.localSnapshots.resumedWithDeltas,
+            deltasSaved: simulation.localSnapshots.deltasSaved
         )
     }
 
@@ -74,6 +79,8 @@ package enum Simulation {
         package var fenced = 0
         package var localResumes = 0
         package var fuzzyResumes = 0
+        package var deltaResumes = 0
+        package var deltasSaved = 0
         package var seconds = 0.0
 
         package var seedsPerSecond: Double { seconds > 0 ? Double(seeds) / seconds : 0 }
@@ -102,6 +109,8 @@ package enum Simulation {
             summary.fenced += result.fenced
             summary.localResumes += result.localResumes
             summary.fuzzyResumes += result.fuzzyResumes
+            summary.deltaResumes += result.deltaResumes
+            summary.deltasSaved += result.deltasSaved
             if !result.passed { summary.failed.append(result) }
             let elapsed = clock.now - started
             summary.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

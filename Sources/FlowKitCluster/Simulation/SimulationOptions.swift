@@ -125,6 +125,11 @@ package enum InjectedBug: String, Sendable, CaseIterable {
     /// A node resuming from a local snapshot copied over several turns applies again the entries
     /// its instances' copies hold already.
     case fuzzyRestoreAppliesEntriesTwice = "fuzzy-restore-applies-entries-twice"
+    /// A node's local snapshot of the instances changed since the one before (a delta) takes
+    /// the changes when its copy ends, not when it starts: a change applied during the copy to an
+    /// instance already copied is in no file, and a node resuming from the chain holds that
+    /// instance as it was before.
+    case deltaLosesChangesDuringItsCopy = "delta-loses-changes-during-its-copy"
 
     /// Whether the bug lives in build 2 of the flow (a run with ``SimulationOptions/upgrade``).
     package var needsUpgrade: Bool { self == .skipAMigrationStep }
@@ -138,7 +143,7 @@ package enum InjectedBug: String, Sendable, CaseIterable {
         case .acknowledgeBeforeSync, .forgetDuplicatesOnRestart, .applyAheadOfGaps, .trustTheSubmitOrigin, .liveReducerDependencies, .effectsOnEveryNode,
             .noFencing, .noTakeover, .servedSnapshotUnderTheReplicaSeq, .wokenWithoutItsDigest,
             .restedWithAStaleState, .settledWithChangesUnhashed, .emptiedChunkLosesARecord, .skipAMigrationStep,
-            .fuzzyRestoreAppliesEntriesTwice:
+            .fuzzyRestoreAppliesEntriesTwice, .deltaLosesChangesDuringItsCopy:
             false
         }
     }

@@ -14,10 +14,10 @@ struct SimulateCommand: AsyncParsableCommand {
             syncs take time and that can fill up, and a simulated clock. Clients emit events for \
             --active-seconds of simulated time while faults strike: the coordinator crashes and \
             restarts (losing what it had not synced), nodes crash and restart (empty, or from a \
-            local snapshot copied a few instances per tick), nodes are partitioned from the \
-            coordinator, the disk refuses writes, a process pauses (what arrives for it waits until \
-            it resumes). Then every fault is healed and \
-            the cluster has --settle-seconds to converge, and the seed is checked:
+            local snapshot: a base and the deltas after it, each copied a few instances per tick, \
+            one save in sixteen failing), nodes are partitioned from the coordinator, the disk \
+            refuses writes, a process pauses (what arrives for it waits until it resumes). Then \
+            every fault is healed and the cluster has --settle-seconds to converge, and the seed is checked:
 
               the log is whole: seqs 1 to the head, none missing or repeated
               nothing is ordered twice, and nothing acknowledged is lost: every event a client was
@@ -152,6 +152,7 @@ struct SimulateCommand: AsyncParsableCommand {
                 "messages": .integer(Int64(summary.messages)), "entries": .integer(Int64(summary.entries)),
                 "acknowledged": .integer(Int64(summary.acknowledged)), "terms": .integer(Int64(summary.terms)), "fenced": .integer(Int64(summary.fenced)),
                 "localResumes": .integer(Int64(summary.localResumes)), "fuzzyResumes": .integer(Int64(summary.fuzzyResumes)),
+                "deltaResumes": .integer(Int64(summary.deltaResumes)), "deltasSaved": .integer(Int64(summary.deltasSaved)),
             ]
             print(object.text())
         } else {
@@ -159,7 +160,7 @@ struct SimulateCommand: AsyncParsableCommand {
                 "\(summary.seeds) seeds in \(String(format: "%.1f", summary.seconds)) s (\(String(format: "%.1f", summary.seedsPerSecond)) seeds/s): "
                     + "\(summary.entries) entries ordered, \(summary.acknowledged) acknowledged, \(summary.messages) messages; "
                     + (coordinators > 1 ? "\(summary.terms) terms of leadership, \(summary.fenced) acts fenced; " : "")
-                    + "restarts from a local snapshot: \(summary.localResumes) (\(summary.fuzzyResumes) of one copied over several ticks); "
+                    + "restarts from a local snapshot: \(summary.localResumes) (\(summary.fuzzyResumes) of one copied over several ticks, \(summary.deltaResumes) through deltas; \(summary.deltasSaved) deltas saved); "
                     + (failedSeeds.isEmpty ? "every seed passed" : "FAILED seeds: \(failedSeeds.map(String.init).joined(separator: ", "))")
             )
         }
