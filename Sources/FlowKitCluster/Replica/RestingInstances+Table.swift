@@ -1,12 +1,24 @@
 import Foundation
 
 /// The table that finds a record at rest by its address: open addressing with linear probing over
-/// ``RestingInstances/slots``, each holding a record's place / 8 + 1.
+/// ``RestingInstances/slots``, each holding a record's place / 8 + 1, and beside each its
+/// address's tag (``RestingInstances/tags``): a probe reads the record's address in its chunk,
+/// a cache miss in an arena of 60 MB, only when the tags agree (one time in 256 otherwise).
 extension RestingInstances {
     static func hash(_ bytes: UnsafeRawBufferPointer) -> Int {
         var hasher = Hasher()
         hasher.combine(bytes: bytes)
         return hasher.finalize()
+    }
+
+    static func hash(_ address: String) -> Int {
+        var address = address
+        return address.withUTF8 { hash(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// The top byte of an address's hash (the slot comes from its low bits).
+    static func tag(_ hash: Int) -> UInt8 {
+        UInt8(truncatingIfNeeded: hash >> 56)
     }
 
     func addressHash(at place: Int) -> Int {
@@ -31,10 +43,16 @@ extension RestingInstances {
     }
 
     /// The slot of the record whose address is `address`.
-    func find(_ address: UnsafeRawBufferPointer) -> Int? {
+    func find(_ address: UnsafeRawBufferPointer, hash: Int? = nil) -> Int? {
         let mask = slots.count - 1
-        var slot = Self.hash(address) & mask
+        let hash = hash ?? Self.hash(address)
+        let tag = Self.tag(hash)
+        var slot = hash & mask
         while slots[slot] != 0 {
+            guard tags[slot] == tag else {
+                slot = (slot + 1) & mask
+                continue
+            }
             let place = Int(slots[slot] - 1) * 8
             let offset = place % chunkBytes
             let matches = chunks[place / chunkBytes].withUnsafeBytes { chunk in
@@ -46,12 +64,14 @@ extension RestingInstances {
         return nil
     }
 
-    /// The first free slot on the probe path of the record at `place`.
-    func probe(forRecordAt place: Int) -> Int {
+    /// Puts the record at `place`, whose address hashes to `hash`, in the first free slot on its
+    /// probe path.
+    func fill(place: Int, hash: Int) {
         let mask = slots.count - 1
-        var slot = addressHash(at: place) & mask
+        var slot = hash & mask
         while slots[slot] != 0 { slot = (slot + 1) & mask }
-        return slot
+        slots[slot] = UInt32(place / 8 + 1)
+        tags[slot] = Self.tag(hash)
     }
 
     /// The slot of the record at `place`.
@@ -77,6 +97,7 @@ extension RestingInstances {
             let stays = hole <= next ? (hole < home && home <= next) : (hole < home || home <= next)
             if !stays {
                 slots[hole] = slots[next]
+                tags[hole] = tags[next]
                 hole = next
             }
         }
@@ -88,8 +109,9 @@ extension RestingInstances {
         var capacity = max(16, capacity)
         while count * 2 > capacity { capacity *= 2 }
         slots = [UInt32](repeating: 0, count: capacity)
+        tags = [UInt8](repeating: 0, count: capacity)
         forEachPlace { place in
-            if chunks[place / chunkBytes][place % chunkBytes] & Self.woken == 0 { slots[probe(forRecordAt: place)] = UInt32(place / 8 + 1) }
+            if chunks[place / chunkBytes][place % chunkBytes] & Self.woken == 0 { fill(place: place, hash: addressHash(at: place)) }
         }
     }
 }

@@ -57,6 +57,8 @@ final class RestingInstances {
     /// Open addressing with linear probing: each slot holds a record's place / 8 + 1; 0 is empty
     /// (RestingInstances+Table.swift).
     var slots = [UInt32](repeating: 0, count: 16)
+    /// Each slot's address's tag (``tag(_:)``), when the slot holds one.
+    var tags = [UInt8](repeating: 0, count: 16)
     private(set) var count = 0
     /// The chunks' bytes, dead records included.
     private(set) var arenaBytes = 0
@@ -95,7 +97,8 @@ final class RestingInstances {
     func insert(
         address: String, lastSeq: UInt64, ownership: SnapshotChunkMessage.Ownership, term: DigestAccumulator.Term?, state: [UInt8]
     ) -> Record? {
-        let replaced = take(address)
+        let hash = Self.hash(address)
+        let replaced = take(address, hash: hash)
         if (count + 1) * 2 > slots.count { rebuildSlots(capacity: slots.count * 2) }
         var owners = ByteWriter(capacity: 0)
         ownership.encode(into: &owners)
@@ -119,7 +122,7 @@ final class RestingInstances {
             arenaBytes += chunks[chunk].count - place % chunkBytes
             return place
         }
-        slots[probe(forRecordAt: place)] = UInt32(place / 8 + 1)
+        fill(place: place, hash: hash)
         count += 1
         if term == nil {
             unhashed += 1
@@ -145,16 +148,18 @@ final class RestingInstances {
             chunks.append([])
             deadBytes.append(0)
         }
-        chunks[chunk].reserveCapacity(bytes > chunkBytes ? bytes : min(chunkBytes, max(bytes, 4_096)))
+        // Once records fill a chunk, each new one takes its whole size at once, not doubling from 4 KiB.
+        chunks[chunk].reserveCapacity(bytes > chunkBytes ? bytes : min(chunkBytes, max(bytes, 4_096, arenaBytes)))
         filling = bytes > chunkBytes ? nil : chunk
         return chunk * chunkBytes
     }
 
     /// Wakes an instance: its record, which leaves the table; nil when none rests at `address`.
-    func take(_ address: String) -> Record? {
+    /// - Parameter hash: The address's ``hash(_:)``, if known.
+    func take(_ address: String, hash: Int? = nil) -> Record? {
         guard count > 0 else { return nil }
         var address = address
-        guard let slot = address.withUTF8({ find(UnsafeRawBufferPointer($0)) }) else { return nil }
+        guard let slot = address.withUTF8({ find(UnsafeRawBufferPointer($0), hash: hash) }) else { return nil }
         let place = Int(slots[slot] - 1) * 8
         let (chunk, offset) = (place / chunkBytes, place % chunkBytes)
         let record = read(at: place)
@@ -193,6 +198,7 @@ final class RestingInstances {
         emptied = []
         mostlyDead = []
         slots = [UInt32](repeating: 0, count: 16)
+        tags = [UInt8](repeating: 0, count: 16)
         count = 0
         unhashed = 0
         hashCursor = 0
