@@ -24,6 +24,36 @@ extension ChildProcess {
         }
     }
 
+    /// Waits until every thread of the child is stopped (after `SIGSTOP`), up to `timeout`.
+    ///
+    /// `kill` only makes a stop pending: the kernel wakes one thread, which then stops the others,
+    /// and on a busy machine the rest may run on for milliseconds. A test that needs the child to
+    /// act on nothing from now on waits for this first. Reads `/proc/<pid>/task/*/stat`.
+    ///
+    /// - Returns: Whether all its threads were seen stopped.
+    package func waitUntilStopped(timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if Self.everyThreadStopped(pid) { return true }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return false
+    }
+
+    /// Whether every thread of `pid` is in state `T` (stopped) or `t` (traced).
+    private static func everyThreadStopped(_ pid: pid_t) -> Bool {
+        let tasks = "/proc/\(pid)/task"
+        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: tasks), !threads.isEmpty else { return false }
+        return threads.allSatisfy { thread in
+            // "pid (name) S ...": the state follows the last ')', as a name may hold one.
+            guard let data = FileManager.default.contents(atPath: "\(tasks)/\(thread)/stat"),
+                let stat = String(data: data, encoding: .utf8), let close = stat.lastIndex(of: ")")
+            else { return true }  // the thread ended meanwhile
+            let state = stat[stat.index(after: close)...].drop { $0 == " " }.first
+            return state == "T" || state == "t"
+        }
+    }
+
     /// Waits until the child has exited, up to `timeout`.
     ///
     /// - Returns: Whether it exited.

@@ -72,6 +72,9 @@ extension MultiProcessTests {
             guard try await publications.receive(timeout: .seconds(5)) != nil else { throw HarnessError("no publication from \(old.id)") }
 
             process.signal(SIGSTOP)
+            // The stop is only pending when kill returns; until every thread has stopped, the
+            // leader may still order what arrives.
+            guard await process.waitUntilStopped(timeout: .seconds(5)) else { throw HarnessError("\(old.id) did not stop within 5 s of SIGSTOP") }
             let pausedAt = WallClock.micros()
             // Sent while it sleeps: it reads this when it wakes, and may not acknowledge it.
             try await submitter.send(SubmitMessage(origin: 99, session: 1, submissions: [Self.marker]).frames)
