@@ -87,7 +87,7 @@ final class DigestBook {
     ///
     /// - Parameter hashing: Hash changed instances now, within the budget (an owner that hashes
     ///   off its thread, through ``takeDigestJobs(limit:held:)``, passes `false`).
-    func takeChanged(hashing: Bool, held: [String: any FlowReplica]) -> [Address: ChangedDigest] {
+    func takeChanged(hashing: Bool, held: HeldReplicas) -> [Address: ChangedDigest] {
         if hashing { refreshDigests(all: false, held: held) }
         return fresh.take(atMost: Self.reportedAtOnce)
     }
@@ -102,7 +102,7 @@ final class DigestBook {
     ///
     /// - Parameter exact: Hash every changed instance now (a status query); otherwise (a periodic
     ///   report) instances the budget defers count with their last digest.
-    func combinedDigest(exact: Bool, held: [String: any FlowReplica]) -> StateDigest {
+    func combinedDigest(exact: Bool, held: HeldReplicas) -> StateDigest {
         refreshDigests(all: exact, held: held)
         return combined.digest
     }
@@ -111,7 +111,7 @@ final class DigestBook {
     /// at once when at most ``hashedNowAtMost`` instances or records wait; otherwise none of them
     /// on the owner's thread, and the owner's digest rounds hash them elsewhere, slice after slice
     /// and outside the budget, until none is left. Returns the combined digest as it stands.
-    func settle(held: [String: any FlowReplica]) -> StateDigest {
+    func settle(held: HeldReplicas) -> StateDigest {
         if waiting <= hashedNowAtMost {
             refreshDigests(all: true, held: held)
         } else if !undigested.isEmpty {
@@ -128,7 +128,7 @@ final class DigestBook {
     /// all of them if that is expected to take at most ``hashedUnderLoadAtMost`` (the budget
     /// permitting), else none: the rounds hash them elsewhere. A restore's records count only
     /// with `all`, and only while few wait.
-    private func refreshDigests(all: Bool, held: [String: any FlowReplica]) {
+    private func refreshDigests(all: Bool, held: HeldReplicas) {
         budget.refill(now: clock())
         if all, resting.unhashed <= hashedNowAtMost {
             for waiting in recordsElsewhere + resting.takeUnhashed(limit: .max) {
@@ -143,7 +143,7 @@ final class DigestBook {
     }
 
     /// Hashes one changed instance now, if the set still holds it, charging the budget.
-    private func rehash(_ replica: any FlowReplica, held: [String: any FlowReplica]) {
+    private func rehash(_ replica: any FlowReplica, held: HeldReplicas) {
         replica.isUndigested = false
         guard held[replica.address.description] === replica else { return }
         let started = clock()
@@ -201,7 +201,7 @@ final class DigestBook {
     /// ``finishDigestJobs(_:hashingMicros:)``; nothing while a slice is out, before the slice is
     /// due (``nextDigestSliceDue``), or while the budget is spent (which ends the round). Once the
     /// round is done, the instances due to rest (``RestCandidates``).
-    func nextDigestSlice(now: UInt64, held: [String: any FlowReplica]) -> [DigestJob] {
+    func nextDigestSlice(now: UInt64, held: HeldReplicas) -> [DigestJob] {
         guard hashingElsewhere.isEmpty, recordsElsewhere.isEmpty else { return [] }
         guard roundLeft > 0 else { return takeRestJobs(now: now, held: held) }
         guard now >= nextSliceAt || settling else { return [] }
@@ -229,7 +229,7 @@ final class DigestBook {
     /// - Parameter limit: At most this many: taking the jobs and folding their results back in
     ///   (``finishDigestJobs(_:hashingMicros:)``) happen on the owner's thread, about a microsecond
     ///   each, so a thousand at once held a node's loop up for a millisecond.
-    func takeDigestJobs(limit: Int, held: [String: any FlowReplica]) -> [DigestJob] {
+    func takeDigestJobs(limit: Int, held: HeldReplicas) -> [DigestJob] {
         budget.refill(now: clock())
         guard hashingElsewhere.isEmpty, recordsElsewhere.isEmpty else { return [] }
         if resting.unhashed > 0 { return takeRecordJobs(limit: limit) }
@@ -250,7 +250,7 @@ final class DigestBook {
     /// Hands out the instances due to rest, each hashed again and encoded, within the rest budget
     /// (not the digests'): an instance rests once per change, so the work follows the changes, and
     /// a wave of them (a population's, a minute later) goes at a tenth of a thread.
-    private func takeRestJobs(now: UInt64, held: [String: any FlowReplica]) -> [DigestJob] {
+    private func takeRestJobs(now: UInt64, held: HeldReplicas) -> [DigestJob] {
         var jobs: [DigestJob] = []
         for replica in candidates.takeDue(now: now, limit: Self.restoreSlice) where held[replica.address.description] === replica {
             jobs.append(DigestJob(address: replica.address, seq: replica.lastSeq, generation: generation, hash: replica.digestJob(), encode: replica.stateJSONJob()))

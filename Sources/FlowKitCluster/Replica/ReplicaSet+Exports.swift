@@ -35,7 +35,7 @@ extension ReplicaSet {
     ///   - keptAtMost: ``trackChanges(everything:keptAtMost:)``, for the changes from here.
     func startCopy(at seq: UInt64, everything: Bool, keptAtMost: Int = .max) -> StateCopy {
         let all = everything || everythingChanged || !tracksChanges
-        let addresses = all ? Array(replicas.keys) : Array(changed)
+        let addresses = all ? Array(replicas.keys) : changed.elements
         trackChanges(everything: false, keptAtMost: keptAtMost)
         return StateCopy(
             start: seq, everything: all, addresses: addresses, resting: all ? resting.frozen : RestingInstances.Frozen(chunks: [], count: 0),

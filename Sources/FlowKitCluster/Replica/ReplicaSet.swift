@@ -18,7 +18,8 @@ import Logging
     private let logger: Logger
     /// The replicas by address text, as entries carry it: the apply path finds an instance without
     /// parsing or validating its address again. One table: each instance's digest lives on it.
-    private(set) var replicas: [String: any FlowReplica] = [:]
+    /// Sharded (``ShardedDictionary``): it grows as resting instances wake under load.
+    private(set) var replicas = HeldReplicas()
     /// The instances at rest: a restored snapshot's, or unchanged for ``restAfter``.
     let resting: RestingInstances
     /// The digests of the instances, and the rounds that keep them current.
@@ -29,11 +30,11 @@ import Logging
     let owned = OwnedEffects()
     /// The instances that ran effects here when last looked at, by address text: counting the
     /// running effects walks these, not every instance (a million idle ones cost nothing).
-    private var withEffects: [String: any FlowReplica] = [:]
+    private var withEffects = HeldReplicas()
     /// The addresses applied to since a node's last local snapshot took them
     /// (``startCopy(at:everything:keptAtMost:)``), while ``tracksChanges``, and until more than
     /// ``changesKeptAtMost`` changed.
-    private(set) var changed: Set<String> = []
+    private(set) var changed = ShardedSet<String>()
     /// Whether changes are kept: only for a node's local snapshots (not the coordinator's set, a
     /// monitor's).
     private(set) var tracksChanges = false
@@ -204,7 +205,6 @@ import Logging
             let digested = replica.digested, replica.runningEffects == 0, !(context.owner.map(replica.ownership.owners.contains) ?? false)
         else { return }
         replicas[address] = nil
-        replicas.shrinkIfMostlyEmpty()
         withEffects[address] = nil
         // Its owners stay counted: the record keeps them.
         resting.insert(address: address, lastSeq: replica.lastSeq, ownership: replica.ownership, term: digested.term, state: state)
@@ -257,9 +257,9 @@ import Logging
             migrated += 1
         }
         for replica in replicas.values { replica.shutDown() }
-        replicas = [:]
+        replicas.removeAll()
         resting.removeAll()
-        withEffects = [:]
+        withEffects.removeAll()
         book.reset()
         owned.removeAll()
         (everythingChanged, changed) = (true, [])

@@ -75,8 +75,10 @@ extension Dictionary {
     /// Gives back the storage of a table left mostly empty (a `Dictionary` keeps the capacity it
     /// grew to): copies what it holds into a table of its size once that is under a sixteenth of
     /// the capacity (``ShrinkingStorage``).
-    mutating func shrinkIfMostlyEmpty() {
-        guard capacity >= ShrinkingStorage.smallestShrunk, count * ShrinkingStorage.shrinkBelowOneIn < capacity else { return }
+    /// - Parameter smallest: Below this capacity it is kept (one of many small tables may give
+    ///   back less: ``ShardedDictionary``).
+    mutating func shrinkIfMostlyEmpty(smallest: Int = ShrinkingStorage.smallestShrunk) {
+        guard capacity >= smallest, count * ShrinkingStorage.shrinkBelowOneIn < capacity else { return }
         var smaller = Self(minimumCapacity: count)
         for (key, value) in self { smaller[key] = value }
         self = smaller
