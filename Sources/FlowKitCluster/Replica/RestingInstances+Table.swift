@@ -1,9 +1,12 @@
 import Foundation
 
 /// The table that finds a record at rest by its address: open addressing with linear probing over
-/// ``RestingInstances/slots``, each holding a record's place / 8 + 1, and beside each its
-/// address's tag (``RestingInstances/tags``): a probe reads the record's address in its chunk,
-/// a cache miss in an arena of 60 MB, only when the tags agree (one time in 256 otherwise).
+/// ``RestingInstances/slots``, each holding a record's place / 8 + 1, and beside each the low 32
+/// bits of its address's hash (``RestingInstances/hashes``). A probe reads the record's address
+/// in its chunk, a cache miss in an arena of 60 MB, only when those agree; a removal's backward
+/// shift and a rebuild find each record's home slot there, without reading the arena at all
+/// (with a tag byte instead, the shift hashed each following record's address again, from the
+/// arena: 2 % of a node's loop in a step that woke a million resting instances).
 extension RestingInstances {
     static func hash(_ bytes: UnsafeRawBufferPointer) -> Int {
         var hasher = Hasher()
@@ -16,16 +19,9 @@ extension RestingInstances {
         return address.withUTF8 { hash(UnsafeRawBufferPointer($0)) }
     }
 
-    /// The top byte of an address's hash (the slot comes from its low bits).
-    static func tag(_ hash: Int) -> UInt8 {
-        UInt8(truncatingIfNeeded: hash >> 56)
-    }
-
-    func addressHash(at place: Int) -> Int {
-        let offset = place % chunkBytes
-        return chunks[place / chunkBytes].withUnsafeBytes {
-            Self.hash(UnsafeRawBufferPointer(rebasing: $0[(offset + Self.header)...].prefix(Int($0[offset + 1]) + 1)))
-        }
+    /// What a slot keeps of an address's hash: its home slot is these bits under the table's mask.
+    static func slotHash(_ hash: Int) -> UInt32 {
+        UInt32(truncatingIfNeeded: hash)
     }
 
     /// The record at rest at `address`, left where it is; nil when none rests there.
@@ -46,10 +42,10 @@ extension RestingInstances {
     func find(_ address: UnsafeRawBufferPointer, hash: Int? = nil) -> Int? {
         let mask = slots.count - 1
         let hash = hash ?? Self.hash(address)
-        let tag = Self.tag(hash)
+        let slotHash = Self.slotHash(hash)
         var slot = hash & mask
         while slots[slot] != 0 {
-            guard tags[slot] == tag else {
+            guard hashes[slot] == slotHash else {
                 slot = (slot + 1) & mask
                 continue
             }
@@ -67,11 +63,15 @@ extension RestingInstances {
     /// Puts the record at `place`, whose address hashes to `hash`, in the first free slot on its
     /// probe path.
     func fill(place: Int, hash: Int) {
+        fill(slot: UInt32(place / 8 + 1), slotHash: Self.slotHash(hash))
+    }
+
+    private func fill(slot value: UInt32, slotHash: UInt32) {
         let mask = slots.count - 1
-        var slot = hash & mask
+        var slot = Int(slotHash) & mask
         while slots[slot] != 0 { slot = (slot + 1) & mask }
-        slots[slot] = UInt32(place / 8 + 1)
-        tags[slot] = Self.tag(hash)
+        slots[slot] = value
+        hashes[slot] = slotHash
     }
 
     /// The slot of the record at `place`.
@@ -92,26 +92,28 @@ extension RestingInstances {
         while true {
             next = (next + 1) & mask
             guard slots[next] != 0 else { break }
-            let home = addressHash(at: Int(slots[next] - 1) * 8) & mask
+            let home = Int(hashes[next]) & mask
             // The record at `next` may move to `hole` unless its home lies cyclically in (hole, next].
             let stays = hole <= next ? (hole < home && home <= next) : (hole < home || home <= next)
             if !stays {
                 slots[hole] = slots[next]
-                tags[hole] = tags[next]
+                hashes[hole] = hashes[next]
                 hole = next
             }
         }
         slots[hole] = 0
     }
 
-    /// - Parameter capacity: A power of two (the probes mask with it).
+    /// Moves every record's slot to a table of `capacity` slots, from the hashes the slots keep.
+    /// - Parameter capacity: A power of two (the probes mask with it), at most 2³² (a home slot is
+    ///   a slot hash under the mask).
     func rebuildSlots(capacity: Int) {
         var capacity = max(16, capacity)
         while count * 2 > capacity { capacity *= 2 }
+        precondition(capacity <= 1 << 32, "more instances at rest than a table of 2^32 slots holds")
+        let (oldSlots, oldHashes) = (slots, hashes)
         slots = [UInt32](repeating: 0, count: capacity)
-        tags = [UInt8](repeating: 0, count: capacity)
-        forEachPlace { place in
-            if chunks[place / chunkBytes][place % chunkBytes] & Self.woken == 0 { fill(place: place, hash: addressHash(at: place)) }
-        }
+        hashes = [UInt32](repeating: 0, count: capacity)
+        for (slot, slotHash) in zip(oldSlots, oldHashes) where slot != 0 { fill(slot: slot, slotHash: slotHash) }
     }
 }

@@ -57,8 +57,8 @@ final class RestingInstances {
     /// Open addressing with linear probing: each slot holds a record's place / 8 + 1; 0 is empty
     /// (RestingInstances+Table.swift).
     var slots = [UInt32](repeating: 0, count: 16)
-    /// Each slot's address's tag (``tag(_:)``), when the slot holds one.
-    var tags = [UInt8](repeating: 0, count: 16)
+    /// The low 32 bits of each slot's address's hash (``slotHash(_:)``), when the slot holds one.
+    var hashes = [UInt32](repeating: 0, count: 16)
     private(set) var count = 0
     /// The chunks' bytes, dead records included.
     private(set) var arenaBytes = 0
@@ -198,7 +198,7 @@ final class RestingInstances {
         emptied = []
         mostlyDead = []
         slots = [UInt32](repeating: 0, count: 16)
-        tags = [UInt8](repeating: 0, count: 16)
+        hashes = [UInt32](repeating: 0, count: 16)
         count = 0
         unhashed = 0
         hashCursor = 0
